@@ -1,0 +1,180 @@
+package owner
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+)
+
+// Cell states. A death moves alive → dying → dead; readers treat dying as
+// alive, so a death becomes visible only after it has been counted as in
+// progress on the death clock.
+const (
+	stateAlive uint32 = iota
+	stateDying
+	stateDead
+)
+
+// cell is the liveness state shared by a Token and all its Refs.
+//
+// It holds a pointer (the channel) and is larger than 16 bytes, so it never
+// lands in the tiny allocator, where a pointer-free object can share a block
+// with a live neighbour and outlive its last reference.
+type cell struct {
+	state atomic.Uint32
+	id    uint64
+	done  chan struct{}
+}
+
+// lastID numbers cells process-wide; IDs start at 1.
+var lastID atomic.Uint64
+
+func newCell() *cell {
+	return &cell{id: lastID.Add(1), done: make(chan struct{})}
+}
+
+// kill makes the cell dead. Only the first caller does the work; the others
+// return at once. It reports whether this call was the one that killed it.
+func (c *cell) kill() bool {
+	if !c.state.CompareAndSwap(stateAlive, stateDying) {
+		return false
+	}
+	clock.Add(deathStarted)
+	c.state.Store(stateDead)
+	close(c.done)
+	if testHookDeathFlipped != nil {
+		testHookDeathFlipped()
+	}
+	clock.Add(deathCompleted)
+	return true
+}
+
+// Token is the strong handle of one owner: the consumer that minted it keeps
+// it for as long as it runs. A Token is safe for concurrent use.
+//
+// A Token must not be copied after first use; pass the pointer.
+type Token struct {
+	c       *cell
+	stop    func() bool // deregisters the context.AfterFunc, if any
+	cleanup runtime.Cleanup
+}
+
+// cleanupArg is what the drop-path cleanup sees. It must not refer to the
+// Token, or the Token would never become unreachable.
+type cleanupArg struct {
+	c    *cell
+	stop func() bool
+}
+
+// New mints a live token with no context: it dies when released, or when it
+// is dropped and the garbage collector has run its cleanup.
+func New() *Token {
+	return mint(newCell(), nil)
+}
+
+// NewContext mints a token that also dies when ctx is done. It starts no
+// goroutine: the death is hooked onto ctx with [context.AfterFunc]. A token
+// minted from a context that is already done is dead on return.
+func NewContext(ctx context.Context) *Token {
+	c := newCell()
+	if ctx.Err() != nil {
+		c.kill()
+		return mint(c, nil)
+	}
+	stop := context.AfterFunc(ctx, func() { c.kill() })
+	return mint(c, stop)
+}
+
+func mint(c *cell, stop func() bool) *Token {
+	t := &Token{c: c, stop: stop}
+	t.cleanup = runtime.AddCleanup(t, dropped, cleanupArg{c: c, stop: stop})
+	return t
+}
+
+// dropped runs on the runtime's cleanup goroutine after a Token was
+// collected without being released. It must not block.
+func dropped(a cleanupArg) {
+	a.c.kill()
+	if a.stop != nil {
+		a.stop()
+	}
+}
+
+// Release kills the token. It is idempotent and safe to call concurrently
+// with itself, with the cancellation of the token's context and with the
+// garbage collector. After it returns, every Ref of the token reads dead and
+// Done is closed. It also detaches the token from its context and cancels
+// the drop-path cleanup, so a released token costs nothing further.
+func (t *Token) Release() {
+	t.c.kill()
+	if t.stop != nil {
+		t.stop()
+	}
+	t.cleanup.Stop()
+}
+
+// Alive reports whether the token has not died yet.
+func (t *Token) Alive() bool { return t.c.state.Load() != stateDead }
+
+// Ref returns a weak view of the token. The view does not keep the token
+// reachable. Every call returns an equal Ref.
+func (t *Token) Ref() Ref { return Ref{c: t.c} }
+
+// Done returns a channel that is closed when the token dies, by any path.
+func (t *Token) Done() <-chan struct{} { return t.c.done }
+
+// ID returns the token's process-unique identifier; see [Ref.ID].
+func (t *Token) ID() uint64 { return t.c.id }
+
+// Run mints a token from ctx, calls fn with it, and releases the token when
+// fn returns or panics. A panic is not recovered: the token dies, then the
+// panic goes on unwinding. Run returns fn's error.
+func Run(ctx context.Context, fn func(ctx context.Context, t *Token) error) error {
+	t := NewContext(ctx)
+	defer t.Release()
+	return fn(ctx, t)
+}
+
+// Ref is a weak view of a Token: what a registry stores beside an entry.
+// Refs are small comparable values, safe to copy and to use from any number
+// of goroutines. The zero Ref is dead, is Same as nothing, and has ID 0.
+type Ref struct {
+	c *cell
+}
+
+// Alive reports whether the token behind r is still alive. It is one atomic
+// load and does not allocate: cheap enough for every request.
+func (r Ref) Alive() bool { return r.c != nil && r.c.state.Load() != stateDead }
+
+// Same reports whether r and o are views of the same Token, whether that
+// token is alive or dead (the equivalent of Rust's Weak::ptr_eq). It is
+// identity, not equality of state: Refs of two dead tokens are not Same. The
+// zero Ref is Same as nothing, not even another zero Ref.
+func (r Ref) Same(o Ref) bool { return r.c != nil && r.c == o.c }
+
+// ID returns a process-unique identifier of the token behind r. IDs grow
+// monotonically with minting order, so an ID can serve as a fencing token
+// and in logs. The zero Ref has ID 0, which no token has.
+func (r Ref) ID() uint64 {
+	if r.c == nil {
+		return 0
+	}
+	return r.c.id
+}
+
+// Done returns a channel that is closed when the token behind r dies. For
+// the zero Ref it returns a closed channel.
+func (r Ref) Done() <-chan struct{} {
+	if r.c == nil {
+		return closedChan
+	}
+	return r.c.done
+}
+
+// closedChan is what the zero Ref's Done returns; it is never written after
+// init.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
