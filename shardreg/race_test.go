@@ -1,0 +1,263 @@
+package shardreg_test
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/livereg/livereg/owner"
+	"github.com/livereg/livereg/shardreg"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The owner dies between Register's liveness check and its insert. No later
+// sweep is bound to revisit the entry (its owner died before that sweep's
+// clock reading), so Register itself must take it back out.
+func TestOwnerDiesBetweenCheckAndInsert(t *testing.T) {
+	r := newReg(t, shardreg.WithCap(1))
+	tok := owner.New()
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookBeforeInsert {
+			tok.Release()
+		}
+	})
+	require.NoError(t, r.Register("tool", "", tok.Ref()), "the register is linearized before the death")
+	r.SetHook(nil)
+
+	assert.Equal(t, 0, r.Len(), "the dead entry must not keep its slot")
+	assert.Equal(t, 0, r.Entries())
+	require.NoError(t, r.Register("other", "", live(t).Ref()), "the slot is free")
+}
+
+// fakeClock stands in for owner.Deaths so that a test can hold readings that
+// a real death shows only for nanoseconds.
+type fakeClock struct {
+	mu        sync.Mutex
+	completed uint64
+	settled   bool
+}
+
+func (c *fakeClock) read() (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.completed, c.settled
+}
+
+func (c *fakeClock) set(completed uint64, settled bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.completed, c.settled = completed, settled
+}
+
+// fullRegistry returns a registry at its cap of live entries, with a fake
+// death clock and a count of the sweeps it runs.
+func fullRegistry(t *testing.T, capacity int) (*shardreg.Registry[string], *fakeClock, *atomic.Int32, []*owner.Token) {
+	r := newReg(t, shardreg.WithCap(capacity))
+	clock := &fakeClock{completed: 5, settled: true}
+	r.SetDeathClock(clock.read)
+	sweeps := new(atomic.Int32)
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookSweepBegan {
+			sweeps.Add(1)
+		}
+	})
+	toks := make([]*owner.Token, capacity)
+	for i := range toks {
+		toks[i] = live(t)
+		start(t, r, fmt.Sprintf("t%d", i), toks[i])
+	}
+	return r, clock, sweeps, toks
+}
+
+func TestSweepSkippedWhileClockUnchanged(t *testing.T) {
+	r, _, sweeps, _ := fullRegistry(t, 4)
+	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	require.Equal(t, int32(1), sweeps.Load(), "the first full register sweeps")
+	for range 100 {
+		require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	}
+	assert.Equal(t, int32(1), sweeps.Load(), "no owner died since: no further sweep")
+}
+
+// A death that has flipped its owner to dead but not completed yet leaves
+// the completed count unchanged. A registry that trusted the count alone
+// would refuse this register; the clock reads unsettled, so it must sweep.
+func TestSweepWhenDeathInProgress(t *testing.T) {
+	r, clock, sweeps, toks := fullRegistry(t, 4)
+	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+
+	toks[2].Release()   // the flip...
+	clock.set(5, false) // ...while the clock still shows it in progress
+	require.NoError(t, r.Register("x", "", live(t).Ref()), "the dead entry's slot must be reclaimed")
+	assert.Equal(t, int32(2), sweeps.Load())
+}
+
+func TestSweepWhenDeathCompleted(t *testing.T) {
+	r, clock, sweeps, toks := fullRegistry(t, 4)
+	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	toks[0].Release()
+	clock.set(6, true)
+	require.NoError(t, r.Register("x", "", live(t).Ref()))
+	assert.Equal(t, int32(2), sweeps.Load())
+}
+
+// A sweep that began while a death was in progress may have read that owner
+// alive, so it must not vouch for the state it began in.
+func TestUnsettledSweepIsNotTrusted(t *testing.T) {
+	r, clock, sweeps, _ := fullRegistry(t, 4)
+	clock.set(5, false)
+	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	// Each unsettled sweep leaves the next one due; one register sweeps
+	// at most twice.
+	require.Equal(t, int32(2), sweeps.Load())
+	clock.set(5, true)
+	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	assert.Equal(t, int32(3), sweeps.Load(), "the next register must sweep again")
+	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	assert.Equal(t, int32(3), sweeps.Load(), "the settled sweep is trusted")
+}
+
+// Concurrent registers at full cap after a death: one sweeps, the others
+// wait for it and take its result.
+func TestConcurrentFullRegistersSweepOnce(t *testing.T) {
+	r, clock, sweeps, _ := fullRegistry(t, 16)
+	clock.set(6, true) // some owner, holding no entry here, died
+	const racers = 8
+	barrier := make(chan struct{})
+	var wg sync.WaitGroup
+	for range racers {
+		wg.Go(func() {
+			tok := live(t)
+			<-barrier
+			assert.ErrorIs(t, r.Register(fmt.Sprintf("new-%d", tok.ID()), "", tok.Ref()), shardreg.ErrCapReached)
+		})
+	}
+	close(barrier)
+	wg.Wait()
+	assert.Equal(t, int32(1), sweeps.Load())
+}
+
+// A write that lands during a listing's scan makes the scan retry; writes
+// that keep landing make the listing freeze writers and still return one
+// consistent view that includes them all.
+func TestListingRetriesThenFreezes(t *testing.T) {
+	r := newReg(t)
+	start(t, r, "a", live(t))
+	scans := 0
+	var frozenSeen bool
+	blocked := make(chan error, 1)
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p != shardreg.HookListScanned {
+			return
+		}
+		scans++
+		if !r.Frozen() {
+			require.NoError(t, r.RegisterReady(fmt.Sprintf("w%d", scans), "", live(t).Ref()))
+			return
+		}
+		frozenSeen = true
+		go func() { blocked <- r.RegisterReady("late", "", live(t).Ref()) }()
+		select {
+		case err := <-blocked:
+			t.Errorf("a write completed while listing froze writes: %v", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	})
+	got := names(r.ListReady())
+	require.NoError(t, <-blocked, "the held-off write proceeds after the listing")
+	r.SetHook(nil)
+
+	assert.True(t, frozenSeen, "four disturbed scans must lead to a frozen one")
+	assert.Equal(t, []string{"a", "w1", "w2", "w3", "w4"}, got)
+	assert.Contains(t, names(r.ListReady()), "late")
+}
+
+// Writers, killers and listers hammer a small registry. The cap counter is
+// watched the whole time and must never pass the cap; once quiet it must
+// equal the entries held, and no listing may ever show a dead owner.
+func TestStressCapAndListing(t *testing.T) {
+	const capacity, names, workers = 8, 24, 6
+	rounds := 3000
+	if testing.Short() {
+		rounds = 500
+	}
+	r := newReg(t, shardreg.WithCap(capacity))
+	stop := make(chan struct{})
+	var over atomic.Int64
+	var watchers sync.WaitGroup
+	watchers.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if n := r.Count(); n > capacity {
+				over.Store(n)
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			var mine []*owner.Token
+			for range rounds {
+				name := fmt.Sprintf("n%02d", rng.IntN(names))
+				switch rng.IntN(6) {
+				case 0, 1:
+					tok := owner.New()
+					err := r.Register(name, "", tok.Ref())
+					if err != nil && !errors.Is(err, shardreg.ErrDuplicate) && !errors.Is(err, shardreg.ErrCapReached) {
+						t.Errorf("register: %v", err)
+					}
+					r.MarkReady(name, tok.Ref())
+					mine = append(mine, tok)
+				case 2:
+					if len(mine) > 0 {
+						i := rng.IntN(len(mine))
+						mine[i].Release()
+						mine = append(mine[:i], mine[i+1:]...)
+					}
+				case 3:
+					if len(mine) > 0 {
+						r.UnregisterOwned(name, mine[rng.IntN(len(mine))].Ref())
+					}
+				case 4:
+					if e, ok := r.Resolve(name); ok {
+						assert.True(t, e.Ready)
+					}
+				case 5:
+					// A dead entry is never listed: check owners that were
+					// dead before the listing began.
+					deadBefore := map[owner.Ref]bool{}
+					for _, tok := range mine {
+						if !tok.Alive() {
+							deadBefore[tok.Ref()] = true
+						}
+					}
+					for _, e := range r.ListReady() {
+						assert.False(t, deadBefore[e.Owner], "listed a dead owner's entry")
+					}
+				}
+			}
+			for _, tok := range mine {
+				tok.Release()
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	watchers.Wait()
+
+	assert.Zero(t, over.Load(), "the cap counter passed the cap")
+	assert.Equal(t, int64(r.Entries()), r.Count(), "quiet: the count equals the entries held")
+	r.Prune()
+	assert.Equal(t, 0, r.Len(), "every owner is dead")
+	assert.Empty(t, r.ListReady())
+}

@@ -1,0 +1,291 @@
+package shardreg
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/livereg/livereg/owner"
+	"github.com/puzpuzpuz/xsync/v3"
+)
+
+// Entry is a registry entry as callers see it: a copy, safe to keep.
+type Entry[V any] struct {
+	Name  string
+	Value V
+	Owner owner.Ref
+	// Ready reports whether the owner had marked the entry ready. Resolve
+	// and ListReady return only ready entries.
+	Ready bool
+}
+
+// entry is what the map stores. Everything but the ready flag is immutable;
+// the value stored for a name changes only through the map's Compute.
+type entry[V any] struct {
+	name  string
+	value V
+	owner owner.Ref
+	ready atomic.Bool // false → true only, and only while the entry is mapped
+}
+
+func (e *entry[V]) export() Entry[V] {
+	return Entry[V]{Name: e.name, Value: e.value, Owner: e.owner, Ready: e.ready.Load()}
+}
+
+// Registry maps names to entries owned by consumers that may die without
+// notice. The zero value is not usable; make one with New. All methods are
+// safe for concurrent use and linearizable.
+type Registry[V any] struct {
+	// Read on every call, written only by New.
+	m        *xsync.MapOf[string, *entry[V]]
+	cap      int64
+	validate func(string) error
+	deaths   func() (uint64, bool) // owner.Deaths; a seam for tests
+	hook     func(hookPoint)       // nil outside tests
+	frozen   atomic.Bool           // a listing holds new writes off; see sections.go
+
+	_ [64]byte // keep the write-hot words below off the lines Resolve reads
+
+	count atomic.Int64  // entries held, dead ones included; never above cap
+	seq   atomic.Uint64 // write sections: completed<<sectionBits | in progress
+
+	_ [64]byte
+
+	gate    sync.Mutex                  // held by a listing while writes are frozen
+	sweepMu sync.Mutex                  // one sweep at a time
+	swept   atomic.Uint64               // death clock when the last full sweep began: c<<1|1, or 0
+	snap    atomic.Pointer[snapshot[V]] // cached ListReady result
+}
+
+// New makes an empty registry. It returns ErrInvalidOption for a bad option.
+func New[V any](opts ...Option) (*Registry[V], error) {
+	cfg := config{cap: DefaultCap}
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	return &Registry[V]{
+		// Grow-only: a catalog under churn would otherwise shrink and
+		// regrow its table over and over. Its size is bounded by the cap.
+		m:        xsync.NewMapOf[string, *entry[V]](xsync.WithGrowOnly()),
+		cap:      cfg.cap,
+		validate: cfg.validate,
+		deaths:   owner.Deaths,
+	}, nil
+}
+
+// Register adds a not-ready entry for name, owned by o. Checks run in this
+// order, and the first that fails is the error, with nothing changed:
+//
+//   - the name: ErrInvalidName;
+//   - the owner: ErrDeadOwner when o is dead or the zero Ref;
+//   - a live entry under the name: ErrDuplicate, also when it is o's own;
+//   - the cap: ErrCapReached when the registry is full even after sweeping
+//     away every dead-owner entry.
+//
+// An entry whose owner is dead is replaced in place, atomically, and the
+// replacement keeps its slot. The new entry is not resolved or listed until
+// o calls MarkReady.
+func (r *Registry[V]) Register(name string, v V, o owner.Ref) error {
+	return r.insert(name, v, o, false, false)
+}
+
+// RegisterReady is Register for entries that need no start-up: the entry is
+// ready at once.
+func (r *Registry[V]) RegisterReady(name string, v V, o owner.Ref) error {
+	return r.insert(name, v, o, true, false)
+}
+
+// Overwrite installs a ready entry for name owned by o whatever holds the
+// name now, live or dead, as the winner of a contested route does when it
+// re-asserts its own settings. It fails only with ErrInvalidName,
+// ErrDeadOwner or ErrCapReached (when the name is new and the registry is
+// full).
+func (r *Registry[V]) Overwrite(name string, v V, o owner.Ref) error {
+	return r.insert(name, v, o, true, true)
+}
+
+// insertOutcome is what one attempt to put an entry in the map did.
+type insertOutcome uint8
+
+const (
+	inserted insertOutcome = iota
+	replaced
+	duplicate
+	full
+)
+
+// maxSweepsPerInsert bounds how often one insert sweeps when owners keep
+// dying while it runs. One sweep already reclaims every owner that died
+// before the insert began.
+const maxSweepsPerInsert = 2
+
+func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite bool) error {
+	if err := r.checkName(name); err != nil {
+		return &Error{Op: "register", Name: name, Err: err}
+	}
+	if !o.Alive() {
+		return &Error{Op: "register", Name: name, Err: ErrDeadOwner}
+	}
+	var e *entry[V]
+	for sweeps := 0; ; {
+		// Lock-free pre-checks, so that a duplicate or a full registry costs
+		// no bucket lock and no write.
+		cur, held := r.m.Load(name)
+		switch {
+		case held && !overwrite && cur.owner.Alive():
+			return &Error{Op: "register", Name: name, Err: ErrDuplicate}
+		case !held && r.count.Load() >= r.cap:
+			if sweeps < maxSweepsPerInsert && r.makeRoom() {
+				sweeps++
+				continue
+			}
+			return &Error{Op: "register", Name: name, Err: ErrCapReached}
+		}
+		r.fire(hookBeforeInsert)
+		if e == nil {
+			e = &entry[V]{name: name, value: v, owner: o}
+			e.ready.Store(ready)
+		}
+
+		switch r.put(name, e, overwrite) {
+		case duplicate:
+			return &Error{Op: "register", Name: name, Err: ErrDuplicate}
+		case full:
+			// The pre-check saw room that a concurrent insert took.
+			continue
+		}
+		// The owner may have died between the liveness check above and
+		// the insert. No sweep will revisit an entry whose owner died
+		// before that sweep read the death clock, so remove it here. The
+		// register still succeeded: it is linearized before the death.
+		if !o.Alive() {
+			r.removeIfCurrent(name, e)
+		}
+		return nil
+	}
+}
+
+// put runs one Compute for name inside a write section. A new name takes a
+// slot; a replacement keeps the one it replaces.
+func (r *Registry[V]) put(name string, e *entry[V], overwrite bool) insertOutcome {
+	var outcome insertOutcome
+	r.beginWrite()
+	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
+		switch {
+		case loaded && !overwrite && old.owner.Alive():
+			outcome = duplicate
+			return old, false
+		case loaded:
+			outcome = replaced
+			return e, false
+		case !r.reserve():
+			outcome = full
+			return nil, true // absent and deleted: nothing is stored
+		default:
+			outcome = inserted
+			return e, false
+		}
+	})
+	r.endWrite(outcome == inserted || outcome == replaced)
+	return outcome
+}
+
+// reserve takes a slot under the cap, never exceeding it, not even for an
+// instant.
+func (r *Registry[V]) reserve() bool {
+	for {
+		n := r.count.Load()
+		if n >= r.cap {
+			return false
+		}
+		if r.count.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// MarkReady makes name's entry ready, so that it is resolved and listed. It
+// acts only when the entry is owned by o (Same) and o is alive, and reports
+// whether the entry is o's and ready afterwards, also when it already was.
+func (r *Registry[V]) MarkReady(name string, o owner.Ref) bool {
+	cur, ok := r.m.Load(name)
+	if !ok || !cur.owner.Same(o) {
+		return false
+	}
+	// Ready is read before liveness: both only move one way, so reading
+	// them in this order finds an instant at which both held.
+	if cur.ready.Load() && o.Alive() {
+		return true
+	}
+	marked, changed := false, false
+	r.beginWrite()
+	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
+		if !loaded {
+			return nil, true
+		}
+		// Under the bucket lock the flag flips only while the entry is
+		// mapped, so a flip can never revive a removed entry.
+		if old == cur && o.Alive() {
+			changed = !old.ready.Swap(true)
+			marked = true
+		}
+		return old, false
+	})
+	r.endWrite(changed)
+	return marked
+}
+
+// Resolve returns name's entry when it is ready and its owner alive. It
+// removes a dead-owner entry it meets, owner-conditionally: never the entry
+// that has replaced it meanwhile. On a hit it takes no lock and does not
+// allocate.
+func (r *Registry[V]) Resolve(name string) (Entry[V], bool) {
+	e, ok := r.m.Load(name)
+	if !ok {
+		return Entry[V]{}, false
+	}
+	// Ready before liveness, as in MarkReady.
+	ready := e.ready.Load()
+	if !e.owner.Alive() {
+		r.removeIfCurrent(name, e)
+		return Entry[V]{}, false
+	}
+	if !ready {
+		return Entry[V]{}, false
+	}
+	return Entry[V]{Name: e.name, Value: e.value, Owner: e.owner, Ready: true}, true
+}
+
+// UnregisterOwned removes name's entry only when its owner is Same as o,
+// whether o is alive or not, and reports whether it removed it. A late stop
+// of a dead owner therefore never removes the entry of its successor.
+func (r *Registry[V]) UnregisterOwned(name string, o owner.Ref) bool {
+	cur, ok := r.m.Load(name)
+	if !ok || !cur.owner.Same(o) {
+		return false
+	}
+	return r.removeIfCurrent(name, cur)
+}
+
+// removeIfCurrent removes name's entry if it is still e, and reports whether
+// it did.
+func (r *Registry[V]) removeIfCurrent(name string, e *entry[V]) bool {
+	removed := false
+	r.beginWrite()
+	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
+		if loaded && old == e {
+			removed = true
+			return nil, true
+		}
+		if !loaded {
+			return nil, true
+		}
+		return old, false
+	})
+	if removed {
+		r.count.Add(-1)
+	}
+	r.endWrite(removed)
+	return removed
+}

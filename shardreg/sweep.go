@@ -1,0 +1,77 @@
+package shardreg
+
+// Prune removes every entry whose owner is dead and returns how many it
+// removed. Register does this by itself before refusing a register at full
+// cap, and Resolve and ListReady reclaim the dead entries they meet, so
+// calling Prune is never needed for correctness; it frees memory sooner.
+func (r *Registry[V]) Prune() int {
+	r.sweepMu.Lock()
+	defer r.sweepMu.Unlock()
+	return r.sweepLocked()
+}
+
+// makeRoom sweeps before a register at full cap is refused, unless the death
+// clock proves no sweep can find anything. It reports whether a sweep ran,
+// here or in a concurrent register this one waited for, so that the caller
+// should look again.
+//
+// Concurrent registers at full cap do not all sweep: one holds sweepMu and
+// sweeps, the others wait for it and then take its result.
+func (r *Registry[V]) makeRoom() bool {
+	if r.sweepIsCurrent() {
+		return false
+	}
+	r.sweepMu.Lock()
+	defer r.sweepMu.Unlock()
+	if r.sweepIsCurrent() {
+		return true // swept while this register waited
+	}
+	r.sweepLocked()
+	return true
+}
+
+// sweepIsCurrent reports whether no owner can have died since the last full
+// sweep began. That holds exactly when the death clock reads settled now
+// with the same completed count it read, also settled, when that sweep
+// began; see owner.Deaths.
+func (r *Registry[V]) sweepIsCurrent() bool {
+	c, settled := r.deaths()
+	return settled && r.swept.Load() == c<<1|1
+}
+
+// sweepLocked removes every dead-owner entry. The map holds at most cap
+// entries, so the sweep is bounded by the cap.
+func (r *Registry[V]) sweepLocked() int {
+	c, settled := r.deaths()
+	r.fire(hookSweepBegan)
+	removed := 0
+	r.m.Range(func(name string, e *entry[V]) bool {
+		if !e.owner.Alive() && r.removeIfCurrent(name, e) {
+			removed++
+		}
+		return true
+	})
+	// Only a sweep that began with the clock settled vouches for the
+	// state it began in: a death in progress then may have read alive.
+	if settled {
+		r.swept.Store(c<<1 | 1)
+	} else {
+		r.swept.Store(0)
+	}
+	return removed
+}
+
+// hookPoint names a place where a test can step into an operation.
+type hookPoint uint8
+
+const (
+	hookBeforeInsert hookPoint = iota // after an insert's checks, before its Compute
+	hookSweepBegan                    // after a sweep read the death clock
+	hookListScanned                   // after a listing's scan, before it is validated
+)
+
+func (r *Registry[V]) fire(p hookPoint) {
+	if r.hook != nil {
+		r.hook(p)
+	}
+}
