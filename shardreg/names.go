@@ -63,3 +63,12 @@ func ResourceURI(name string) error {
 	}
 	return nil
 }
+
+// Validate reports whether name could be registered: nil, or an error
+// wrapping ErrInvalidName with the reason. It is what Register checks first.
+func (r *Registry[V]) Validate(name string) error {
+	if err := r.checkName(name); err != nil {
+		return &Error{Op: "validate", Name: name, Err: err}
+	}
+	return nil
+}

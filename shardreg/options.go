@@ -10,7 +10,7 @@ import (
 const DefaultCap = 128
 
 // NoCap, given to WithCap, makes a registry without a practical cap.
-const NoCap = math.MaxInt64
+const NoCap = math.MaxInt
 
 // An Option configures a Registry in New.
 type Option func(*config) error

@@ -1,0 +1,198 @@
+package bindsec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/livereg/livereg/owner"
+	"github.com/livereg/livereg/shardreg"
+)
+
+// Errors shared with the registry, so that one errors.Is check covers both.
+var (
+	// ErrInvalidName: the route name is empty, too long or not UTF-8.
+	ErrInvalidName = shardreg.ErrInvalidName
+	// ErrDeadOwner: the registering owner is already dead.
+	ErrDeadOwner = shardreg.ErrDeadOwner
+)
+
+// MissingPlanMode says what Guard does for a route with no live plan.
+type MissingPlanMode uint8
+
+const (
+	// Deny refuses requests to a route without a live plan (ErrNoPlan).
+	// It is the default.
+	Deny MissingPlanMode = iota
+	// PassThrough admits them unauthenticated, as ADR-0068's reference
+	// system does. Routes still cannot lose a live owner's plan to a late
+	// stop.
+	PassThrough
+)
+
+func (m MissingPlanMode) String() string {
+	switch m {
+	case Deny:
+		return "deny"
+	case PassThrough:
+		return "pass-through"
+	}
+	return fmt.Sprintf("MissingPlanMode(%d)", uint8(m))
+}
+
+// RoutePlan is a route's plan, as Plans lists it.
+type RoutePlan struct {
+	Route string
+	Plan  Plan
+}
+
+// An Option configures a Book.
+type Option func(*Book)
+
+// WithMissingPlan sets what Guard does for a route without a live plan.
+func WithMissingPlan(m MissingPlanMode) Option { return func(b *Book) { b.mode = m } }
+
+// withClock replaces time.Now, for tests of expiry.
+func withClock(now func() time.Time) Option { return func(b *Book) { b.now = now } }
+
+// Book is the set of route security plans, each owned by the consumer that
+// registered it. All methods are safe for concurrent use.
+type Book struct {
+	plans *shardreg.Registry[Plan]
+	mode  MissingPlanMode
+	now   func() time.Time
+}
+
+// NewBook makes an empty book; by default a route without a plan is denied.
+func NewBook(opts ...Option) *Book {
+	// NoCap cannot be refused, so New cannot fail.
+	plans, err := shardreg.New[Plan](shardreg.WithCap(shardreg.NoCap))
+	if err != nil {
+		panic(err)
+	}
+	b := &Book{plans: plans, mode: Deny, now: time.Now}
+	for _, opt := range opts {
+		opt(b)
+	}
+	return b
+}
+
+// Mode returns the book's missing-plan mode.
+func (b *Book) Mode() MissingPlanMode { return b.mode }
+
+// RegisterPlan stores a copy of p as route's plan, owned by o. A plan held
+// by a live owner is kept and ErrPlanHeld returned, so that a failed
+// duplicate start cannot touch the incumbent's plan; a dead owner's plan is
+// replaced. It also returns ErrInvalidName and ErrDeadOwner.
+func (b *Book) RegisterPlan(route string, p Plan, o owner.Ref) error {
+	err := b.plans.RegisterReady(route, p.clone(), o)
+	if errors.Is(err, shardreg.ErrDuplicate) {
+		return fmt.Errorf("bindsec: register plan %q: %w", route, ErrPlanHeld)
+	}
+	return wrap("register plan", err)
+}
+
+// RegisterPlanTakeover stores a copy of p as route's plan, owned by o,
+// overwriting any plan there, live or dead. Only the consumer that won the
+// route entry may call it: it re-asserts its own plan over a plan that a
+// losing contender registered meanwhile. It returns ErrInvalidName and
+// ErrDeadOwner.
+func (b *Book) RegisterPlanTakeover(route string, p Plan, o owner.Ref) error {
+	return wrap("take over plan", b.plans.Overwrite(route, p.clone(), o))
+}
+
+// UnregisterPlanOwned removes route's plan only when it was registered by
+// o (owner.Ref.Same), whether o is alive or not, and reports whether it
+// did. A late stop of a dead owner therefore never removes a replacement's
+// plan.
+func (b *Book) UnregisterPlanOwned(route string, o owner.Ref) bool {
+	return b.plans.UnregisterOwned(route, o)
+}
+
+// PlanFor returns route's live plan. A dead owner's plan is ignored and
+// reclaimed. The returned plan is the stored one, not a copy: it is
+// read-only. PlanFor takes no lock and does not allocate.
+func (b *Book) PlanFor(route string) (Plan, bool) {
+	e, ok := b.plans.Resolve(route)
+	return e.Value, ok
+}
+
+// Lookup is PlanFor that also returns the plan's owner.
+func (b *Book) Lookup(route string) (Plan, owner.Ref, bool) {
+	e, ok := b.plans.Resolve(route)
+	return e.Value, e.Owner, ok
+}
+
+// Plans returns the live plans sorted by route. The plans' Roles slices are
+// shared and read-only.
+func (b *Book) Plans() []RoutePlan {
+	entries := b.plans.ListReady()
+	out := make([]RoutePlan, len(entries))
+	for i, e := range entries {
+		out[i] = RoutePlan{Route: e.Name, Plan: e.Value}
+	}
+	return out
+}
+
+// Guard decides whether a request may run route's body. It finds the live
+// plan, authenticates credential with a, and authorizes the principal,
+// returning it. It refuses with ErrUnauthenticated (no credential, an
+// unknown one, or no authenticator), ErrForbidden, ErrExpired, or, for a
+// route without a live plan in Deny mode, ErrNoPlan (ErrInvalidName when
+// the route name could never have had one). A public plan, or a missing
+// plan in PassThrough mode, admits the request with the zero Principal
+// without looking at the credential.
+func (b *Book) Guard(ctx context.Context, route, credential string, a Authenticator) (Principal, error) {
+	p, ok := b.PlanFor(route)
+	if !ok {
+		return b.missing(route)
+	}
+	return b.check(ctx, route, p, credential, a)
+}
+
+// GuardOwned is Guard for a request already bound to the route entry of
+// owner o: it applies the plan only when o registered it. A plan of another
+// owner means the route is changing hands, and the request is refused with
+// ErrPlanOwner rather than checked against the newcomer's rules. With no
+// live plan it behaves as Guard.
+func (b *Book) GuardOwned(ctx context.Context, route string, o owner.Ref, credential string, a Authenticator) (Principal, error) {
+	p, po, ok := b.Lookup(route)
+	if !ok {
+		return b.missing(route)
+	}
+	if !po.Same(o) {
+		return Principal{}, fmt.Errorf("bindsec: route %q: %w", route, ErrPlanOwner)
+	}
+	return b.check(ctx, route, p, credential, a)
+}
+
+func (b *Book) check(ctx context.Context, route string, p Plan, credential string, a Authenticator) (Principal, error) {
+	if p.Public {
+		return Principal{}, nil
+	}
+	pr, err := enforce(ctx, p, credential, a, b.now())
+	if err != nil {
+		return Principal{}, fmt.Errorf("bindsec: route %q: %w", route, err)
+	}
+	return pr, nil
+}
+
+func (b *Book) missing(route string) (Principal, error) {
+	// Checked only here, off the hit path: a name that can hold no plan
+	// gets the clearer error.
+	if err := b.plans.Validate(route); err != nil {
+		return Principal{}, fmt.Errorf("bindsec: route: %w", err)
+	}
+	if b.mode == PassThrough {
+		return Principal{}, nil
+	}
+	return Principal{}, fmt.Errorf("bindsec: route %q: %w", route, ErrNoPlan)
+}
+
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("bindsec: %s: %w", op, err)
+}

@@ -1,0 +1,38 @@
+// Package bindsec holds per-route security plans under the same owner
+// discipline as the routes themselves (ADR-0068, "McpBindSecurity plans take
+// the same discipline").
+//
+// # The threat
+//
+// A route's plan says what a request must present before the route body
+// runs. Plans are registered and removed by the consumers that own the
+// routes, and consumers can die without notice. Two things must never
+// happen: a late stop of a dead owner removing the plan of the live consumer
+// that replaced it, and a route body running without the checks its live
+// owner registered. So a [Book] keeps each plan beside the [owner.Ref] of the
+// consumer that registered it:
+//
+//   - [Book.RegisterPlan] keeps a live owner's plan ([ErrPlanHeld]) and
+//     replaces a dead owner's.
+//   - [Book.RegisterPlanTakeover] is for the consumer that won the route
+//     entry: it re-asserts its own plan over whatever was there.
+//   - [Book.UnregisterPlanOwned] removes a plan only for the owner that
+//     registered it.
+//   - [Book.PlanFor] ignores, and reclaims, a dead owner's plan.
+//
+// # Two modes for a missing plan
+//
+// In ADR-0068's reference system a route without a plan is open to
+// unauthenticated callers. A Book denies such requests by default
+// ([Deny], [ErrNoPlan]); a route that should be open registers
+// Plan{Public: true}. [PassThrough] restores the reference behaviour for
+// servers that rely on it. In either mode the owner discipline above holds,
+// and a dispatcher that binds each request to one owner ([Book.GuardOwned])
+// never runs a body under another owner's plan or under none.
+//
+// # Concurrency
+//
+// A Book is safe for concurrent use; it is a [shardreg.Registry] of plans
+// with no cap of its own (plans exist only for routes, which are capped).
+// [Book.PlanFor] and [Book.Guard] take no lock and PlanFor does not allocate.
+package bindsec
