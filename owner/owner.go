@@ -113,6 +113,21 @@ func (t *Token) Release() {
 	t.cleanup.Stop()
 }
 
+// Releaser returns a function that kills the token as Release does, but
+// that does not keep the token reachable. A goroutine that must be able to
+// end its owner (a bridge whose route body panicked) holds the function
+// rather than the Token, so that dropping the Token still kills it. The
+// function is idempotent and safe for concurrent use.
+func (t *Token) Releaser() func() {
+	c, stop := t.c, t.stop
+	return func() {
+		c.kill()
+		if stop != nil {
+			stop()
+		}
+	}
+}
+
 // Alive reports whether the token has not died yet.
 func (t *Token) Alive() bool { return t.c.state.Load() != stateDead }
 

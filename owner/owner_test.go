@@ -106,6 +106,19 @@ func TestDeathPaths(t *testing.T) {
 			require.ErrorIs(t, err, errFn)
 			return r
 		}},
+		{"releaser", func(t *testing.T) owner.Ref {
+			tok := owner.New()
+			release := tok.Releaser()
+			release()
+			release()
+			return tok.Ref()
+		}},
+		{"dropped while its releaser is held", func(t *testing.T) owner.Ref {
+			release, r := releaserOfDropped()
+			awaitDeath(t, r)
+			release() // a late call on a dead token changes nothing
+			return r
+		}},
 		{"dropped", func(t *testing.T) owner.Ref {
 			r := mintAndDrop(context.Background())
 			awaitDeath(t, r)
@@ -135,6 +148,15 @@ func TestDeathPaths(t *testing.T) {
 //go:noinline
 func mintAndDrop(ctx context.Context) owner.Ref {
 	return owner.NewContext(ctx).Ref()
+}
+
+// releaserOfDropped returns the releaser and a Ref of a token that nothing
+// else references: the releaser must not keep it reachable.
+//
+//go:noinline
+func releaserOfDropped() (func(), owner.Ref) {
+	tok := owner.New()
+	return tok.Releaser(), tok.Ref()
 }
 
 // A Ref must not keep its Token reachable; many Refs and copies of them must

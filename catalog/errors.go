@@ -1,0 +1,47 @@
+package catalog
+
+import (
+	"errors"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/shardreg"
+)
+
+// Errors returned by the catalog, wrapped with the route; match them with
+// errors.Is. Denials by the route's plan are bindsec's errors
+// (bindsec.ErrUnauthenticated, ErrForbidden, ErrExpired, ErrNoPlan).
+var (
+	// ErrUnknownTool: no live, ready tool of that name. MCP answers this
+	// with JSON-RPC error -32602.
+	ErrUnknownTool = errors.New("catalog: unknown tool")
+	// ErrUnknownResource: no live, ready resource with that URI.
+	ErrUnknownResource = errors.New("catalog: unknown resource")
+	// ErrRouteGone: the route's owner died, or the route is changing
+	// hands, between the lookup and the hand-off. The body did not run;
+	// retrying may reach a successor.
+	ErrRouteGone = errors.New("catalog: route gone")
+	// ErrRoutePanicked: the route body panicked. The consumer is dead.
+	ErrRoutePanicked = errors.New("catalog: route body panicked")
+	// ErrOverloaded: the route's queue of waiting calls is full.
+	ErrOverloaded = errors.New("catalog: route overloaded")
+	// ErrInvalidConfig: a Config field or start option is out of range.
+	ErrInvalidConfig = errors.New("catalog: invalid config")
+	// ErrInvalidRoute: a Tool or Resource given to Start is malformed (a
+	// nil handler, an input schema that is not a JSON object).
+	ErrInvalidRoute = errors.New("catalog: invalid route")
+
+	// ErrDuplicate, ErrCapReached, ErrInvalidName and ErrDeadOwner are the
+	// registry's, returned by Start.
+	ErrDuplicate   = shardreg.ErrDuplicate
+	ErrCapReached  = shardreg.ErrCapReached
+	ErrInvalidName = shardreg.ErrInvalidName
+	ErrDeadOwner   = shardreg.ErrDeadOwner
+)
+
+// Denied reports whether err is a refusal by a route's security plan, which
+// an MCP server reports as a tool error result rather than a protocol
+// error.
+func Denied(err error) bool {
+	return errors.Is(err, bindsec.ErrUnauthenticated) || errors.Is(err, bindsec.ErrForbidden) ||
+		errors.Is(err, bindsec.ErrExpired) || errors.Is(err, bindsec.ErrNoPlan)
+}

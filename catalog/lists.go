@@ -1,0 +1,109 @@
+package catalog
+
+import (
+	"sync/atomic"
+
+	"github.com/livereg/livereg/shardreg"
+)
+
+// ListTools returns the live, ready tools sorted by name. While the catalog
+// does not change, every call returns the same slice without allocating:
+// it is shared and read-only.
+func (c *Catalog) ListTools() []Tool {
+	return project(c.tools.reg.ListReady(), &c.toolList, func(rt *route) Tool { return rt.tool })
+}
+
+// ListResources returns the live, ready resources sorted by URI, under the
+// same sharing rule as ListTools.
+func (c *Catalog) ListResources() []Resource {
+	return project(c.resources.reg.ListReady(), &c.resourceList, func(rt *route) Resource { return rt.resource })
+}
+
+// ToolsPage returns one page of ListTools for cursor pagination (tools/list):
+// up to limit tools after cursor (100 when limit <= 0) and the next cursor,
+// "" on the last page. A cursor it did not make gets ErrInvalidCursor.
+func (c *Catalog) ToolsPage(cursor string, limit int) ([]Tool, string, error) {
+	return page(c.tools.reg, cursor, limit, func(rt *route) Tool { return rt.tool })
+}
+
+// ResourcesPage is ToolsPage for resources.
+func (c *Catalog) ResourcesPage(cursor string, limit int) ([]Resource, string, error) {
+	return page(c.resources.reg, cursor, limit, func(rt *route) Resource { return rt.resource })
+}
+
+func page[T any](reg *shardreg.Registry[*route], cursor string, limit int, f func(*route) T) ([]T, string, error) {
+	entries, next, err := reg.Page(cursor, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]T, len(entries))
+	for i, e := range entries {
+		out[i] = f(e.Value)
+	}
+	return out, next, nil
+}
+
+// projection caches one listing converted from registry entries, keyed by
+// the identity of the registry's cached slice it was made from: while the
+// registry serves the same snapshot, the conversion is reused.
+type projection[T any] struct {
+	src *shardreg.Entry[*route]
+	n   int
+	out []T
+}
+
+func project[T any](entries []shardreg.Entry[*route], cache *atomic.Pointer[projection[T]], f func(*route) T) []T {
+	if len(entries) == 0 {
+		return nil
+	}
+	if p := cache.Load(); p != nil && p.src == &entries[0] && p.n == len(entries) {
+		return p.out
+	}
+	out := make([]T, len(entries))
+	for i, e := range entries {
+		out[i] = f(e.Value)
+	}
+	cache.Store(&projection[T]{src: &entries[0], n: len(entries), out: out})
+	return out
+}
+
+// Version returns a number that grows with every change a listing can see:
+// a route becoming ready, stopping, or being reclaimed after its owner died.
+func (c *Catalog) Version() uint64 {
+	return c.tools.reg.Version() + c.resources.reg.Version()
+}
+
+// ToolsVersion is Version for tools alone.
+func (c *Catalog) ToolsVersion() uint64 { return c.tools.reg.Version() }
+
+// ResourcesVersion is Version for resources alone.
+func (c *Catalog) ResourcesVersion() uint64 { return c.resources.reg.Version() }
+
+// Changes returns a channel that is closed at the next change to the
+// catalog's listings after the call: a route becoming ready, stopping, or
+// being reclaimed after its owner died. To follow changes without missing
+// one, take the channel, then read Version, then wait.
+func (c *Catalog) Changes() <-chan struct{} { return *c.changed.Load() }
+
+func (c *Catalog) notify() {
+	next := make(chan struct{})
+	close(*c.changed.Swap(&next))
+}
+
+// Stats is a summary of a catalog's state.
+type Stats struct {
+	Tools, Resources         int // ready routes of live owners
+	ToolSlots, ResourceSlots int // entries held against the caps
+	Version                  uint64
+}
+
+// Stats returns a summary of the catalog.
+func (c *Catalog) Stats() Stats {
+	return Stats{
+		Tools:         len(c.tools.reg.ListReady()),
+		Resources:     len(c.resources.reg.ListReady()),
+		ToolSlots:     c.tools.reg.Len(),
+		ResourceSlots: c.resources.reg.Len(),
+		Version:       c.Version(),
+	}
+}
