@@ -51,6 +51,7 @@ type Catalog struct {
 	changed          atomic.Pointer[chan struct{}]
 	toolList         atomic.Pointer[projection[Tool]]
 	resourceList     atomic.Pointer[projection[Resource]]
+	beforeReady      func(name string) // test hook; nil otherwise
 }
 
 // side is one namespace of routes: tools by name, or resources by URI, each
@@ -206,6 +207,9 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	}
 	// 5. The bridge, then ready.
 	rt.startWorkers()
+	if c.beforeReady != nil {
+		c.beforeReady(name)
+	}
 	if !s.reg.MarkReady(name, ref) {
 		s.reg.UnregisterOwned(name, ref)
 		return fail(ErrDeadOwner)

@@ -1,0 +1,379 @@
+package catalog_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tokens: one bearer token per role, so a test can present any role.
+var tokens = bindsec.NewStaticTokens(map[string]bindsec.Principal{
+	"tok-a": {Subject: "a", Roles: []string{"a"}},
+	"tok-b": {Subject: "b", Roles: []string{"b"}},
+	"tok-c": {Subject: "c", Roles: []string{"c"}},
+	"tok-r": {Subject: "r", Roles: []string{"r"}},
+})
+
+// roleBody answers with its role, and counts a run without that role as a
+// breach: the body ran without the checks its owner registered.
+func roleBody(role string, breaches *atomic.Int64) catalog.ToolHandler {
+	return func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+		if !c.Principal.HasRole(role) {
+			breaches.Add(1)
+		}
+		return catalog.TextResult(role), nil
+	}
+}
+
+// Dead A; B and C restart the route at once. Exactly one wins, dispatch then
+// enforces the winner's plan, and no request ever falls through to the body
+// unchecked, not even while the plans change hands. PassThrough mode makes
+// a fallback to "no plan" visible as a breach.
+func TestConcurrentRestartEnforcesWinnersPlan(t *testing.T) {
+	rounds := 2000
+	if testing.Short() {
+		rounds = 300
+	}
+	c := newCatalog(t, catalog.Config{MissingPlan: bindsec.PassThrough, Authenticator: tokens})
+	var breaches atomic.Int64
+	wins := map[string]int{}
+	for round := range rounds {
+		name := "route-" + strconv.Itoa(round)
+		ctxA, cancelA := context.WithCancel(bg)
+		a, err := c.StartTool(ctxA, catalog.Tool{Name: name}, bindsec.Plan{Roles: []string{"a"}}, roleBody("a", &breaches), catalog.WithWorkers(1))
+		require.NoError(t, err)
+		cancelA()
+		<-a.Done()
+
+		barrier := make(chan struct{})
+		var starters, prober sync.WaitGroup
+		results := make([]*catalog.Consumer, 2)
+		errs := make([]error, 2)
+		for i, role := range []string{"b", "c"} {
+			starters.Go(func() {
+				<-barrier
+				results[i], errs[i] = c.StartTool(bg, catalog.Tool{Name: name}, bindsec.Plan{Roles: []string{role}}, roleBody(role, &breaches), catalog.WithWorkers(1))
+			})
+		}
+		// An unauthenticated caller races the restart until both starts
+		// have returned.
+		probing := make(chan struct{})
+		prober.Go(func() {
+			<-barrier
+			for {
+				select {
+				case <-probing:
+					return
+				default:
+				}
+				if _, err := c.CallTool(bg, name, nil, ""); err == nil {
+					breaches.Add(1)
+				}
+				runtime.Gosched()
+			}
+		})
+		close(barrier)
+		starters.Wait()
+		close(probing)
+		prober.Wait()
+
+		var winner *catalog.Consumer
+		winRole, loseRole := "", ""
+		for i, role := range []string{"b", "c"} {
+			if errs[i] == nil {
+				require.Nil(t, winner, "round %d: two winners", round)
+				winner, winRole = results[i], role
+			} else {
+				require.ErrorIs(t, errs[i], catalog.ErrDuplicate, "round %d", round)
+				loseRole = role
+			}
+		}
+		require.NotNil(t, winner, "round %d: no winner", round)
+		wins[winRole]++
+
+		text, err := callText(t, c, name, "tok-"+winRole)
+		require.NoError(t, err, "round %d", round)
+		require.Equal(t, winRole, text)
+		_, err = callText(t, c, name, "tok-"+loseRole)
+		require.ErrorIs(t, err, bindsec.ErrForbidden, "round %d: the loser's plan must not be in force", round)
+		_, err = callText(t, c, name, "")
+		require.ErrorIs(t, err, bindsec.ErrUnauthenticated, "round %d: never pass-through", round)
+		require.NoError(t, a.Stop(bg), "A's late stop")
+		_, err = callText(t, c, name, "")
+		require.ErrorIs(t, err, bindsec.ErrUnauthenticated, "round %d: A's late stop opened the route", round)
+		require.NoError(t, winner.Stop(bg))
+	}
+	assert.Zero(t, breaches.Load(), "route bodies ran without their owner's checks")
+	assert.Equal(t, rounds, wins["b"]+wins["c"])
+	t.Logf("winners over %d rounds: %v", rounds, wins)
+}
+
+// PassThrough, adversarial: owners with role-guarded plans die, restart
+// and stop late on a few routes while many goroutines call without
+// credentials. ADR-0068 promises that plan removal cannot open an auth
+// hole; here that means no route body ever runs for those calls.
+func TestPassThroughNeverRunsUnauthenticatedBodies(t *testing.T) {
+	const routes, callers = 4, 6
+	calls := 100_000
+	if testing.Short() {
+		calls = 20_000
+	}
+	c := newCatalog(t, catalog.Config{MissingPlan: bindsec.PassThrough, Authenticator: tokens})
+	var bodies, breaches, made atomic.Int64
+	body := func(_ context.Context, call catalog.Call) (catalog.Result, error) {
+		bodies.Add(1)
+		if !call.Principal.HasRole("r") {
+			breaches.Add(1)
+		}
+		return catalog.TextResult("ok"), nil
+	}
+	plan := bindsec.Plan{Roles: []string{"r"}}
+
+	done := make(chan struct{})
+	var churn sync.WaitGroup
+	for r := range routes {
+		churn.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(r), 7))
+			name := fmt.Sprintf("route-%d", r)
+			var dead []*catalog.Consumer
+			for {
+				select {
+				case <-done:
+					for _, k := range dead {
+						_ = k.Stop(bg)
+					}
+					return
+				default:
+				}
+				ctx, cancel := context.WithCancel(bg)
+				k, err := c.StartTool(ctx, catalog.Tool{Name: name}, plan, body, catalog.WithWorkers(1))
+				if err != nil {
+					cancel()
+					continue
+				}
+				// Valid calls keep the bodies busy.
+				_, _ = c.CallTool(bg, name, nil, "tok-r")
+				switch rng.IntN(3) {
+				case 0:
+					_ = k.Stop(bg)
+					cancel()
+				case 1:
+					cancel() // aborted; its stop comes late, after a restart
+					<-k.Done()
+					dead = append(dead, k)
+				default:
+					cancel()
+					<-k.Done()
+					_ = k.Stop(bg)
+				}
+				if len(dead) > 3 {
+					_ = dead[0].Stop(bg)
+					dead = dead[1:]
+				}
+			}
+		})
+	}
+	var callersWG sync.WaitGroup
+	for i := range callers {
+		callersWG.Go(func() {
+			for n := i; made.Add(1) <= int64(calls); n++ {
+				_, _ = c.CallTool(bg, fmt.Sprintf("route-%d", n%routes), nil, "")
+			}
+		})
+	}
+	callersWG.Wait()
+	close(done)
+	churn.Wait()
+
+	assert.Zero(t, breaches.Load(), "a route body ran for a request without valid credentials")
+	assert.Positive(t, bodies.Load(), "the authenticated calls must have reached bodies")
+}
+
+// A thousand calls are in flight when their owner dies. Each one either
+// completed by the live owner or failed cleanly with ErrRouteGone, and no
+// body started for a call that began after the death was observed.
+func TestInFlightCallsWhenOwnerDies(t *testing.T) {
+	const inFlight, workers = 1000, 4
+	c := newCatalog(t, catalog.Config{QueueDepth: inFlight})
+	gate := make(chan struct{})
+	var clock atomic.Int64    // orders call starts and the observed death
+	var diedAt atomic.Int64   // clock value when the death was observed
+	var bodies, late atomic.Int64
+	handler := func(_ context.Context, call catalog.Call) (catalog.Result, error) {
+		began, _ := strconv.ParseInt(string(call.Arguments), 10, 64)
+		if d := diedAt.Load(); d != 0 && d < began {
+			late.Add(1)
+		}
+		bodies.Add(1)
+		<-gate
+		return catalog.TextResult("done"), nil
+	}
+	ctx, cancel := context.WithCancel(bg)
+	k, err := c.StartTool(ctx, catalog.Tool{Name: "slow"}, public, handler, catalog.WithWorkers(workers))
+	require.NoError(t, err)
+
+	errs := make(chan error, inFlight)
+	for range inFlight {
+		go func() {
+			began := clock.Add(1)
+			_, err := c.CallTool(bg, "slow", json.RawMessage(strconv.FormatInt(began, 10)), "")
+			errs <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return k.Queued() == inFlight-workers }, 10*time.Second, time.Millisecond)
+
+	cancel()
+	<-k.Done()
+	diedAt.Store(clock.Add(1))
+	close(gate)
+
+	completed, gone := 0, 0
+	for range inFlight {
+		switch err := <-errs; {
+		case err == nil:
+			completed++
+		case errors.Is(err, catalog.ErrRouteGone):
+			gone++
+		default:
+			t.Errorf("unexpected error %v", err)
+		}
+	}
+	assert.Equal(t, inFlight, completed+gone)
+	assert.Equal(t, workers, completed, "the bodies already running complete")
+	assert.Equal(t, int64(workers), bodies.Load(), "no queued body runs after the death")
+	assert.Zero(t, late.Load())
+	require.NoError(t, k.Stop(bg))
+}
+
+func TestOverloadedAndQueuedCancel(t *testing.T) {
+	c := newCatalog(t, catalog.Config{QueueDepth: 1})
+	gate, started := make(chan struct{}), make(chan struct{}, 8)
+	var runs atomic.Int32
+	k, err := c.StartTool(bg, catalog.Tool{Name: "busy"}, public, func(ctx context.Context, call catalog.Call) (catalog.Result, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-gate
+		return catalog.TextResult(string(call.Arguments)), nil
+	}, catalog.WithWorkers(1))
+	require.NoError(t, err)
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(func() { open(); _ = k.Stop(bg) })
+	first := make(chan error, 1)
+	go func() { _, err := c.CallTool(bg, "busy", json.RawMessage(`1`), ""); first <- err }()
+	<-started // the one worker is busy
+
+	queuedCtx, cancelQueued := context.WithCancel(bg)
+	queued := make(chan error, 1)
+	go func() { _, err := c.CallTool(queuedCtx, "busy", json.RawMessage(`2`), ""); queued <- err }()
+	require.Eventually(t, func() bool { return k.Queued() == 1 }, 10*time.Second, time.Millisecond)
+
+	_, err = c.CallTool(bg, "busy", json.RawMessage(`3`), "")
+	assert.ErrorIs(t, err, catalog.ErrOverloaded, "the queue of one is full")
+
+	cancelQueued()
+	assert.ErrorIs(t, <-queued, context.Canceled)
+	open()
+	require.NoError(t, <-first)
+	// The worker now finds the abandoned call in the queue and skips it.
+	res, err := c.CallTool(bg, "busy", json.RawMessage(`4`), "")
+	require.NoError(t, err)
+	assert.Equal(t, "4", res.Content[0].Text)
+	assert.Equal(t, int32(2), runs.Load(), "the abandoned call's body never ran")
+}
+
+func TestStopDrainsInFlightCalls(t *testing.T) {
+	c := newCatalog(t, catalog.Config{})
+	gate, started := make(chan struct{}), make(chan struct{})
+	k, err := c.StartTool(bg, catalog.Tool{Name: "t"}, public, func(context.Context, catalog.Call) (catalog.Result, error) {
+		close(started)
+		<-gate
+		return catalog.TextResult("finished"), nil
+	})
+	require.NoError(t, err)
+	result := make(chan string, 1)
+	go func() { text, _ := callText(t, c, "t", ""); result <- text }()
+	<-started
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- k.Stop(bg) }()
+	require.Eventually(t, func() bool { return len(c.ListTools()) == 0 }, 10*time.Second, time.Millisecond, "Stop unlists first")
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned before the in-flight call finished")
+	default:
+	}
+	close(gate)
+	assert.Equal(t, "finished", <-result, "the in-flight call completes")
+	assert.NoError(t, <-stopped)
+}
+
+func TestStopIsBoundedByContext(t *testing.T) {
+	c := newCatalog(t, catalog.Config{})
+	gate, started := make(chan struct{}), make(chan struct{})
+	k, err := c.StartTool(bg, catalog.Tool{Name: "t"}, public, func(context.Context, catalog.Call) (catalog.Result, error) {
+		close(started)
+		<-gate
+		return catalog.Result{}, nil
+	})
+	require.NoError(t, err)
+	go func() { _, _ = c.CallTool(bg, "t", nil, "") }()
+	<-started
+	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
+	defer cancel()
+	assert.ErrorIs(t, k.Stop(ctx), context.DeadlineExceeded)
+	assert.Empty(t, c.ListTools())
+	select {
+	case <-k.Done():
+	default:
+		t.Error("a stopped consumer is dead even when its drain was cut short")
+	}
+	close(gate)
+}
+
+func TestDenials(t *testing.T) {
+	c := newCatalog(t, catalog.Config{Authenticator: tokens})
+	var runs atomic.Int32
+	startTool(t, c, bg, "guarded", bindsec.Plan{Roles: []string{"a"}}, func(_ context.Context, call catalog.Call) (catalog.Result, error) {
+		runs.Add(1)
+		return catalog.TextResult(call.Principal.Subject), nil
+	})
+	tests := []struct {
+		credential string
+		want       error
+	}{
+		{"", bindsec.ErrUnauthenticated},
+		{"not-a-token", bindsec.ErrUnauthenticated},
+		{"tok-b", bindsec.ErrForbidden},
+	}
+	for _, tt := range tests {
+		_, err := callText(t, c, "guarded", tt.credential)
+		assert.ErrorIs(t, err, tt.want, "credential %q", tt.credential)
+		assert.True(t, catalog.Denied(err))
+		if tt.credential != "" {
+			assert.NotContains(t, err.Error(), tt.credential, "a denial must not echo the credential")
+		}
+	}
+	assert.Zero(t, runs.Load())
+	text, err := callText(t, c, "guarded", "tok-a")
+	require.NoError(t, err)
+	assert.Equal(t, "a", text, "the body sees the admitted principal")
+
+	noAuth := newCatalog(t, catalog.Config{})
+	startTool(t, noAuth, bg, "guarded", bindsec.Plan{}, reply("x"))
+	_, err = callText(t, noAuth, "guarded", "tok-a")
+	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "without an authenticator only public routes answer")
+}
