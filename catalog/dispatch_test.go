@@ -209,8 +209,8 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	const inFlight, workers = 1000, 4
 	c := newCatalog(t, catalog.Config{QueueDepth: inFlight})
 	gate := make(chan struct{})
-	var clock atomic.Int64    // orders call starts and the observed death
-	var diedAt atomic.Int64   // clock value when the death was observed
+	var clock atomic.Int64  // orders call starts and the observed death
+	var diedAt atomic.Int64 // clock value when the death was observed
 	var bodies, late atomic.Int64
 	handler := func(_ context.Context, call catalog.Call) (catalog.Result, error) {
 		began, _ := strconv.ParseInt(string(call.Arguments), 10, 64)
