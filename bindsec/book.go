@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/livereg/livereg/internal/quote"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
 )
@@ -88,7 +89,7 @@ func (b *Book) Mode() MissingPlanMode { return b.mode }
 func (b *Book) RegisterPlan(route string, p Plan, o owner.Ref) error {
 	err := b.plans.RegisterReady(route, p.clone(), o)
 	if errors.Is(err, shardreg.ErrDuplicate) {
-		return fmt.Errorf("bindsec: register plan %q: %w", route, ErrPlanHeld)
+		return fmt.Errorf("register plan %s: %w", quote.Name(route), ErrPlanHeld)
 	}
 	return wrap("register plan", err)
 }
@@ -142,29 +143,47 @@ func (b *Book) Plans() []RoutePlan {
 // route without a live plan in Deny mode, ErrNoPlan (ErrInvalidName when
 // the route name could never have had one). A public plan, or a missing
 // plan in PassThrough mode, admits the request with the zero Principal
-// without looking at the credential.
+// without looking at the credential. The returned principal may share its
+// Roles slice with the authenticator: it is read-only.
 func (b *Book) Guard(ctx context.Context, route, credential string, a Authenticator) (Principal, error) {
 	p, ok := b.PlanFor(route)
 	if !ok {
-		return b.missing(route)
+		return b.MissingPlan(route)
 	}
 	return b.check(ctx, route, p, credential, a)
 }
 
 // GuardOwned is Guard for a request already bound to the route entry of
-// owner o: it applies the plan only when o registered it. A plan of another
-// owner means the route is changing hands, and the request is refused with
-// ErrPlanOwner rather than checked against the newcomer's rules. With no
-// live plan it behaves as Guard.
+// owner o, an owner that registered a plan for the route: it admits the
+// request only under o's own live plan. Any other state refuses it with
+// ErrPlanOwner, never checking it against another owner's rules and never
+// falling back to the missing-plan mode: another owner's plan means the
+// route is changing hands, and no plan of o's means o died or is stopping
+// (its plan was removed, or overwritten by a successor that died in turn).
+// A route whose owner registered no plan is guarded with MissingPlan.
 func (b *Book) GuardOwned(ctx context.Context, route string, o owner.Ref, credential string, a Authenticator) (Principal, error) {
 	p, po, ok := b.Lookup(route)
-	if !ok {
-		return b.missing(route)
-	}
-	if !po.Same(o) {
-		return Principal{}, fmt.Errorf("bindsec: route %q: %w", route, ErrPlanOwner)
+	if !ok || !po.Same(o) {
+		return Principal{}, fmt.Errorf("route %s: %w", quote.Name(route), ErrPlanOwner)
 	}
 	return b.check(ctx, route, p, credential, a)
+}
+
+// MissingPlan returns what Guard answers for a route without a live plan:
+// the zero Principal and nil in PassThrough mode, ErrNoPlan in Deny mode,
+// ErrInvalidName for a name that could never hold a plan. A dispatcher uses
+// it for a route whose owner registered no plan, after checking that no
+// other owner's plan is in force.
+func (b *Book) MissingPlan(route string) (Principal, error) {
+	// Checked only here, off the hit path: a name that can hold no plan
+	// gets the clearer error.
+	if err := b.plans.Validate(route); err != nil {
+		return Principal{}, err
+	}
+	if b.mode == PassThrough {
+		return Principal{}, nil
+	}
+	return Principal{}, fmt.Errorf("route %s: %w", quote.Name(route), ErrNoPlan)
 }
 
 func (b *Book) check(ctx context.Context, route string, p Plan, credential string, a Authenticator) (Principal, error) {
@@ -173,26 +192,14 @@ func (b *Book) check(ctx context.Context, route string, p Plan, credential strin
 	}
 	pr, err := enforce(ctx, p, credential, a, b.now())
 	if err != nil {
-		return Principal{}, fmt.Errorf("bindsec: route %q: %w", route, err)
+		return Principal{}, fmt.Errorf("route %s: %w", quote.Name(route), err)
 	}
 	return pr, nil
-}
-
-func (b *Book) missing(route string) (Principal, error) {
-	// Checked only here, off the hit path: a name that can hold no plan
-	// gets the clearer error.
-	if err := b.plans.Validate(route); err != nil {
-		return Principal{}, fmt.Errorf("bindsec: route: %w", err)
-	}
-	if b.mode == PassThrough {
-		return Principal{}, nil
-	}
-	return Principal{}, fmt.Errorf("bindsec: route %q: %w", route, ErrNoPlan)
 }
 
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("bindsec: %s: %w", op, err)
+	return fmt.Errorf("%s: %w", op, err)
 }

@@ -24,10 +24,11 @@ var (
 	// ErrPlanHeld: RegisterPlan found the route's plan held by a live
 	// owner and kept it. Nothing changed.
 	ErrPlanHeld = errors.New("bindsec: plan held by a live owner")
-	// ErrPlanOwner: GuardOwned found the route's plan registered by
-	// another owner than the one the request was bound to (a restart is in
-	// flight). The request is refused, never passed through.
-	ErrPlanOwner = errors.New("bindsec: plan belongs to another owner")
+	// ErrPlanOwner: GuardOwned found no live plan of the owner the request
+	// was bound to: another owner's plan is in force (a restart is in
+	// flight), or the bound owner's plan is gone (the owner died or is
+	// stopping). The request is refused, never passed through.
+	ErrPlanOwner = errors.New("bindsec: route's plan is not the bound owner's")
 )
 
 // Plan says what a request must present before a route body may run. The

@@ -23,6 +23,7 @@ type route struct {
 	tool     Tool
 	resource Resource
 	handle   func(*invocation) // runs the body on a bridge goroutine
+	planned  bool              // the owner registered a security plan
 
 	ref     owner.Ref
 	release func() // kills the owner: an unwound consumer is a dead one
@@ -234,13 +235,8 @@ func (c *Catalog) dispatch(ctx context.Context, s *side, name, credential string
 		return nil, fmt.Errorf("catalog: %w %q", s.unknown, name)
 	}
 	rt := e.Value
-	// The plan must be the one this entry's owner registered: a plan of
-	// another owner means the route is changing hands.
-	pr, err := s.book.GuardOwned(ctx, name, rt.ref, credential, c.auth)
+	pr, err := c.guard(ctx, s, rt, credential)
 	if err != nil {
-		if errors.Is(err, bindsec.ErrPlanOwner) {
-			return nil, rt.gone()
-		}
 		return nil, err
 	}
 	inv := &invocation{ctx: ctx, name: name, args: args, principal: pr, done: make(chan struct{})}
@@ -248,4 +244,24 @@ func (c *Catalog) dispatch(ctx context.Context, s *side, name, credential string
 		return nil, err
 	}
 	return inv, nil
+}
+
+// guard binds the request to the owner of the entry it resolved: it is
+// checked against that owner's plan and no other. A plan of another owner,
+// or none where the owner registered one, means the route is changing hands
+// or its owner is dying: the request fails with ErrRouteGone, neither
+// passed through nor judged by the newcomer's rules. Only a route whose
+// owner registered no plan at all falls under the missing-plan mode.
+func (c *Catalog) guard(ctx context.Context, s *side, rt *route, credential string) (bindsec.Principal, error) {
+	if !rt.planned {
+		if _, _, ok := s.book.Lookup(rt.name); ok {
+			return bindsec.Principal{}, rt.gone()
+		}
+		return s.book.MissingPlan(rt.name)
+	}
+	pr, err := s.book.GuardOwned(ctx, rt.name, rt.ref, credential, c.auth)
+	if errors.Is(err, bindsec.ErrPlanOwner) {
+		return bindsec.Principal{}, rt.gone()
+	}
+	return pr, err
 }

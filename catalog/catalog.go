@@ -104,7 +104,10 @@ func orDefault(n, def int) int {
 // A StartOption configures one consumer's route.
 type StartOption func(*startConfig) error
 
-type startConfig struct{ workers int }
+type startConfig struct {
+	workers int
+	noPlan  bool
+}
 
 // WithWorkers sets how many goroutines serve the route, that is, how many
 // calls its body runs at once. n must be at least 1; the default is
@@ -115,6 +118,16 @@ func WithWorkers(n int) StartOption {
 			return fmt.Errorf("%w: %d workers, want at least 1", ErrInvalidConfig, n)
 		}
 		s.workers = n
+		return nil
+	}
+}
+
+// WithoutPlan starts the route without registering a security plan: its
+// calls fall under Config.MissingPlan, denied by default. The plan passed
+// to Start must then be the zero Plan.
+func WithoutPlan() StartOption {
+	return func(s *startConfig) error {
+		s.noPlan = true
 		return nil
 	}
 }
@@ -178,6 +191,10 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	if err := s.reg.Validate(name); err != nil {
 		return nil, wrap(err)
 	}
+	if cfg.noPlan && (p.Public || p.Roles != nil) {
+		return nil, wrap(fmt.Errorf("%w: a plan given with WithoutPlan", ErrInvalidConfig))
+	}
+	rt.planned = !cfg.noPlan
 
 	// 1. The owner token, from ctx: cancelling ctx is the task abort.
 	tok := owner.NewContext(ctx)
@@ -191,8 +208,10 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 
 	// 2. The plan. A live incumbent's plan is kept (ErrPlanHeld); whether
 	// this start may go on is for the entry to decide.
-	if err := s.book.RegisterPlan(name, p, ref); err != nil && !errors.Is(err, bindsec.ErrPlanHeld) {
-		return fail(err)
+	if rt.planned {
+		if err := s.book.RegisterPlan(name, p, ref); err != nil && !errors.Is(err, bindsec.ErrPlanHeld) {
+			return fail(err)
+		}
 	}
 	// 3. The entry: the duplicate guard and the cap. Cleanup is
 	// owner-conditional, so a failed start leaves the incumbent's plan.
@@ -201,9 +220,11 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	}
 	// 4. The winner re-asserts its plan over whatever a losing contender
 	// registered meanwhile.
-	if err := s.book.RegisterPlanTakeover(name, p, ref); err != nil {
-		s.reg.UnregisterOwned(name, ref)
-		return fail(err)
+	if rt.planned {
+		if err := s.book.RegisterPlanTakeover(name, p, ref); err != nil {
+			s.reg.UnregisterOwned(name, ref)
+			return fail(err)
+		}
 	}
 	// 5. The bridge, then ready.
 	rt.startWorkers()

@@ -403,3 +403,26 @@ func TestListToolsIsCachedUntilChange(t *testing.T) {
 	_, _, err = c.ToolsPage("garbage!", 2)
 	assert.ErrorIs(t, err, catalog.ErrInvalidCursor)
 }
+
+// A route whose owner registered no plan falls under the missing-plan
+// mode; one whose owner did never does.
+func TestWithoutPlan(t *testing.T) {
+	for _, mode := range []bindsec.MissingPlanMode{bindsec.Deny, bindsec.PassThrough} {
+		t.Run(mode.String(), func(t *testing.T) {
+			c := newCatalog(t, catalog.Config{MissingPlan: mode})
+			k, err := c.StartTool(bg, catalog.Tool{Name: "open"}, bindsec.Plan{}, reply("ran"), catalog.WithoutPlan())
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = k.Stop(bg) })
+			text, err := callText(t, c, "open", "")
+			if mode == bindsec.Deny {
+				assert.ErrorIs(t, err, bindsec.ErrNoPlan)
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, "ran", text)
+			}
+		})
+	}
+	c := newCatalog(t, catalog.Config{})
+	_, err := c.StartTool(bg, catalog.Tool{Name: "t"}, public, reply(""), catalog.WithoutPlan())
+	assert.ErrorIs(t, err, catalog.ErrInvalidConfig, "a plan and WithoutPlan contradict each other")
+}

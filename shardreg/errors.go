@@ -2,7 +2,8 @@ package shardreg
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/livereg/livereg/internal/quote"
 )
 
 // Errors returned by the registry, wrapped in an [*Error] that names the
@@ -37,17 +38,7 @@ type Error struct {
 	Err  error
 }
 
-func (e *Error) Error() string { return e.Op + " " + quote(e.Name) + ": " + e.Err.Error() }
+func (e *Error) Error() string { return e.Op + " " + quote.Name(e.Name) + ": " + e.Err.Error() }
 
 // Unwrap returns the cause, for errors.Is and errors.As.
 func (e *Error) Unwrap() error { return e.Err }
-
-// quote renders a name for an error message, cut short so that a hostile
-// name cannot blow up logs.
-func quote(name string) string {
-	const most = 64
-	if len(name) > most {
-		return fmt.Sprintf("%q...", name[:most])
-	}
-	return fmt.Sprintf("%q", name)
-}
