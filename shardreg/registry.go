@@ -132,15 +132,29 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 		// Lock-free pre-checks, so that a duplicate or a full registry costs
 		// no bucket lock and no write.
 		cur, held := r.m.Load(name)
-		switch {
-		case held && !overwrite && cur.owner.Alive():
+		if held && !overwrite && cur.owner.Alive() {
 			return &Error{Op: "register", Name: name, Err: ErrDuplicate}
-		case !held && r.count.Load() >= r.cap:
-			if sweeps < maxSweepsPerInsert && r.makeRoom() {
-				sweeps++
-				continue
+		}
+		if !held && r.count.Load() >= r.cap {
+			// The name looks free and the registry full. But an insert of
+			// this very name may have reserved its slot and not be visible
+			// yet, and then the answer is ErrDuplicate: read the name and
+			// the count at one instant, with no write in between.
+			var full bool
+			r.readConsistent(false, func() {
+				cur, held = r.m.Load(name)
+				full = r.count.Load() >= r.cap
+			})
+			switch {
+			case held && !overwrite && cur.owner.Alive():
+				return &Error{Op: "register", Name: name, Err: ErrDuplicate}
+			case !held && full:
+				if sweeps < maxSweepsPerInsert && r.makeRoom() {
+					sweeps++
+					continue
+				}
+				return &Error{Op: "register", Name: name, Err: ErrCapReached}
 			}
-			return &Error{Op: "register", Name: name, Err: ErrCapReached}
 		}
 		r.fire(hookBeforeInsert)
 		if e == nil {
@@ -152,7 +166,8 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 		case duplicate:
 			return &Error{Op: "register", Name: name, Err: ErrDuplicate}
 		case full:
-			// The pre-check saw room that a concurrent insert took.
+			// The pre-check saw room that a concurrent insert took; the
+			// next pass decides between ErrDuplicate and ErrCapReached.
 			continue
 		}
 		// The owner may have died between the liveness check above and
