@@ -23,6 +23,13 @@
 //     is [owner.Ref.Same] as the entry's, so a late stop of a dead owner
 //     never deletes the entry of the successor that replaced it.
 //
+// Reclaiming a dead-owner entry is a step of its own. It may happen at any
+// moment after the owner's death, inside whichever operation meets the
+// entry (a Resolve, a listing, a register's sweep, Prune) or from a caller
+// such as package catalog, which reclaims a route as soon as its owner
+// dies. Until then the entry still counts in [Registry.Len] and its owner's
+// UnregisterOwned still removes it; after it, neither.
+//
 // A new entry starts not ready: it holds its name and its slot, but is not
 // resolved or listed until its owner calls [Registry.MarkReady].
 //
@@ -30,7 +37,8 @@
 //
 // All methods are safe for concurrent use and linearizable: each appears to
 // take effect at one instant between its call and its return, owner deaths
-// included. Resolve takes no lock and does not allocate: one lock-free hash
+// and reclaims included (an operation that reclaims dead entries may do so
+// at instants of their own before its result's). Resolve takes no lock and does not allocate: one lock-free hash
 // lookup in an xsync.MapOf and two atomic loads. Writes go through the map's
 // per-bucket locks, one Compute each, so the value stored for a name only
 // ever changes atomically.

@@ -7,6 +7,7 @@ type HookPoint = hookPoint
 
 const (
 	HookBeforeInsert = hookBeforeInsert
+	HookInsideInsert = hookInsideInsert
 	HookSweepBegan   = hookSweepBegan
 	HookListScanned  = hookListScanned
 )

@@ -84,16 +84,20 @@ func (r *Registry[V]) scanReady() (list []Entry[V], at stamp, dead []*entry[V]) 
 //
 // A cursor is opaque to clients; it names the last entry returned, so a walk
 // resumes correctly across concurrent changes: an entry present for the whole
-// walk is returned exactly once. A cursor not made by Page gets
-// ErrInvalidCursor. The page shares ListReady's read-only slice.
+// walk is returned exactly once. A malformed cursor gets ErrInvalidCursor
+// and changes nothing. A cursor carries no secret: a well-formed one a
+// client makes up just resumes after the name it holds. The page shares
+// ListReady's read-only slice.
 func (r *Registry[V]) Page(cursor string, limit int) (page []Entry[V], next string, err error) {
+	var after string
+	if cursor != "" {
+		if after, err = decodeCursor(cursor); err != nil {
+			return nil, "", err
+		}
+	}
 	start := 0
 	list := r.ListReady()
 	if cursor != "" {
-		after, err := decodeCursor(cursor)
-		if err != nil {
-			return nil, "", err
-		}
 		start, _ = slices.BinarySearchFunc(list, after, func(e Entry[V], name string) int {
 			if e.Name <= name {
 				return -1

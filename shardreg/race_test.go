@@ -15,14 +15,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The owner dies between Register's liveness check and its insert. No later
-// sweep is bound to revisit the entry (its owner died before that sweep's
-// clock reading), so Register itself must take it back out.
-func TestOwnerDiesBetweenCheckAndInsert(t *testing.T) {
+// The owner dies between Register's first liveness check and its insert:
+// the check under the bucket lock refuses, and nothing is left behind.
+func TestOwnerDiesBeforeInsert(t *testing.T) {
 	r := newReg(t, shardreg.WithCap(1))
 	tok := owner.New()
 	r.SetHook(func(p shardreg.HookPoint) {
 		if p == shardreg.HookBeforeInsert {
+			tok.Release()
+		}
+	})
+	require.ErrorIs(t, r.Register("tool", "", tok.Ref()), shardreg.ErrDeadOwner)
+	r.SetHook(nil)
+	assert.Equal(t, 0, r.Len())
+	assert.Equal(t, 0, r.Entries())
+}
+
+// The owner dies in the instructions between the check under the bucket
+// lock and the entry becoming visible. No later sweep is bound to revisit
+// the entry (its owner died before that sweep's clock reading), so Register
+// itself must take it back out.
+func TestOwnerDiesInsideInsert(t *testing.T) {
+	r := newReg(t, shardreg.WithCap(1))
+	tok := owner.New()
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookInsideInsert {
 			tok.Release()
 		}
 	})
@@ -32,6 +49,45 @@ func TestOwnerDiesBetweenCheckAndInsert(t *testing.T) {
 	assert.Equal(t, 0, r.Len(), "the dead entry must not keep its slot")
 	assert.Equal(t, 0, r.Entries())
 	require.NoError(t, r.Register("other", "", live(t).Ref()), "the slot is free")
+}
+
+// The owner dies while its own Register sweeps, and the sweep reclaims the
+// owner's other entry, the one holding the only slot. While the owner
+// lived the registry was full; once it is dead the answer is ErrDeadOwner.
+// Succeeding would fit neither.
+func TestOwnerDiesDuringItsOwnSweep(t *testing.T) {
+	r := newReg(t, shardreg.WithCap(1))
+	tok := owner.New()
+	require.NoError(t, r.RegisterReady("a", "", tok.Ref()))
+	owner.New().Release() // move the death clock so that the register sweeps
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookSweepBegan {
+			tok.Release()
+		}
+	})
+	require.ErrorIs(t, r.Register("b", "", tok.Ref()), shardreg.ErrDeadOwner)
+	r.SetHook(nil)
+	assert.Equal(t, 0, r.Len())
+}
+
+// An owner's stop racing its own Overwrite must not leave its entry behind:
+// whichever goes first, the other finds an entry of the same owner.
+func TestUnregisterRacingOwnOverwrite(t *testing.T) {
+	for round := range 500 {
+		r := newReg(t)
+		tok := live(t)
+		require.NoError(t, r.RegisterReady("tool", "v1", tok.Ref()))
+		start := make(chan struct{})
+		var removed bool
+		var wg sync.WaitGroup
+		wg.Go(func() { <-start; require.NoError(t, r.Overwrite("tool", "v2", tok.Ref())) })
+		wg.Go(func() { <-start; removed = r.UnregisterOwned("tool", tok.Ref()) })
+		close(start)
+		wg.Wait()
+		// Stop first: it removes v1 and v2 stays. Overwrite first: the
+		// stop removes v2. Either way the stop found an entry of its own.
+		require.True(t, removed, "round %d: the owner's stop found no entry of its own", round)
+	}
 }
 
 // fakeClock stands in for owner.Deaths so that a test can hold readings that

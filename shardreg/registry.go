@@ -113,6 +113,7 @@ const (
 	replaced
 	duplicate
 	full
+	deadOwner
 )
 
 // maxSweepsPerInsert bounds how often one insert sweeps when owners keep
@@ -127,13 +128,22 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 	if !o.Alive() {
 		return &Error{Op: "register", Name: name, Err: ErrDeadOwner}
 	}
+	// refuse returns err, unless the owner has died by now: then the answer
+	// is ErrDeadOwner, the first check, and it is true at this instant.
+	// While the owner lives it lived at the earlier instant err describes.
+	refuse := func(err error) error {
+		if !o.Alive() {
+			err = ErrDeadOwner
+		}
+		return &Error{Op: "register", Name: name, Err: err}
+	}
 	var e *entry[V]
 	for sweeps := 0; ; {
 		// Lock-free pre-checks, so that a duplicate or a full registry costs
 		// no bucket lock and no write.
 		cur, held := r.m.Load(name)
 		if held && !overwrite && cur.owner.Alive() {
-			return &Error{Op: "register", Name: name, Err: ErrDuplicate}
+			return refuse(ErrDuplicate)
 		}
 		if !held && r.count.Load() >= r.cap {
 			// The name looks free and the registry full. But an insert of
@@ -147,13 +157,13 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 			})
 			switch {
 			case held && !overwrite && cur.owner.Alive():
-				return &Error{Op: "register", Name: name, Err: ErrDuplicate}
+				return refuse(ErrDuplicate)
 			case !held && full:
 				if sweeps < maxSweepsPerInsert && r.makeRoom() {
 					sweeps++
 					continue
 				}
-				return &Error{Op: "register", Name: name, Err: ErrCapReached}
+				return refuse(ErrCapReached)
 			}
 		}
 		r.fire(hookBeforeInsert)
@@ -164,16 +174,20 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 
 		switch r.put(name, e, overwrite) {
 		case duplicate:
-			return &Error{Op: "register", Name: name, Err: ErrDuplicate}
+			return refuse(ErrDuplicate)
+		case deadOwner:
+			return refuse(ErrDeadOwner)
 		case full:
 			// The pre-check saw room that a concurrent insert took; the
 			// next pass decides between ErrDuplicate and ErrCapReached.
 			continue
 		}
-		// The owner may have died between the liveness check above and
-		// the insert. No sweep will revisit an entry whose owner died
-		// before that sweep read the death clock, so remove it here. The
-		// register still succeeded: it is linearized before the death.
+		// The owner was alive under the bucket lock, but may have died in
+		// the instructions between that check and the entry becoming
+		// visible. No sweep is bound to revisit an entry whose owner died
+		// before that sweep read the death clock, so take it back out: the
+		// register is linearized just before the death, the removal is an
+		// ordinary reclaim.
 		if !o.Alive() {
 			r.removeIfCurrent(name, e)
 		}
@@ -191,16 +205,28 @@ func (r *Registry[V]) put(name string, e *entry[V], overwrite bool) insertOutcom
 		case loaded && !overwrite && old.owner.Alive():
 			outcome = duplicate
 			return old, false
-		case loaded:
-			outcome = replaced
-			return e, false
-		case !r.reserve():
+		case !loaded && !r.reserve():
 			outcome = full
 			return nil, true // absent and deleted: nothing is stored
-		default:
-			outcome = inserted
-			return e, false
 		}
+		// Checked under the bucket lock, after any slot was taken: a
+		// register whose own owner died during its sweep, possibly freeing
+		// the very slot it is about to take, must not succeed.
+		if !e.owner.Alive() {
+			outcome = deadOwner
+			if !loaded {
+				r.count.Add(-1)
+				return nil, true
+			}
+			return old, false
+		}
+		r.fire(hookInsideInsert)
+		if loaded {
+			outcome = replaced
+		} else {
+			outcome = inserted
+		}
+		return e, false
 	})
 	r.endWrite(outcome == inserted || outcome == replaced)
 	return outcome
@@ -276,24 +302,31 @@ func (r *Registry[V]) Resolve(name string) (Entry[V], bool) {
 // whether o is alive or not, and reports whether it removed it. A late stop
 // of a dead owner therefore never removes the entry of its successor.
 func (r *Registry[V]) UnregisterOwned(name string, o owner.Ref) bool {
-	cur, ok := r.m.Load(name)
-	if !ok || !cur.owner.Same(o) {
+	if cur, ok := r.m.Load(name); !ok || !cur.owner.Same(o) {
 		return false
 	}
-	return r.removeIfCurrent(name, cur)
+	// Ownership, not the entry read above, decides under the lock: the
+	// owner may have replaced its own entry meanwhile (Overwrite).
+	return r.remove(name, func(e *entry[V]) bool { return e.owner.Same(o) })
 }
 
 // removeIfCurrent removes name's entry if it is still e, and reports whether
 // it did.
 func (r *Registry[V]) removeIfCurrent(name string, e *entry[V]) bool {
+	return r.remove(name, func(cur *entry[V]) bool { return cur == e })
+}
+
+// remove removes name's entry if match approves it, under the bucket lock,
+// and reports whether it did.
+func (r *Registry[V]) remove(name string, match func(*entry[V]) bool) bool {
 	removed := false
 	r.beginWrite()
 	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
-		if loaded && old == e {
-			removed = true
+		if !loaded {
 			return nil, true
 		}
-		if !loaded {
+		if match(old) {
+			removed = true
 			return nil, true
 		}
 		return old, false

@@ -66,6 +66,7 @@ type hookPoint uint8
 
 const (
 	hookBeforeInsert hookPoint = iota // after an insert's checks, before its Compute
+	hookInsideInsert                  // in the Compute, after the owner was found alive
 	hookSweepBegan                    // after a sweep read the death clock
 	hookListScanned                   // after a listing's scan, before it is validated
 )

@@ -1,0 +1,205 @@
+package shardreg_test
+
+import (
+	"encoding/base64"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/livereg/livereg/owner"
+	"github.com/livereg/livereg/shardreg"
+	"github.com/stretchr/testify/require"
+)
+
+// fuzzNames adds to the model's pool the names at the length limits, which
+// rapid's pool leaves out to keep its failure logs readable.
+var fuzzNames = append(slices.Clone(modelNames),
+	strings.Repeat("n", shardreg.MaxNameLen),
+	strings.Repeat("n", shardreg.MaxNameLen+1),
+)
+
+// Fuzz operations, one per byte pair.
+const (
+	fzRegister = iota
+	fzRegisterReady
+	fzOverwrite
+	fzMarkReady
+	fzResolve
+	fzUnregister
+	fzList
+	fzWalk
+	fzPageStep
+	fzPrune
+	fzLen
+	fzRelease
+	fzMint
+	fzValidate
+	fzOps
+)
+
+// FuzzOperations decodes an operation sequence from the input and runs it on
+// one goroutine. The first byte picks the cap and the validator; then each
+// byte pair is one operation: the first byte picks the operation and the
+// name, the second the owner and the value (or the page size). After every
+// step the registry must keep its invariants, and every result must match
+// the model of model_test.go.
+func FuzzOperations(f *testing.F) {
+	f.Add([]byte{0x00})
+	f.Add([]byte{0x01, fzRegister, 1, fzMarkReady, 1, fzResolve, 0, fzList, 0})
+	// A takeover of a dead owner's name at full cap.
+	f.Add([]byte{0x00, fzRegister, 1, fzRelease, 1, fzRegister + fzOps, 2, fzLen, 0})
+	// A dead entry under another name gives up its slot.
+	f.Add([]byte{0x01, fzRegisterReady, 1, fzRegisterReady + fzOps, 2, fzRelease, 1, fzMint, 0, fzRegister + 2*fzOps, 3, fzList, 0})
+	// A late stop of a dead owner after its successor took the name.
+	f.Add([]byte{0x02, fzRegister, 1, fzRelease, 1, fzOverwrite, 2, fzUnregister, 1, fzResolve, 0, fzUnregister, 2})
+	// A walk with an entry reclaimed between two of its pages.
+	f.Add([]byte{0x03, fzRegisterReady, 1, fzRegisterReady + fzOps, 1, fzRegisterReady + 2*fzOps, 2, fzPageStep, 2, fzRelease, 1, fzPageStep, 2, fzWalk, 1})
+	// Names the registry refuses, with and without the validator.
+	f.Add([]byte{0x10, fzRegister + 6*fzOps, 1, fzRegister + 8*fzOps, 1, fzValidate + 9*fzOps, 0, fzValidate + 10*fzOps, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		capacity := 1 + int(data[0]%4)
+		d := newDuo(t, capacity, data[0]&0x10 != 0)
+		defer d.close()
+		d.mint()
+		d.mint()
+		for ops := data[1:]; len(ops) >= 2; ops = ops[2:] {
+			a, b := int(ops[0]), int(ops[1])
+			op, name := a%fzOps, fuzzNames[a/fzOps%len(fuzzNames)]
+			o := min(b%9-1, len(d.toks)-1) // -1 is the zero Ref
+			value := modelValues[b/9%len(modelValues)]
+			limit := b%5 - 1
+			switch op {
+			case fzRegister:
+				d.register(t, kindRegister, name, value, o)
+			case fzRegisterReady:
+				d.register(t, kindRegisterReady, name, value, o)
+			case fzOverwrite:
+				d.register(t, kindOverwrite, name, value, o)
+			case fzMarkReady:
+				d.markReady(t, name, o)
+			case fzResolve:
+				d.resolve(t, name) // a hit must be ready, live and named name
+			case fzUnregister:
+				d.unregisterOwned(t, name, o)
+			case fzList:
+				d.listReady(t) // sorted, ready and live, as the model says
+			case fzWalk:
+				d.walk(t, limit)
+			case fzPageStep:
+				d.pageStep(t, limit)
+			case fzPrune:
+				d.prune(t)
+			case fzLen:
+				d.len(t)
+			case fzRelease:
+				if o >= 0 {
+					d.release(o)
+				}
+			case fzMint:
+				if len(d.toks) < 8 {
+					d.mint()
+				}
+			case fzValidate:
+				d.validate(t, name)
+			}
+			requireInvariants(t, d.r, capacity)
+		}
+	})
+}
+
+// requireInvariants checks what must hold between any two operations of a
+// single goroutine, whatever the operations were.
+func requireInvariants(t *testing.T, r *shardreg.Registry[string], capacity int) {
+	t.Helper()
+	n := r.Len()
+	require.Equal(t, int64(n), r.Count(), "Len and the cap counter")
+	require.Equal(t, n, r.Entries(), "Len and the map")
+	require.LessOrEqual(t, r.Count(), int64(capacity), "the cap counter passed the cap")
+}
+
+func requireSortedLive(t require.TestingT, list []shardreg.Entry[string]) {
+	for i, e := range list {
+		require.True(t, e.Ready, "listed a not-ready entry %q", e.Name)
+		require.True(t, e.Owner.Alive(), "listed a dead owner's entry %q", e.Name)
+		if i > 0 {
+			require.Less(t, list[i-1].Name, e.Name, "ListReady is not strictly sorted")
+		}
+	}
+}
+
+// FuzzPageCursor feeds arbitrary cursors to Page. A cursor is either
+// refused with ErrInvalidCursor and nothing else, or it yields a page that
+// is a window of the listing, with a next cursor that resumes right after
+// the window.
+func FuzzPageCursor(f *testing.F) {
+	r := newReg(f, shardreg.WithCap(64))
+	for _, name := range []string{"a", "b", "bb", "c", "d", "é", "zz", "\U0001F600"} {
+		tok := owner.New()
+		f.Cleanup(tok.Release)
+		require.NoError(f, r.RegisterReady(name, "v:"+name, tok.Ref()))
+	}
+	dead := owner.New()
+	require.NoError(f, r.RegisterReady("dead", "", dead.Ref()))
+	dead.Release()
+
+	cursor := func(last string) string {
+		return base64.RawURLEncoding.EncodeToString([]byte("lr1:" + last))
+	}
+	f.Add("", 0)
+	f.Add("", 3)
+	f.Add(cursor("b"), 2)
+	f.Add(cursor("a0"), 1)    // between two names
+	f.Add(cursor("zzz"), 5)   // after the last name
+	f.Add(cursor("dead"), 5)  // a reclaimed name
+	f.Add(cursor(""), 1)      // no name
+	f.Add(cursor("\xff"), 1)  // not UTF-8
+	f.Add("lr1:b", 1)         // not encoded
+	f.Add("bHIxOmI=", 1)      // padded
+	f.Add("!!!", -1)          // not base64url
+	f.Add(cursor("x")+"A", 1) // trailing garbage
+	f.Add(strings.Repeat("A", 6000), 1)
+	f.Add(cursor(strings.Repeat("n", shardreg.MaxNameLen+1)), 1)
+	if p, next, err := r.Page("", 2); err == nil && next != "" && len(p) == 2 {
+		f.Add(next, 2) // a cursor Page made
+	}
+
+	f.Fuzz(func(t *testing.T, cursor string, limit int) {
+		page, next, err := r.Page(cursor, limit)
+		if err != nil {
+			require.ErrorIs(t, err, shardreg.ErrInvalidCursor)
+			require.Nil(t, page)
+			require.Empty(t, next)
+			return
+		}
+		list := r.ListReady()
+		requireSortedLive(t, list)
+		want := limit
+		if want <= 0 {
+			want = shardreg.DefaultPageSize
+		}
+		start := len(list)
+		if len(page) > 0 {
+			start = slices.IndexFunc(list, func(e shardreg.Entry[string]) bool { return e.Name == page[0].Name })
+			require.GreaterOrEqual(t, start, 0, "page starts with %q, which is not listed", page[0].Name)
+		}
+		end := start + len(page)
+		require.LessOrEqual(t, end, len(list))
+		require.Equal(t, entryNames(list[start:end]), entryNames(page), "a page is a window of the listing")
+		require.Equal(t, min(want, len(list)-start), len(page), "a page is as long as the limit allows")
+		if cursor == "" {
+			require.Zero(t, start, "the empty cursor starts at the beginning")
+		}
+		if end == len(list) {
+			require.Empty(t, next, "the last page has no next cursor")
+			return
+		}
+		require.NotEmpty(t, next)
+		rest, _, err := r.Page(next, 1)
+		require.NoError(t, err, "a cursor Page made must be accepted")
+		require.Len(t, rest, 1)
+		require.Equal(t, list[end].Name, rest[0].Name, "the next cursor resumes right after the page")
+	})
+}

@@ -1,0 +1,511 @@
+package shardreg_test
+
+import (
+	"flag"
+	"maps"
+	"slices"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/livereg/livereg/owner"
+	"github.com/livereg/livereg/shardreg"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// refModel is the registry's documented semantics, written as plainly as
+// possible: a map and one alive flag per owner. It is the oracle of the
+// model-based test and of the fuzz targets, so it must follow the package
+// and method docs, never the implementation.
+type refModel struct {
+	cap      int
+	validate bool // the registry was made WithValidator(shardreg.ToolName)
+	alive    []bool
+	entries  map[string]refEntry
+	// changes counts the changes a listing can see (inserts, replacements,
+	// removals, ready flips): what Version promises to track.
+	changes int
+}
+
+// refEntry is one entry of the model. owner indexes refModel.alive; -1 is
+// the zero Ref.
+type refEntry struct {
+	value string
+	owner int
+	ready bool
+}
+
+// refItem is a listed entry.
+type refItem struct {
+	name, value string
+	owner       int
+}
+
+func newRefModel(capacity int, validate bool) *refModel {
+	return &refModel{cap: capacity, validate: validate, entries: map[string]refEntry{}}
+}
+
+func (m *refModel) mint() int {
+	m.alive = append(m.alive, true)
+	return len(m.alive) - 1
+}
+
+func (m *refModel) release(o int) { m.alive[o] = false }
+
+func (m *refModel) isAlive(o int) bool { return o >= 0 && m.alive[o] }
+
+func (m *refModel) validName(name string) bool {
+	if name == "" || len(name) > shardreg.MaxNameLen || !utf8.ValidString(name) {
+		return false
+	}
+	return !m.validate || shardreg.ToolName(name) == nil
+}
+
+// sweep removes every dead-owner entry and reports how many it removed.
+func (m *refModel) sweep() int {
+	n := 0
+	for name, e := range m.entries {
+		if !m.isAlive(e.owner) {
+			delete(m.entries, name)
+			n++
+		}
+	}
+	m.changes += n
+	return n
+}
+
+// register is Register (ready false), RegisterReady (ready) and Overwrite
+// (ready and overwrite), checked in the documented order.
+func (m *refModel) register(name, value string, o int, ready, overwrite bool) error {
+	if !m.validName(name) {
+		return shardreg.ErrInvalidName
+	}
+	if !m.isAlive(o) {
+		return shardreg.ErrDeadOwner
+	}
+	cur, held := m.entries[name]
+	switch {
+	case held && !overwrite && m.isAlive(cur.owner):
+		return shardreg.ErrDuplicate
+	case held:
+		// A takeover replaces in place and keeps the slot.
+	case len(m.entries) >= m.cap:
+		m.sweep()
+		if len(m.entries) >= m.cap {
+			return shardreg.ErrCapReached
+		}
+	}
+	m.entries[name] = refEntry{value: value, owner: o, ready: ready}
+	m.changes++
+	return nil
+}
+
+func (m *refModel) markReady(name string, o int) bool {
+	e, ok := m.entries[name]
+	if !ok || o < 0 || e.owner != o || !m.isAlive(o) {
+		return false
+	}
+	if !e.ready {
+		e.ready = true
+		m.entries[name] = e
+		m.changes++
+	}
+	return true
+}
+
+func (m *refModel) resolve(name string) (refEntry, bool) {
+	e, ok := m.entries[name]
+	switch {
+	case !ok:
+		return refEntry{}, false
+	case !m.isAlive(e.owner):
+		delete(m.entries, name)
+		m.changes++
+		return refEntry{}, false
+	case !e.ready:
+		return refEntry{}, false
+	}
+	return e, true
+}
+
+func (m *refModel) unregisterOwned(name string, o int) bool {
+	e, ok := m.entries[name]
+	if !ok || o < 0 || e.owner != o {
+		return false
+	}
+	delete(m.entries, name)
+	m.changes++
+	return true
+}
+
+func (m *refModel) listReady() []refItem {
+	m.sweep()
+	var out []refItem
+	for _, name := range slices.Sorted(maps.Keys(m.entries)) {
+		if e := m.entries[name]; e.ready {
+			out = append(out, refItem{name: name, value: e.value, owner: e.owner})
+		}
+	}
+	return out
+}
+
+// page is one Page call resuming after the name after ("" for the first
+// page): the entries it returns and whether a next page exists.
+func (m *refModel) page(after string, limit int) ([]refItem, bool) {
+	if limit <= 0 {
+		limit = shardreg.DefaultPageSize
+	}
+	list := m.listReady()
+	i := 0
+	if after != "" {
+		for i < len(list) && list[i].name <= after {
+			i++
+		}
+	}
+	end := i + min(limit, len(list)-i)
+	return list[i:end], end < len(list)
+}
+
+func (m *refModel) prune() int { return m.sweep() }
+
+func (m *refModel) len() int { return len(m.entries) }
+
+// duo drives a real registry and the model in lockstep and compares every
+// result. Its methods take the TestingT so that rapid's T and the fuzzer's
+// T can both drive it.
+type duo struct {
+	r       *shardreg.Registry[string]
+	m       *refModel
+	toks    []*owner.Token
+	version uint64
+	changes int
+
+	// A walk in progress: the cursor Page handed out, and the name the
+	// model resumes after.
+	cursor, after string
+}
+
+func newDuo(t require.TestingT, capacity int, validate bool) *duo {
+	opts := []shardreg.Option{shardreg.WithCap(capacity)}
+	if validate {
+		opts = append(opts, shardreg.WithValidator(shardreg.ToolName))
+	}
+	r, err := shardreg.New[string](opts...)
+	require.NoError(t, err)
+	return &duo{r: r, m: newRefModel(capacity, validate)}
+}
+
+// close releases every owner. A token left to the garbage collector would
+// die at a random later time, in the middle of some other test.
+func (d *duo) close() {
+	for _, tok := range d.toks {
+		tok.Release()
+	}
+}
+
+func (d *duo) ref(o int) owner.Ref {
+	if o < 0 {
+		return owner.Ref{}
+	}
+	return d.toks[o].Ref()
+}
+
+func (d *duo) mint() int {
+	d.toks = append(d.toks, owner.New())
+	return d.m.mint()
+}
+
+func (d *duo) release(o int) {
+	d.toks[o].Release()
+	d.m.release(o)
+}
+
+// register kinds.
+const (
+	kindRegister = iota
+	kindRegisterReady
+	kindOverwrite
+)
+
+var kindNames = [...]string{"Register", "RegisterReady", "Overwrite"}
+
+func (d *duo) register(t require.TestingT, kind int, name, value string, o int) {
+	var got error
+	switch kind {
+	case kindRegister:
+		got = d.r.Register(name, value, d.ref(o))
+	case kindRegisterReady:
+		got = d.r.RegisterReady(name, value, d.ref(o))
+	default:
+		got = d.r.Overwrite(name, value, d.ref(o))
+	}
+	want := d.m.register(name, value, o, kind != kindRegister, kind == kindOverwrite)
+	requireErrorKind(t, want, got, "%s(%q, %q, o%d)", kindNames[kind], name, value, o)
+	if got != nil {
+		var e *shardreg.Error
+		require.ErrorAs(t, got, &e)
+		assert.Equal(t, "register", e.Op)
+		assert.Equal(t, name, e.Name, "the error names the name")
+	}
+}
+
+// requireErrorKind fails unless got is want as errors.Is sees it, and is
+// none of the other sentinels: a refusal has exactly one reason.
+func requireErrorKind(t require.TestingT, want, got error, format string, args ...any) {
+	if want == nil {
+		require.NoErrorf(t, got, format, args...)
+		return
+	}
+	require.ErrorIsf(t, got, want, format, args...)
+	for _, other := range []error{shardreg.ErrInvalidName, shardreg.ErrDeadOwner, shardreg.ErrDuplicate, shardreg.ErrCapReached} {
+		if other != want {
+			require.NotErrorIsf(t, got, other, format, args...)
+		}
+	}
+}
+
+func (d *duo) markReady(t require.TestingT, name string, o int) {
+	require.Equal(t, d.m.markReady(name, o), d.r.MarkReady(name, d.ref(o)), "MarkReady(%q, o%d)", name, o)
+}
+
+func (d *duo) resolve(t require.TestingT, name string) {
+	e, ok := d.r.Resolve(name)
+	want, wantOK := d.m.resolve(name)
+	require.Equal(t, wantOK, ok, "Resolve(%q)", name)
+	if !ok {
+		require.Zero(t, e, "a miss returns the zero Entry")
+		return
+	}
+	require.Equal(t, name, e.Name)
+	require.Equal(t, want.value, e.Value)
+	require.True(t, e.Ready)
+	require.True(t, e.Owner.Same(d.ref(want.owner)), "Resolve(%q) owner", name)
+	require.True(t, e.Owner.Alive())
+}
+
+func (d *duo) unregisterOwned(t require.TestingT, name string, o int) {
+	require.Equal(t, d.m.unregisterOwned(name, o), d.r.UnregisterOwned(name, d.ref(o)), "UnregisterOwned(%q, o%d)", name, o)
+}
+
+func (d *duo) listReady(t require.TestingT) {
+	got := d.r.ListReady()
+	requireSortedLive(t, got)
+	d.requireList(t, d.m.listReady(), got, "ListReady")
+}
+
+func (d *duo) validate(t require.TestingT, name string) {
+	err := d.r.Validate(name)
+	if d.m.validName(name) {
+		require.NoError(t, err, "Validate(%q)", name)
+		return
+	}
+	require.ErrorIs(t, err, shardreg.ErrInvalidName, "Validate(%q)", name)
+	var e *shardreg.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, name, e.Name)
+}
+
+func (d *duo) requireList(t require.TestingT, want []refItem, got []shardreg.Entry[string], what string) {
+	require.Equal(t, itemNames(want), entryNames(got), what)
+	for i, e := range got {
+		require.Equal(t, want[i].value, e.Value, "%s: %s", what, e.Name)
+		require.True(t, e.Ready, "%s: %s", what, e.Name)
+		require.True(t, e.Owner.Same(d.ref(want[i].owner)), "%s: owner of %s", what, e.Name)
+		require.True(t, e.Owner.Alive(), "%s: a dead owner's entry is listed", what)
+	}
+}
+
+func itemNames(items []refItem) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.name
+	}
+	return out
+}
+
+func entryNames(es []shardreg.Entry[string]) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Name
+	}
+	return out
+}
+
+// walk pages through the whole listing with nothing changing in between:
+// the pages must add up to ListReady.
+func (d *duo) walk(t require.TestingT, limit int) {
+	var got []shardreg.Entry[string]
+	var want []refItem
+	cursor, after := "", ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 1000, "a walk must end")
+		page, next, err := d.r.Page(cursor, limit)
+		require.NoError(t, err)
+		wantPage, more := d.m.page(after, limit)
+		require.Equal(t, more, next != "", "Page(%q, %d): next", after, limit)
+		if limit > 0 {
+			require.LessOrEqual(t, len(page), limit)
+		}
+		got, want = append(got, page...), append(want, wantPage...)
+		if next == "" {
+			break
+		}
+		cursor, after = next, wantPage[len(wantPage)-1].name
+	}
+	d.requireList(t, want, got, "Page walk")
+}
+
+// pageStep takes one page of a walk that other actions interleave with, so
+// that cursors resume across changes as the Page doc promises.
+func (d *duo) pageStep(t require.TestingT, limit int) {
+	page, next, err := d.r.Page(d.cursor, limit)
+	require.NoError(t, err)
+	want, more := d.m.page(d.after, limit)
+	d.requireList(t, want, page, "Page step after "+d.after)
+	require.Equal(t, more, next != "", "Page step after %q: next", d.after)
+	d.cursor, d.after = next, ""
+	if more {
+		d.after = want[len(want)-1].name
+	}
+}
+
+func (d *duo) badCursor(t require.TestingT, cursor string) {
+	// A refused cursor changes nothing: Page reads it before listing.
+	page, next, err := d.r.Page(cursor, 1)
+	require.ErrorIs(t, err, shardreg.ErrInvalidCursor, "cursor %q", cursor)
+	require.Nil(t, page)
+	require.Empty(t, next)
+}
+
+func (d *duo) prune(t require.TestingT) {
+	require.Equal(t, d.m.prune(), d.r.Prune(), "Prune")
+}
+
+func (d *duo) len(t require.TestingT) {
+	require.Equal(t, d.m.len(), d.r.Len(), "Len")
+}
+
+// check compares what a quiet registry holds with the model, and Version
+// with the model's count of visible changes.
+func (d *duo) check(t require.TestingT) {
+	n := d.m.len()
+	require.Equal(t, int64(n), d.r.Count(), "the cap counter")
+	require.Equal(t, n, d.r.Entries(), "the map")
+	require.LessOrEqual(t, n, d.m.cap)
+	v := d.r.Version()
+	if d.m.changes != d.changes {
+		require.Greater(t, v, d.version, "a visible change must move Version")
+	} else {
+		require.Equal(t, d.version, v, "Version moved without a visible change")
+	}
+	d.version, d.changes = v, d.m.changes
+}
+
+// modelNames is the name pool: a few valid names so that they collide, and
+// names that every registry refuses or only a ToolName registry refuses.
+var modelNames = []string{"a", "b", "c", "d", "e", "f", "", "\xff", "has space"}
+
+var modelValues = []string{"v0", "v1", "v2"}
+
+// badCursors are cursors Page never makes.
+var badCursors = []string{"!!!", "bHIxOg", "eHg6YQ", "lr1:a", "bHIxOv8"}
+
+// modelRounds is how many rapid.Check runs TestModel makes: rapid's default
+// of 100 sequences per run is too few to reach the rarer paths (a sweep at
+// full cap that frees a slot, a cursor resuming after a reclaimed entry).
+func modelRounds() int {
+	if f := flag.Lookup("rapid.seed"); f != nil && f.Value.String() != "0" {
+		return 1 // replaying one seed: every round would be the same
+	}
+	switch {
+	case *long:
+		return 500
+	case testing.Short():
+		return 5
+	}
+	return 20
+}
+
+func TestModel(t *testing.T) {
+	for range modelRounds() {
+		rapid.Check(t, func(t *rapid.T) {
+			d := newDuo(t,
+				rapid.IntRange(1, 4).Draw(t, "cap"),
+				rapid.Bool().Draw(t, "toolNames"))
+			defer d.close()
+			d.mint()
+			d.mint()
+			name := rapid.SampledFrom(modelNames)
+			value := rapid.SampledFrom(modelValues)
+			limit := rapid.IntRange(-1, 3)
+			who := func(t *rapid.T) int { return rapid.IntRange(-1, len(d.toks)-1).Draw(t, "owner") }
+			t.Repeat(map[string]func(*rapid.T){
+				"": func(t *rapid.T) { d.check(t) },
+				"Mint": func(t *rapid.T) {
+					if len(d.toks) >= 8 {
+						t.Skip("enough owners")
+					}
+					d.mint()
+				},
+				"Release": func(t *rapid.T) {
+					d.release(rapid.IntRange(0, len(d.toks)-1).Draw(t, "owner"))
+				},
+				"Register": func(t *rapid.T) {
+					d.register(t, kindRegister, name.Draw(t, "name"), value.Draw(t, "value"), who(t))
+				},
+				"RegisterReady": func(t *rapid.T) {
+					d.register(t, kindRegisterReady, name.Draw(t, "name"), value.Draw(t, "value"), who(t))
+				},
+				"Overwrite": func(t *rapid.T) {
+					d.register(t, kindOverwrite, name.Draw(t, "name"), value.Draw(t, "value"), who(t))
+				},
+				"MarkReady": func(t *rapid.T) { d.markReady(t, name.Draw(t, "name"), who(t)) },
+				"Resolve":   func(t *rapid.T) { d.resolve(t, name.Draw(t, "name")) },
+				"UnregisterOwned": func(t *rapid.T) {
+					d.unregisterOwned(t, name.Draw(t, "name"), who(t))
+				},
+				"ListReady": func(t *rapid.T) { d.listReady(t) },
+				"PageWalk":  func(t *rapid.T) { d.walk(t, limit.Draw(t, "limit")) },
+				"PageStep":  func(t *rapid.T) { d.pageStep(t, limit.Draw(t, "limit")) },
+				"BadCursor": func(t *rapid.T) { d.badCursor(t, rapid.SampledFrom(badCursors).Draw(t, "cursor")) },
+				"Validate":  func(t *rapid.T) { d.validate(t, name.Draw(t, "name")) },
+				"Prune":     func(t *rapid.T) { d.prune(t) },
+				"Len":       func(t *rapid.T) { d.len(t) },
+			})
+		})
+	}
+}
+
+// The model is only evidence if it disagrees with a registry that breaks
+// the documented rules. These scripted runs pin the rules the model must
+// hold the implementation to, so that a model edited into agreement with
+// a bug fails here first.
+func TestModelPinsTheRules(t *testing.T) {
+	m := newRefModel(2, false)
+	a, b := m.mint(), m.mint()
+	require.NoError(t, m.register("x", "1", a, false, false))
+	assert.ErrorIs(t, m.register("x", "2", b, false, false), shardreg.ErrDuplicate)
+	assert.False(t, m.markReady("x", b))
+	assert.True(t, m.markReady("x", a))
+	m.release(a)
+	assert.Equal(t, 1, m.len(), "a death reclaims nothing by itself")
+	assert.False(t, m.unregisterOwned("x", b), "only the owner unregisters")
+	require.NoError(t, m.register("y", "3", b, true, false))
+	m.release(b)
+	c := m.mint()
+	require.NoError(t, m.register("z", "4", c, false, false), "a full register sweeps the dead")
+	assert.Equal(t, 1, m.len(), "the sweep took every dead entry, not just one")
+	assert.ErrorIs(t, m.register("w", "5", -1, false, false), shardreg.ErrDeadOwner)
+	assert.ErrorIs(t, m.register("", "5", -1, false, false), shardreg.ErrInvalidName)
+	require.NoError(t, m.register("w", "5", c, false, false))
+	assert.ErrorIs(t, m.register("v", "6", c, false, false), shardreg.ErrCapReached)
+	d := m.mint()
+	require.NoError(t, m.register("w", "7", d, true, true), "Overwrite displaces a live owner")
+	assert.Equal(t, []refItem{{name: "w", value: "7", owner: d}}, m.listReady())
+	assert.True(t, m.unregisterOwned("z", c))
+	m.release(c)
+	assert.False(t, m.markReady("w", c))
+	assert.True(t, m.unregisterOwned("w", d))
+	assert.Equal(t, 0, m.len())
+}
