@@ -5,8 +5,13 @@ GO          ?= go
 GOBIN       := $(shell $(GO) env GOPATH)/bin
 STATICCHECK := $(GOBIN)/staticcheck
 FUZZTIME    ?= 15s
+BENCHSTAT   := $(GOBIN)/benchstat
+BENCHCOUNT  ?= 6
+BENCHTIME   ?= 200ms
+BENCHCPU    ?= 1,2
+RESULTS     := bench/results
 
-.PHONY: test race vet lint fuzz tools
+.PHONY: test race vet lint fuzz tools bench bench-quick
 
 ## test: vet, then the whole suite with and without the race detector.
 ## Both, because -race turns off the tiny allocator and so hides garbage
@@ -28,3 +33,66 @@ lint: vet $(STATICCHECK)
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+## bench: livereg beside its baselines (bench/), $(BENCHCOUNT) samples of
+## each case at -cpu $(BENCHCPU), enough for benchstat's confidence
+## intervals. Writes $(RESULTS)/latest.txt (raw), benchstat.txt (the
+## implementations side by side), table.md (ratios and issue 8's goals) and
+## chart.svg. Memory per entry does not depend on GOMAXPROCS, so it runs
+## once, at -cpu 1. About 17 minutes on 2 quiet cores; -large=false in BENCHFLAGS
+## drops the 1,000,000-entry cases.
+bench: $(BENCHSTAT)
+	mkdir -p $(RESULTS)
+	$(GO) test -run '^$$' -bench . -skip Memory -count $(BENCHCOUNT) -benchtime $(BENCHTIME) -cpu $(BENCHCPU) -timeout 60m ./bench $(BENCHFLAGS) 2>&1 | tee $(RESULTS)/latest.txt
+	$(GO) test -run '^$$' -bench Memory -count 3 -cpu 1 -timeout 30m ./bench $(BENCHFLAGS) 2>&1 | tee -a $(RESULTS)/latest.txt
+	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/latest.txt
+	$(BENCHSTAT) -col /impl $(RESULTS)/latest.txt > $(RESULTS)/benchstat.txt
+	$(GO) run ./bench/cmd/report -in $(RESULTS)/latest.txt -md $(RESULTS)/table.md -svg $(RESULTS)/chart.svg \
+		-cmd 'make bench BENCHCOUNT=$(BENCHCOUNT) BENCHTIME=$(BENCHTIME) BENCHCPU=$(BENCHCPU)'
+
+## bench-quick: about a minute; one sample of the cases behind issue 8's
+## goals, into $(RESULTS)/quick.txt, and the goals table on standard output.
+## A smoke test, not evidence: one sample gives no confidence interval.
+bench-quick:
+	mkdir -p $(RESULTS)
+	$(GO) test -run '^$$' -bench 'ResolveHit/n=(128|10000)$$|RegisterFullCap/|Mixed/mix=90-5-5|PlanFor/' -skip RegisterFullCapDead \
+		-short -count 1 -benchtime 300ms -cpu $(BENCHCPU) ./bench 2>&1 | tee $(RESULTS)/quick.txt
+	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/quick.txt
+	$(GO) run ./bench/cmd/report -in $(RESULTS)/quick.txt -cmd 'make bench-quick'
+
+$(BENCHSTAT):
+	$(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+
+.PHONY: serve conformance
+
+## serve: the MCP server cmd/livereg-mcp with its demo consumers, streamable
+## HTTP at http://127.0.0.1:8931/mcp, until Ctrl-C. Flags go in SERVEFLAGS,
+## e.g. make serve SERVEFLAGS='-conformance -log-level debug'; bearer tokens
+## in LIVEREG_MCP_TOKENS (TOKEN=SUBJECT[:ROLE[+ROLE...]],...).
+serve:
+	$(GO) run ./cmd/livereg-mcp $(SERVEFLAGS)
+
+## conformance: the official MCP conformance suite against livereg-mcp
+## -conformance on a free loopback port (scripts/conformance.sh). Needs Node
+## and npm besides Go: the suite is an npm package, installed once into
+## ~/.cache/mcp-conformance. About a minute.
+conformance:
+	scripts/conformance.sh
+
+.PHONY: loadgen loadgen-smoke
+
+## loadgen: the stress CLI cmd/loadgen, the default 10 s run: parallel
+## calls, listings, starts and stops while consumers die in all four ways
+## ADR-0068 names, its seven invariants checked throughout. Prints the
+## report and exits 0 only with no violation (1: violations, listed; 2: bad
+## flags). Flags go in LOADGENFLAGS, e.g.
+## make loadgen LOADGENFLAGS='-duration 1m -mcp -json loadgen.json'.
+loadgen:
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+	bin/loadgen $(LOADGENFLAGS)
+
+## loadgen-smoke: a 3 s loadgen run for CI, its JSON report in
+## bin/loadgen-smoke.json. The checkers' own tests run in make test.
+loadgen-smoke:
+	$(GO) build -o bin/loadgen ./cmd/loadgen
+	bin/loadgen -duration 3s -json bin/loadgen-smoke.json $(LOADGENFLAGS)

@@ -115,14 +115,13 @@ func (b *Book) UnregisterPlanOwned(route string, o owner.Ref) bool {
 // reclaimed. The returned plan is the stored one, not a copy: it is
 // read-only. PlanFor takes no lock and does not allocate.
 func (b *Book) PlanFor(route string) (Plan, bool) {
-	e, ok := b.plans.Resolve(route)
-	return e.Value, ok
+	p, _, ok := b.plans.Lookup(route)
+	return p, ok
 }
 
 // Lookup is PlanFor that also returns the plan's owner.
 func (b *Book) Lookup(route string) (Plan, owner.Ref, bool) {
-	e, ok := b.plans.Resolve(route)
-	return e.Value, e.Owner, ok
+	return b.plans.Lookup(route)
 }
 
 // Plans returns the live plans sorted by route. The plans' Roles slices are

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/internal/quote"
 	"github.com/livereg/livereg/owner"
 )
 
@@ -125,11 +126,12 @@ func (rt *route) retire() {
 	if !rt.retired.CompareAndSwap(false, true) {
 		return
 	}
-	removed := rt.side.reg.UnregisterOwned(rt.name, rt.ref)
+	rt.side.reg.UnregisterOwned(rt.name, rt.ref)
 	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
-	if removed {
-		rt.cat.notify()
-	}
+	// Signal even when a listing or a lookup reclaimed the entry first:
+	// that reclaim moved the version but signalled nobody. A spurious
+	// wake-up costs a version comparison.
+	rt.cat.notify()
 }
 
 func (rt *route) gone() error {
@@ -230,11 +232,10 @@ func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (Con
 }
 
 func (c *Catalog) dispatch(ctx context.Context, s *side, name, credential string, args json.RawMessage) (*invocation, error) {
-	e, ok := s.reg.Resolve(name)
+	rt, _, ok := s.reg.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("catalog: %w %q", s.unknown, name)
+		return nil, fmt.Errorf("catalog: %w %s", s.unknown, quote.Name(name))
 	}
-	rt := e.Value
 	pr, err := c.guard(ctx, s, rt, credential)
 	if err != nil {
 		return nil, err

@@ -101,6 +101,11 @@ func orDefault(n, def int) int {
 	return n
 }
 
+// Authenticator returns the authenticator the catalog was configured with,
+// or nil. A server uses it to refuse exposure beyond loopback when no
+// request could ever be authenticated.
+func (c *Catalog) Authenticator() bindsec.Authenticator { return c.auth }
+
 // A StartOption configures one consumer's route.
 type StartOption func(*startConfig) error
 

@@ -474,3 +474,26 @@ func TestConcurrentRestartOneWinner(t *testing.T) {
 		require.Equal(t, 1, r.Len())
 	}
 }
+
+func TestLookup(t *testing.T) {
+	r := newReg(t)
+	a := live(t)
+	require.NoError(t, r.Register("tool", "v", a.Ref()))
+	_, _, ok := r.Lookup("tool")
+	assert.False(t, ok, "not ready")
+	require.True(t, r.MarkReady("tool", a.Ref()))
+	v, o, ok := r.Lookup("tool")
+	require.True(t, ok)
+	assert.Equal(t, "v", v)
+	assert.True(t, o.Same(a.Ref()))
+	_, _, ok = r.Lookup("missing")
+	assert.False(t, ok)
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = r.Lookup("tool") }))
+
+	d := owner.New()
+	start(t, r, "dead", d)
+	d.Release()
+	_, _, ok = r.Lookup("dead")
+	assert.False(t, ok)
+	assert.Equal(t, 1, r.Len(), "Lookup reclaims the dead entry it meets")
+}

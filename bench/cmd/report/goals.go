@@ -1,0 +1,100 @@
+package main
+
+// side names one cell of a goal's ratio; impl and workload are fixed, the
+// -cpu comes from the goal.
+type side struct{ workload, impl string }
+
+// goal is one line of issue 8's "Goals", measured as a ratio of medians
+// from one run: num / den in unit, compared with limit. A goal with no den
+// compares num's own median (an allocation count). A goal with cmp ""
+// is reported without a verdict.
+type goal struct {
+	text     string
+	num, den side
+	unit     string
+	cmp      string // "<=", ">=" or ""
+	limit    float64
+	cpus     []int // the -cpu values it is judged at; nil for every one in the file
+}
+
+const (
+	nsOp     = "ns/op"
+	allocsOp = "allocs/op"
+)
+
+// goals are issue 8's, in its order.
+var goals = []goal{
+	{text: "Resolve hit, 10,000 entries: livereg at most 1.3x the raw xsync.MapOf.Load floor",
+		num: side{"ResolveHit/n=10000", "livereg"}, den: side{"ResolveHit/n=10000", "floor-xsync"},
+		unit: nsOp, cmp: "<=", limit: 1.3},
+	{text: "Resolve hit, 10,000 entries: livereg at most 1.5x the unsynchronised map at -cpu 1",
+		num: side{"ResolveHit/n=10000", "livereg"}, den: side{"ResolveHit/n=10000", "floor-map"},
+		unit: nsOp, cmp: "<=", limit: 1.5, cpus: []int{1}},
+	{text: "Resolve hit, 10,000 entries: livereg at least 4x faster than the RWMutex map at -cpu 2 (rwmutex time / livereg time)",
+		num: side{"ResolveHit/n=10000", "rwmutex"}, den: side{"ResolveHit/n=10000", "livereg"},
+		unit: nsOp, cmp: ">=", limit: 4, cpus: []int{2}},
+	{text: "Resolve hit, 10,000 entries: 0 allocs/op",
+		num: side{"ResolveHit/n=10000", "livereg"}, unit: allocsOp, cmp: "<=", limit: 0},
+	{text: "Resolve hit, 128 entries: at least 20x faster than the reference design",
+		num: side{"ResolveHit/n=128", "reference"}, den: side{"ResolveHit/n=128", "livereg"},
+		unit: nsOp, cmp: ">=", limit: 20},
+	{text: "Register at full cap, 10,000 entries: at least 50x faster than the reference design",
+		num: side{"RegisterFullCap/cap=10000", "reference"}, den: side{"RegisterFullCap/cap=10000", "livereg"},
+		unit: nsOp, cmp: ">=", limit: 50},
+	{text: "Register at full cap, all owners live: cap 100,000 within 1.3x of cap 128",
+		num: side{"RegisterFullCap/cap=100000", "livereg"}, den: side{"RegisterFullCap/cap=128", "livereg"},
+		unit: nsOp, cmp: "<=", limit: 1.3},
+	{text: "Mixed 90/5/5 at -cpu 2: livereg throughput at least the RWMutex map's (rwmutex time / livereg time)",
+		num: side{"Mixed/mix=90-5-5/n=10000", "rwmutex"}, den: side{"Mixed/mix=90-5-5/n=10000", "livereg"},
+		unit: nsOp, cmp: ">=", limit: 1, cpus: []int{2}},
+	{text: "Register at full cap 10,000 while unrelated owners die once per 1,000 registers, against no deaths (report only)",
+		num: side{"RegisterFullCapUnrelatedDeaths/cap=10000/every=1000", "livereg"}, den: side{"RegisterFullCap/cap=10000", "livereg"},
+		unit: nsOp},
+	{text: "PlanFor, 128 routes: 0 allocs/op",
+		num: side{"PlanFor/n=128", "livereg"}, unit: allocsOp, cmp: "<=", limit: 0},
+	{text: "PlanFor, 10,000 routes: 0 allocs/op",
+		num: side{"PlanFor/n=10000", "livereg"}, unit: allocsOp, cmp: "<=", limit: 0},
+	{text: "PlanFor, 128 routes: within 1.3x of the raw map floor",
+		num: side{"PlanFor/n=128", "livereg"}, den: side{"PlanFor/n=128", "floor-map"},
+		unit: nsOp, cmp: "<=", limit: 1.3},
+	{text: "PlanFor, 10,000 routes: within 1.3x of the raw map floor",
+		num: side{"PlanFor/n=10000", "livereg"}, den: side{"PlanFor/n=10000", "floor-map"},
+		unit: nsOp, cmp: "<=", limit: 1.3},
+}
+
+// verdict is one goal judged at one -cpu.
+type verdict struct {
+	goal  goal
+	cpu   int
+	value float64
+	ok    bool // the data was there
+	met   bool
+}
+
+// judge evaluates every goal at every -cpu it applies to that the file has.
+func judge(r *results) []verdict {
+	var out []verdict
+	for _, g := range goals {
+		cpus := g.cpus
+		if cpus == nil {
+			cpus = r.cpus
+		}
+		for _, cpu := range cpus {
+			v := verdict{goal: g, cpu: cpu}
+			num := key{g.num.workload, cpu, g.num.impl}
+			if g.den.impl == "" {
+				v.value, v.ok = r.median(num, g.unit)
+			} else {
+				v.value, v.ok = r.ratio(num, key{g.den.workload, cpu, g.den.impl}, g.unit)
+			}
+			switch g.cmp {
+			case "<=":
+				v.met = v.value <= g.limit
+			case ">=":
+				v.met = v.value >= g.limit
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}

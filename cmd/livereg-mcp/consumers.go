@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+)
+
+var public = bindsec.Plan{Public: true}
+
+// starter starts consumers one after another and remembers them, so that a
+// failure part-way stops the ones already started.
+type starter struct {
+	ctx context.Context
+	cat *catalog.Catalog
+	ks  []*catalog.Consumer
+	err error
+}
+
+func (s *starter) tool(t catalog.Tool, p bindsec.Plan, h catalog.ToolHandler) {
+	if s.err != nil {
+		return
+	}
+	k, err := s.cat.StartTool(s.ctx, t, p, h)
+	s.keep(k, err)
+}
+
+func (s *starter) resource(r catalog.Resource, p bindsec.Plan, rd catalog.ResourceReader) {
+	if s.err != nil {
+		return
+	}
+	k, err := s.cat.StartResource(s.ctx, r, p, rd)
+	s.keep(k, err)
+}
+
+func (s *starter) keep(k *catalog.Consumer, err error) {
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.ks = append(s.ks, k)
+}
+
+func (s *starter) done() ([]*catalog.Consumer, error) {
+	if s.err != nil {
+		stopAll(s.ks)
+		return nil, s.err
+	}
+	return s.ks, nil
+}
+
+// startDemo starts the built-in demo consumers: the public tools echo and
+// stats, the tool whoami for any authenticated caller, and the public
+// resource livereg://about.
+func startDemo(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Consumer, error) {
+	s := &starter{ctx: ctx, cat: cat}
+	s.tool(catalog.Tool{
+		Name: "echo", Title: "Echo",
+		Description: "Returns the text it is given.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"what to echo"}},"required":["text"]}`),
+	}, public, func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+		var in struct {
+			Text *string `json:"text"`
+		}
+		if err := json.Unmarshal(orEmptyObject(c.Arguments), &in); err != nil || in.Text == nil {
+			return catalog.ErrorResult(`echo needs {"text": "..."}`), nil
+		}
+		return catalog.TextResult(*in.Text), nil
+	})
+	s.tool(catalog.Tool{
+		Name: "stats", Title: "Catalog statistics",
+		Description: "Reports how many tools and resources the catalog serves, the slots they hold and its version.",
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{` +
+			`"tools":{"type":"integer"},"resources":{"type":"integer"},` +
+			`"toolSlots":{"type":"integer"},"resourceSlots":{"type":"integer"},"version":{"type":"integer"}}}`),
+	}, public, func(context.Context, catalog.Call) (catalog.Result, error) {
+		st := cat.Stats()
+		out := map[string]any{
+			"tools": st.Tools, "resources": st.Resources,
+			"toolSlots": st.ToolSlots, "resourceSlots": st.ResourceSlots, "version": st.Version,
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return catalog.Result{}, err
+		}
+		r := catalog.TextResult(string(b))
+		r.StructuredContent = out
+		return r, nil
+	})
+	// The zero plan admits any authenticated principal.
+	s.tool(catalog.Tool{
+		Name: "whoami", Title: "Who am I",
+		Description: "Reports the subject and roles of the bearer token presented; needs a token.",
+	}, bindsec.Plan{}, func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+		roles := strings.Join(c.Principal.Roles, ", ")
+		if roles == "" {
+			roles = "none"
+		}
+		return catalog.TextResult(fmt.Sprintf("subject: %s; roles: %s", c.Principal.Subject, roles)), nil
+	})
+	s.resource(catalog.Resource{
+		URI: "livereg://about", Name: "about", MIMEType: "text/markdown",
+		Description: "What this server is and how its routes live.",
+	}, public, func(context.Context, catalog.Read) (catalog.Contents, error) {
+		return catalog.Contents{Text: about}, nil
+	})
+	return s.done()
+}
+
+const about = `# livereg-mcp
+
+An MCP server whose tools and resources live in a livereg catalog. Every
+route belongs to a consumer; when a consumer dies, by stop, cancellation,
+panic or being dropped, its routes leave the listings at once, clients are
+told (notifications/*/list_changed), and a restart takes the name over.
+`
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// Fixture data of the conformance suite: a 1x1 red PNG and a short silent
+// WAV (8 kHz, 8-bit mono, 8 samples).
+var (
+	redPixelPNG = mustBase64("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==")
+	silentWAV   = mustBase64("UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA==")
+)
+
+func mustBase64(s string) []byte {
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// startConformance starts, as ordinary public consumers, the tools and
+// resources that the MCP conformance suite's server scenarios call.
+func startConformance(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Consumer, error) {
+	s := &starter{ctx: ctx, cat: cat}
+	fixed := func(name, desc string, r catalog.Result) {
+		s.tool(catalog.Tool{Name: name, Description: desc}, public,
+			func(context.Context, catalog.Call) (catalog.Result, error) { return r, nil })
+	}
+	fixed("test_simple_text", "Returns a simple text response.",
+		catalog.TextResult("This is a simple text response for testing."))
+	fixed("test_image_content", "Returns a 1x1 red PNG image.", catalog.Result{Content: []catalog.Content{
+		{Type: "image", Data: redPixelPNG, MIMEType: "image/png"},
+	}})
+	fixed("test_audio_content", "Returns a short silent WAV clip.", catalog.Result{Content: []catalog.Content{
+		{Type: "audio", Data: silentWAV, MIMEType: "audio/wav"},
+	}})
+	fixed("test_embedded_resource", "Returns an embedded text resource.", catalog.Result{Content: []catalog.Content{
+		{Type: "resource", Resource: &catalog.Contents{
+			URI: "test://embedded-resource", MIMEType: "text/plain", Text: "This is an embedded resource content.",
+		}},
+	}})
+	fixed("test_multiple_content_types", "Returns text, an image and an embedded resource.", catalog.Result{Content: []catalog.Content{
+		{Type: "text", Text: "Multiple content types test:"},
+		{Type: "image", Data: redPixelPNG, MIMEType: "image/png"},
+		{Type: "resource", Resource: &catalog.Contents{
+			URI: "test://mixed-content-resource", MIMEType: "application/json", Text: `{"test":"data","value":123}`,
+		}},
+	}})
+	// A handler error: mcpserve reports it as a tool result with isError.
+	s.tool(catalog.Tool{Name: "test_error_handling", Description: "Always fails, to test error reporting."}, public,
+		func(context.Context, catalog.Call) (catalog.Result, error) {
+			//lint:ignore ST1005 the text the conformance suite documents
+			return catalog.Result{}, errors.New("This tool intentionally returns an error for testing")
+		})
+	s.resource(catalog.Resource{
+		URI: "test://static-text", Name: "static-text", MIMEType: "text/plain",
+		Description: "A static text resource.",
+	}, public, func(context.Context, catalog.Read) (catalog.Contents, error) {
+		return catalog.Contents{MIMEType: "text/plain", Text: "This is the content of the static text resource."}, nil
+	})
+	s.resource(catalog.Resource{
+		URI: "test://static-binary", Name: "static-binary", MIMEType: "image/png",
+		Description: "A static binary resource (a 1x1 PNG).",
+	}, public, func(context.Context, catalog.Read) (catalog.Contents, error) {
+		return catalog.Contents{MIMEType: "image/png", Blob: redPixelPNG}, nil
+	})
+	return s.done()
+}

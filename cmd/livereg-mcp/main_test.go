@@ -1,0 +1,294 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/livereg/livereg/mcpserve"
+)
+
+// runMainEnv makes the test binary act as livereg-mcp itself, so that the
+// stdio test can launch it as a subprocess.
+const runMainEnv = "LIVEREG_MCP_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+const guard = 30 * time.Second
+
+func ctxGuard(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func TestParseArgs(t *testing.T) {
+	env := func(k string) string {
+		if k == tokensEnv {
+			return "from-env=bob"
+		}
+		return ""
+	}
+	cfg, err := parseArgs(nil, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.addr != "127.0.0.1:8931" || cfg.path != "/mcp" || cfg.stdio || cfg.conformance || cfg.tokens != "from-env=bob" {
+		t.Errorf("defaults = %+v", cfg)
+	}
+	cfg, err = parseArgs([]string{"-addr", ":1", "-stdio", "-conformance", "-tokens", "a=b", "-log-level", "debug"}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.addr != ":1" || !cfg.stdio || !cfg.conformance || cfg.tokens != "a=b" || cfg.logLevel != slog.LevelDebug {
+		t.Errorf("parsed = %+v", cfg)
+	}
+	if _, err := parseArgs([]string{"extra"}, env, io.Discard); err == nil {
+		t.Error("a stray argument was accepted")
+	}
+}
+
+func TestParseTokens(t *testing.T) {
+	st, err := parseTokens(" s3cret = alice:admin+ops , other=bob ")
+	if err != nil || st.Len() != 2 {
+		t.Fatalf("parseTokens = %v, %v", st, err)
+	}
+	pr, err := st.Authenticate(context.Background(), "s3cret")
+	if err != nil || pr.Subject != "alice" || !slices.Equal(pr.Roles, []string{"admin", "ops"}) {
+		t.Errorf("s3cret = %+v, %v", pr, err)
+	}
+	if st, err := parseTokens(""); st != nil || err != nil {
+		t.Errorf("empty spec = %v, %v", st, err)
+	}
+	for _, bad := range []string{"lonely-secret", "=alice", "x=", "dup=a,dup=b"} {
+		_, err := parseTokens(bad)
+		if err == nil {
+			t.Errorf("parseTokens(%q) accepted", bad)
+		} else if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "dup") {
+			t.Errorf("parseTokens(%q) error quotes the token: %v", bad, err)
+		}
+	}
+}
+
+// started is a run in progress.
+type started struct {
+	url    string
+	cancel context.CancelFunc
+	errc   chan error
+}
+
+func startRun(t *testing.T, cfg config) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{cancel: cancel, errc: make(chan error, 1)}
+	ready := make(chan string, 1)
+	go func() { s.errc <- run(ctx, cfg, quiet(), func(url string) { ready <- url }) }()
+	select {
+	case s.url = <-ready:
+	case err := <-s.errc:
+		cancel()
+		t.Fatalf("run ended before serving: %v", err)
+	case <-time.After(guard):
+		cancel()
+		t.Fatal("run never became ready")
+	}
+	t.Cleanup(func() { s.stop(t) })
+	return s
+}
+
+func (s *started) stop(t *testing.T) {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.cancel = nil
+	if err := <-s.errc; err != nil {
+		t.Errorf("run = %v, want nil after a shutdown", err)
+	}
+}
+
+func connect(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	hc := &http.Client{}
+	if token != "" {
+		hc.Transport = roundTripper(func(r *http.Request) (*http.Response, error) {
+			r = r.Clone(r.Context())
+			r.Header.Set("Authorization", "Bearer "+token)
+			return http.DefaultTransport.RoundTrip(r)
+		})
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{Logger: quiet()})
+	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func firstText(t *testing.T, r *mcp.CallToolResult) string {
+	t.Helper()
+	if len(r.Content) == 0 {
+		t.Fatalf("no content in %+v", r)
+	}
+	tc, ok := r.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("first item is %T", r.Content[0])
+	}
+	return tc.Text
+}
+
+func TestServesDemoAndConformanceFixtures(t *testing.T) {
+	dir := t.TempDir()
+	urlFile := filepath.Join(dir, "url")
+	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", conformance: true, tokens: "tok=alice:admin", urlFile: urlFile})
+	if b, err := os.ReadFile(urlFile); err != nil || strings.TrimSpace(string(b)) != s.url {
+		t.Errorf("url file = %q, %v; want %q", b, err, s.url)
+	}
+	if !strings.HasSuffix(s.url, "/mcp") {
+		t.Errorf("url %q does not end in /mcp", s.url)
+	}
+	anon, alice := connect(t, s.url, ""), connect(t, s.url, "tok")
+	ctx := ctxGuard(t)
+
+	var names []string
+	for tool, err := range anon.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tool.Description == "" || tool.InputSchema == nil {
+			t.Errorf("tool %q lacks a description or input schema", tool.Name)
+		}
+		names = append(names, tool.Name)
+	}
+	want := []string{"echo", "stats", "test_audio_content", "test_embedded_resource", "test_error_handling",
+		"test_image_content", "test_multiple_content_types", "test_simple_text", "whoami"}
+	if !slices.Equal(names, want) {
+		t.Errorf("tools = %v, want %v", names, want)
+	}
+
+	callTool := func(cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	if got := firstText(t, callTool(anon, "echo", map[string]any{"text": "ping"})); got != "ping" {
+		t.Errorf("echo = %q", got)
+	}
+	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":9`) {
+		t.Errorf("stats = %+v", res)
+	}
+	if res := callTool(anon, "whoami", nil); !res.IsError {
+		t.Errorf("whoami without a token = %+v, want a denial", res)
+	}
+	if got := firstText(t, callTool(alice, "whoami", nil)); got != "subject: alice; roles: admin" {
+		t.Errorf("whoami = %q", got)
+	}
+	if got := firstText(t, callTool(anon, "test_simple_text", nil)); got != "This is a simple text response for testing." {
+		t.Errorf("test_simple_text = %q", got)
+	}
+	if img, ok := callTool(anon, "test_image_content", nil).Content[0].(*mcp.ImageContent); !ok || img.MIMEType != "image/png" ||
+		!bytes.HasPrefix(img.Data, []byte("\x89PNG")) {
+		t.Errorf("test_image_content = %+v", img)
+	}
+	if au, ok := callTool(anon, "test_audio_content", nil).Content[0].(*mcp.AudioContent); !ok || au.MIMEType != "audio/wav" ||
+		!bytes.HasPrefix(au.Data, []byte("RIFF")) {
+		t.Errorf("test_audio_content = %+v", au)
+	}
+	if er, ok := callTool(anon, "test_embedded_resource", nil).Content[0].(*mcp.EmbeddedResource); !ok ||
+		er.Resource.URI != "test://embedded-resource" || er.Resource.Text == "" {
+		t.Errorf("test_embedded_resource = %+v", er)
+	}
+	if res := callTool(anon, "test_multiple_content_types", nil); len(res.Content) != 3 {
+		t.Errorf("test_multiple_content_types = %+v", res)
+	}
+	if res := callTool(anon, "test_error_handling", nil); !res.IsError ||
+		firstText(t, res) != "This tool intentionally returns an error for testing" {
+		t.Errorf("test_error_handling = %+v", res)
+	}
+	rr, err := anon.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
+	if err != nil || rr.Contents[0].Text != "This is the content of the static text resource." || rr.Contents[0].MIMEType != "text/plain" {
+		t.Errorf("static-text = %+v, %v", rr, err)
+	}
+	rr, err = anon.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-binary"})
+	if err != nil || !bytes.HasPrefix(rr.Contents[0].Blob, []byte("\x89PNG")) || rr.Contents[0].MIMEType != "image/png" {
+		t.Errorf("static-binary = %+v, %v", rr, err)
+	}
+	rr, err = anon.ReadResource(ctx, &mcp.ReadResourceParams{URI: "livereg://about"})
+	if err != nil || !strings.Contains(rr.Contents[0].Text, "livereg") {
+		t.Errorf("about = %+v, %v", rr, err)
+	}
+
+	// Only /mcp serves MCP.
+	resp, err := http.Post(strings.TrimSuffix(s.url, "/mcp")+"/other", "application/json", strings.NewReader("{}"))
+	if err == nil {
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("POST /other = %d, want 404", resp.StatusCode)
+		}
+	}
+	_ = anon.Close()
+	_ = alice.Close()
+	s.stop(t)
+}
+
+func TestRefusesExposedAddressWithoutTokens(t *testing.T) {
+	err := run(context.Background(), config{addr: "0.0.0.0:0", path: "/mcp"}, quiet(), nil)
+	if !errors.Is(err, mcpserve.ErrExposed) {
+		t.Fatalf("run on 0.0.0.0 without tokens = %v, want ErrExposed", err)
+	}
+}
+
+// The built binary serves stdio: launched as a subprocess by an SDK client,
+// it answers, and exits when the client closes its stdin.
+func TestStdio(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-stdio", "-conformance", "-log-level", "warn")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	cmd.Stderr = io.Discard
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{Logger: quiet()})
+	cs, err := cl.Connect(ctxGuard(t), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "test_simple_text"})
+	if err != nil || firstText(t, res) != "This is a simple text response for testing." {
+		t.Errorf("call over stdio = %+v, %v", res, err)
+	}
+	if res, err := cs.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "whoami"}); err != nil || !res.IsError {
+		t.Errorf("whoami over stdio (no credential) = %+v, %v; want a denial", res, err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+	if cmd.ProcessState == nil || !cmd.ProcessState.Success() {
+		t.Errorf("server process state = %v, want a clean exit", cmd.ProcessState)
+	}
+}

@@ -1,0 +1,290 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+)
+
+// bodyChecker checks invariant 1 from inside every route body: the body
+// knows its owner's record, and the call's arguments carry the clock
+// reading taken when the call began.
+type bodyChecker struct{ t *tally }
+
+func (c bodyChecker) bodyRan(rec *record, a callArgs) {
+	if a.Seq == 0 {
+		return // a call that did not say when it began cannot be judged
+	}
+	c.t.check(InvBodyAfterDeath, 1)
+	if rec.diedBefore(a.Seq) {
+		c.t.violate(InvBodyAfterDeath,
+			"body of %s (%s) ran for a call that began at %d, after the owner was observed dead (%s) at %d",
+			rec.tag, rec.ns.name, a.Seq, rec.deathShape(), rec.death.Load())
+	}
+}
+
+// authChecker checks invariant 3 from inside every route body: a body
+// whose plan needs a role must only ever run for a caller that presented
+// the valid token, and must see that token's principal.
+type authChecker struct{ t *tally }
+
+func (c authChecker) bodyRan(rec *record, a callArgs, pr bindsec.Principal) {
+	if rec.public {
+		return
+	}
+	c.t.check(InvUnauthenticatedBody, 1)
+	if a.Cred != credValid.String() || pr.Subject != subjectValid || !pr.HasRole(roleCall) {
+		c.t.violate(InvUnauthenticatedBody,
+			"body of %s (%s, plan needs role %q) ran for a call with credential %q, principal %q roles %v",
+			rec.tag, rec.ns.name, roleCall, a.Cred, pr.Subject, pr.Roles)
+	}
+}
+
+// deadEntryChecker checks invariant 5 on listings and on calls.
+type deadEntryChecker struct {
+	t      *tally
+	lookup func(id uint64) *record
+}
+
+// listed checks a listing that began at clock reading begin.
+func (c deadEntryChecker) listed(begin uint64, tools []catalog.Tool) (unchecked int) {
+	for _, tool := range tools {
+		id, ok := parseTag(tool.Title)
+		var rec *record
+		if ok {
+			rec = c.lookup(id)
+		}
+		if rec == nil {
+			unchecked++
+			continue
+		}
+		c.t.check(InvDeadEntryReturned, 1)
+		if rec.diedBefore(begin) {
+			c.t.violate(InvDeadEntryReturned,
+				"a listing that began at %d contains %s (%s), whose owner was observed dead (%s) at %d",
+				begin, tool.Name, rec.tag, rec.deathShape(), rec.death.Load())
+		}
+	}
+	return unchecked
+}
+
+// callSnapshot is what a call read about its name before it began.
+type callSnapshot struct {
+	ns     *nameState
+	starts uint64  // ns.starts before the call
+	holder *record // ns.holder before the call
+	begin  uint64  // the clock when the call began
+}
+
+// callEnded checks a finished call. When no start on the name was in
+// flight or began during the call, the only entry the call could resolve
+// is the holder's (earlier holders' entries were removed or replaced before
+// the holder's start succeeded). If the holder was observed dead before the
+// call began, the right answer is ErrUnknownTool; ErrRouteGone or a
+// success means resolve returned the dead entry.
+func (c deadEntryChecker) callEnded(s callSnapshot, o outcome) {
+	if s.starts&countMask != 0 || s.ns.starts.Load() != s.starts {
+		return
+	}
+	if s.holder != nil && !s.holder.diedBefore(s.begin) {
+		return
+	}
+	c.t.check(InvDeadEntryReturned, 1)
+	if o != outcomeGone && o != outcomeOK {
+		return
+	}
+	who := "no consumer ever held it"
+	if s.holder != nil {
+		who = fmt.Sprintf("its only possible owner %s was observed dead (%s) at %d", s.holder.tag, s.holder.deathShape(), s.holder.death.Load())
+	}
+	c.t.violate(InvDeadEntryReturned, "a call to %s that began at %d got %s, but %s: resolve returned a dead entry",
+		s.ns.name, s.begin, o, who)
+}
+
+// startSnapshot is what a start read about its name and the catalog's
+// potential holders when it began.
+type startSnapshot struct {
+	ns        *nameState
+	starts    uint64  // ns.starts right after this start counted itself
+	holder    *record // ns.holder then
+	begin     uint64  // the clock then
+	potential uint64  // world.potential right after this start counted itself
+}
+
+// dupChecker checks invariant 6 when a start is refused as a duplicate.
+type dupChecker struct{ t *tally }
+
+// isolated reports whether no other start on the name was in flight when s
+// began or began before it ended: then nothing but the holder's entry can
+// have been under the name.
+func (s startSnapshot) isolated() bool {
+	return s.starts&countMask == 1 && s.ns.starts.Load()>>32 == s.starts>>32
+}
+
+// started is called for every start with the error it got.
+func (c dupChecker) started(s startSnapshot, err error) {
+	if !s.isolated() || (s.holder != nil && !s.holder.diedBefore(s.begin)) {
+		return
+	}
+	c.t.check(InvDuplicateWithDeadIncumbent, 1)
+	if !errors.Is(err, catalog.ErrDuplicate) {
+		return
+	}
+	who := "no consumer had ever held the name"
+	if s.holder != nil {
+		who = fmt.Sprintf("its incumbent %s was observed dead (%s) at %d", s.holder.tag, s.holder.deathShape(), s.holder.death.Load())
+	}
+	c.t.violate(InvDuplicateWithDeadIncumbent, "a start on %s that began at %d was refused as a duplicate, but %s and no other start overlapped it",
+		s.ns.name, s.begin, who)
+}
+
+// Potential holders are counted in one word, begun<<32 | potential:
+// "potential" counts starts begun and neither failed nor observed dead,
+// an upper bound on the live entries the catalog can hold.
+const (
+	potBegun  = countBegun
+	potOneIn  = countOneIn
+	potOneOut = countOneOut
+)
+
+// capChecker checks invariant 4.
+type capChecker struct {
+	t   *tally
+	cap int
+}
+
+// sample checks one reading of the catalog's counts.
+func (c capChecker) sample(st catalog.Stats) {
+	c.t.check(InvCapCounter, 1)
+	if st.ToolSlots > c.cap {
+		c.t.violate(InvCapCounter, "the catalog holds %d tool slots, above its cap of %d", st.ToolSlots, c.cap)
+	}
+	if st.ToolSlots < 0 || st.Tools < 0 {
+		c.t.violate(InvCapCounter, "the catalog reports negative counts: %d slots, %d tools", st.ToolSlots, st.Tools)
+	}
+}
+
+// refused checks a start refused with ErrCapReached. At any instant while
+// it ran, the entries that could hold a slot belong to starts counted in
+// potential when it began (less itself) or begun since: any other entry's
+// owner was observed dead before the start began, and the catalog must
+// sweep such entries before it refuses.
+func (c capChecker) refused(s startSnapshot, potentialNow uint64) {
+	c.t.check(InvCapCounter, 1)
+	upper := int64(s.potential&countMask) - 1 + int64(potentialNow>>32-s.potential>>32)
+	if upper < int64(c.cap) {
+		c.t.violate(InvCapCounter, "a start on %s was refused at cap %d while at most %d consumers could hold an entry: dead entries kept their slots",
+			s.ns.name, c.cap, upper)
+	}
+}
+
+// quiet waits, up to timeout, for the catalog to hold exactly live slots
+// and list exactly live tools, once no start is in flight and every death
+// has been observed. A dead owner's entry may take a moment to be
+// reclaimed, hence the wait; a count that never settles is a violation.
+func (c capChecker) quiet(ctx context.Context, sys System, live int, timeout time.Duration, when string) {
+	c.t.check(InvCapCounter, 1)
+	deadline := time.Now().Add(timeout)
+	var st catalog.Stats
+	for {
+		st = sys.Stats()
+		if st.ToolSlots == live && st.Tools == live {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	c.t.violate(InvCapCounter, "%s: the catalog holds %d slots and lists %d tools, want %d (live consumers) for %v",
+		when, st.ToolSlots, st.Tools, live, timeout)
+}
+
+// lateStopChecker checks invariant 2: after a dead consumer's late Stop,
+// its name's live successor still resolves, is listed, and its plan is
+// enforced.
+type lateStopChecker struct {
+	t    *tally
+	sys  System
+	tick func() uint64
+}
+
+// check probes the successor succ, whose consumer the caller holds and is
+// not ending, with a non-public plan. It reports false when the successor
+// died during the probe, which makes the probe inconclusive.
+func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
+	rec := succ.rec
+	var problems []string
+
+	nonce := c.tick()
+	res, err := callRetry(ctx, c.sys, rec.ns.name, encodeArgs(nonce, credValid, 0, nonce), credValid.token())
+	switch {
+	case err != nil:
+		problems = append(problems, fmt.Sprintf("a valid call failed: %v", err))
+	case resultText(res) != rec.tag || rec.probe.Load() != nonce:
+		problems = append(problems, fmt.Sprintf("a valid call was answered by %q, not by the successor's body", resultText(res)))
+	}
+
+	listed := false
+	for _, tool := range c.sys.ListTools() {
+		if tool.Name == rec.ns.name && tool.Title == rec.tag {
+			listed = true
+		}
+	}
+	if !listed {
+		problems = append(problems, "it is not listed")
+	}
+
+	if !rec.public {
+		_, err = callRetry(ctx, c.sys, rec.ns.name, encodeArgs(c.tick(), credNone, 0, 0), credNone.token())
+		switch {
+		case err == nil:
+			problems = append(problems, "a call without credentials was admitted: its plan is gone")
+		case !catalog.Denied(err):
+			problems = append(problems, fmt.Sprintf("a call without credentials got %v, want a denial by its plan", err))
+		}
+	}
+
+	if isClosed(succ.done) || ctx.Err() != nil {
+		return false
+	}
+	c.t.check(InvLateStopRemovedSuccessor, 1)
+	if len(problems) > 0 {
+		c.t.violate(InvLateStopRemovedSuccessor, "after the late stop of a dead consumer of %s, its live successor %s: %s",
+			rec.ns.name, rec.tag, strings.Join(problems, "; "))
+	}
+	return true
+}
+
+// callRetry calls, retrying while the route's queue is full: an overloaded
+// route says nothing about entries or plans.
+func callRetry(ctx context.Context, sys System, name string, args []byte, cred string) (catalog.Result, error) {
+	for i := 0; ; i++ {
+		res, err := sys.CallTool(ctx, name, args, cred)
+		if !errors.Is(err, catalog.ErrOverloaded) || i == 100 || ctx.Err() != nil {
+			return res, err
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func resultText(r catalog.Result) string {
+	if len(r.Content) == 0 {
+		return ""
+	}
+	return r.Content[0].Text
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

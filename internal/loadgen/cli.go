@@ -1,0 +1,103 @@
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/term"
+)
+
+// Exit codes of Main.
+const (
+	ExitOK         = 0 // no violations and no errors
+	ExitViolations = 1 // violations or errors, listed in the report
+	ExitUsage      = 2 // bad flags
+)
+
+// Main is cmd/loadgen: it parses args, runs, prints the report to stdout
+// (and JSON where -json says), and returns the exit code. SIGINT and
+// SIGTERM end the run early; it still reports. A second signal kills the
+// process.
+func Main(args []string, stdout, stderr io.Writer) int {
+	cfg, err := ParseArgs(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return ExitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: %v\n%s\nrun 'loadgen -h' for every flag\n", err, UsageLine)
+		return ExitUsage
+	}
+	if cfg.Seed == 0 {
+		cfg.Seed = rand.Uint64() | 1 // never 0, so that the report's seed reproduces the run
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // restore the default: a second Ctrl-C quits at once
+	}()
+
+	var opts RunOptions
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		opts.Progress = stderr
+	}
+	sys, cleanup, err := newSystem(ctx, cfg, &opts)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadgen: %v\n", err)
+		return ExitViolations
+	}
+	rep := Run(ctx, cfg, sys, opts)
+	cleanup()
+
+	rep.WriteText(stdout)
+	if cfg.JSONPath != "" {
+		if err := writeJSONFile(cfg.JSONPath, rep, stdout); err != nil {
+			fmt.Fprintf(stderr, "loadgen: -json: %v\n", err)
+			return ExitViolations
+		}
+	}
+	if rep.Failed() {
+		return ExitViolations
+	}
+	return ExitOK
+}
+
+func writeJSONFile(path string, rep *Report, stdout io.Writer) error {
+	if path == "-" {
+		return rep.WriteJSON(stdout)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteJSON(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// newSystem builds what the run drives: the in-process catalog and, with
+// -mcp, the MCP client beside it. Tests replace it to drive a broken
+// system through Main.
+var newSystem = func(_ context.Context, cfg Config, opts *RunOptions) (System, func(), error) {
+	sys, err := NewCatalogSystem(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case cfg.Target != "":
+		opts.mcp = &mcpDriver{target: cfg.Target}
+	case cfg.MCP:
+		opts.mcp = &mcpDriver{cat: sys.Cat}
+	}
+	return sys, func() {}, nil
+}

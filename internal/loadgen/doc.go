@@ -1,0 +1,85 @@
+// Package loadgen is the engine of cmd/loadgen: it hammers a catalog with
+// parallel calls, listings, starts and stops while consumers die in every
+// way ADR-0068 names, checks the ADR's invariants while it runs, and
+// reports what it saw.
+//
+// # Workload
+//
+// Resolver goroutines call tools (resolve, guard, hand-off) and list them.
+// Consumer goroutines start a consumer on a name drawn from a small set, so
+// that names collide and the cap is hit, keep it a random while, and end it
+// by one of four shapes: a clean Stop, a cancel of the context it was
+// started with (task abort), a panic in its route body (triggered by a
+// special argument; the catalog recovers and kills the consumer), or a drop
+// of the *catalog.Consumer without Stop, which ends the owner only through
+// the garbage collector. A dedicated goroutine calls runtime.GC every few
+// milliseconds while a dropped consumer is waiting to be collected, so that
+// runs stay short; the token still dies only through the GC path. After a
+// cancel or a panic, a consumer goroutine sometimes restarts the same name
+// at once and then calls the dead consumer's Stop late, to exercise the
+// owner-conditional unregister.
+//
+// With -mcp, the same calls and listings also go through the official MCP
+// SDK client over streamable HTTP, to an in-process mcpserve server on a
+// loopback port that serves the run's catalog; the route bodies check
+// those calls exactly as they check in-process ones, and the report gives
+// protocol latency (mcp_call, mcp_list) beside in-process latency. With
+// -target, the client drives a running server instead; its consumers are
+// not the loadgen's, so its answers are measured, not checked, and the
+// invariants are checked on the in-process catalog that runs beside it.
+//
+// # One clock for "before"
+//
+// Several invariants are about order: "a call that began after the owner
+// was observed dead". Order is taken from one process-wide atomic counter.
+// Whoever observes an owner's Done channel closed records a number from it
+// as that owner's death mark; every call, listing and start takes a number
+// from it when it begins. A death mark smaller than an operation's begin
+// number proves the owner's death happened before the operation began,
+// because the Done channel closes only after the token reads dead. The
+// converse is not claimed: an owner may die in the nanoseconds between the
+// catalog's check and the body's first line, which ADR-0068 allows, so a
+// death observed after an operation began is never a violation. This keeps
+// every check sound: a reported violation is a real one, and the checks do
+// not flake.
+//
+// # Invariants
+//
+// Each invariant has its own checker, fed by events from the workload or
+// by probing the system through the [System] interface, so that tests can
+// feed each one a deliberately broken system and watch it fire:
+//
+//  1. body_after_death: a route body started for a call that began after
+//     its owner was observed dead. The body knows its owner; the call's
+//     begin number travels in its JSON arguments.
+//  2. late_stop_removed_successor: after a dead consumer's late Stop, the
+//     live successor on its name no longer resolves, is no longer listed,
+//     or its plan is no longer enforced (a call without credentials is not
+//     denied, or a valid call does not reach the successor's body).
+//  3. unauthenticated_body: a route body with a plan that needs a role ran
+//     for a call made without valid credentials, or saw a principal that
+//     lacks the role.
+//  4. cap_counter: the catalog's slot count exceeded the cap; a start was
+//     refused with ErrCapReached although fewer than cap consumers could
+//     possibly have held an entry (dead entries must release their slots);
+//     or, when quiet at the end, the slot count differed from the number
+//     of live consumers.
+//  5. dead_entry_returned: a listing that began after an owner was
+//     observed dead contained its tool, or a call resolved an entry of an
+//     owner observed dead (ErrRouteGone where the only possible entry was
+//     dead before the call began).
+//  6. duplicate_with_dead_incumbent: a start was refused with ErrDuplicate
+//     although the name's incumbent had been observed dead before the start
+//     began and no other start on the name overlapped it.
+//  7. resource_growth: goroutines or live heap kept growing across the run
+//     beyond a tolerance (see [GrowthTolerance]), did not return to their
+//     baseline after every consumer ended, or a dropped consumer was never
+//     collected.
+//
+// Every check also counts how often it could have fired; a report shows
+// both numbers, because a checker that never checks proves nothing.
+// Errors that no invariant names but that a correct catalog never produces
+// (a Stop that times out, a start refused for another reason than a
+// duplicate or the cap, a consumer that dies with nobody ending it) are
+// counted and listed too, and fail the run like violations.
+package loadgen

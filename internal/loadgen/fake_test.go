@@ -1,0 +1,277 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/owner"
+)
+
+// bug is one deliberate fault of fakeSystem. Each checker's test feeds it
+// a fake with the fault that checker exists to catch.
+type bug uint32
+
+const (
+	// bugRunDeadBodies: dispatch ignores owner liveness, so resolve
+	// returns dead entries and their bodies run (invariant 1).
+	bugRunDeadBodies bug = 1 << iota
+	// bugUnconditionalStop: Stop deletes the name's entry and plan
+	// whoever owns them (invariant 2).
+	bugUnconditionalStop
+	// bugStopRemovesPlan: Stop deletes the name's plan whoever owns it;
+	// entries stay owner-conditional (invariant 2, and 3 in pass-through).
+	bugStopRemovesPlan
+	// bugNoAuth: calls are admitted without looking at credentials
+	// (invariant 3).
+	bugNoAuth
+	// bugCapOvershoot: a start refused as a duplicate still takes a slot,
+	// so the counter drifts above what is held and above the cap
+	// (invariant 4).
+	bugCapOvershoot
+	// bugSlotsNotFreed: a start at full cap does not sweep dead entries
+	// (invariant 4).
+	bugSlotsNotFreed
+	// bugListDead: listings include dead-owner entries (invariant 5).
+	bugListDead
+	// bugGoneForDead: resolve returns dead entries; dispatch then answers
+	// ErrRouteGone without running the body (invariant 5).
+	bugGoneForDead
+	// bugDupDead: a dead incumbent still blocks a start (invariant 6).
+	bugDupDead
+	// bugLeak: every start leaks a goroutine and some memory (invariant 7).
+	bugLeak
+)
+
+// noticesDeathBugs lists the bugs of a system that does not notice deaths
+// by itself: such a fake neither reclaims a dead owner's entry when it
+// dies nor when a call or a listing meets it, so that the fault has dead
+// entries to show. They go only when replaced, stopped or swept at cap.
+const noticesDeathBugs = bugRunDeadBodies | bugSlotsNotFreed | bugListDead | bugGoneForDead | bugDupDead
+
+// fakeSystem is a small, lock-based catalog with the same contract as
+// *catalog.Catalog, plus switchable faults. Without faults it satisfies
+// every invariant, which the control tests check.
+type fakeSystem struct {
+	cap  int
+	bugs bug
+	auth bindsec.Authenticator
+	mode bindsec.MissingPlanMode
+
+	mu      sync.Mutex
+	entries map[string]*fakeEntry
+	plans   map[string]fakePlan
+	slots   int
+
+	closed chan struct{}
+	leaked [][]byte
+	bodies atomic.Int64
+}
+
+type fakeEntry struct {
+	tool    catalog.Tool
+	h       catalog.ToolHandler
+	ref     owner.Ref
+	release func()
+}
+
+type fakePlan struct {
+	p   bindsec.Plan
+	ref owner.Ref
+}
+
+func newFake(capacity int, bugs bug) *fakeSystem {
+	return &fakeSystem{
+		cap: capacity, bugs: bugs, auth: Authenticator(), mode: bindsec.PassThrough,
+		entries: map[string]*fakeEntry{}, plans: map[string]fakePlan{}, closed: make(chan struct{}),
+	}
+}
+
+func (f *fakeSystem) has(b bug) bool { return f.bugs&b != 0 }
+
+// Close ends the goroutines the leak fault parked and drops its memory.
+func (f *fakeSystem) Close() {
+	close(f.closed)
+	f.mu.Lock()
+	f.leaked = nil
+	f.mu.Unlock()
+}
+
+type fakeConsumer struct {
+	f       *fakeSystem
+	tok     *owner.Token
+	name    string
+	stopped atomic.Bool
+}
+
+func (f *fakeSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec.Plan, h catalog.ToolHandler) (Consumer, error) {
+	tok := owner.NewContext(ctx)
+	ref := tok.Ref()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.has(bugLeak) {
+		f.leaked = append(f.leaked, make([]byte, 128<<10))
+		go func() { <-f.closed }()
+	}
+	cur := f.entries[t.Name]
+	if cur != nil && (cur.ref.Alive() || f.has(bugDupDead)) {
+		if f.has(bugCapOvershoot) {
+			f.slots++
+		}
+		tok.Release()
+		return nil, fmt.Errorf("fake: start %q: %w", t.Name, catalog.ErrDuplicate)
+	}
+	if cur == nil {
+		if f.slots >= f.cap && !f.has(bugSlotsNotFreed) {
+			for name, e := range f.entries {
+				if !e.ref.Alive() {
+					f.removeLocked(name, e.ref)
+				}
+			}
+		}
+		if f.slots >= f.cap {
+			tok.Release()
+			return nil, fmt.Errorf("fake: start %q: %w", t.Name, catalog.ErrCapReached)
+		}
+		f.slots++
+	}
+	f.entries[t.Name] = &fakeEntry{tool: t, h: h, ref: ref, release: tok.Releaser()}
+	f.plans[t.Name] = fakePlan{p: p, ref: ref}
+	if !f.has(noticesDeathBugs) {
+		go f.reclaimOnDeath(t.Name, ref)
+	}
+	return &fakeConsumer{f: f, tok: tok, name: t.Name}, nil
+}
+
+// reclaimOnDeath removes the owner's entry and plan when it dies, as the
+// catalog's bridge does.
+func (f *fakeSystem) reclaimOnDeath(name string, ref owner.Ref) {
+	select {
+	case <-ref.Done():
+	case <-f.closed:
+		return
+	}
+	f.mu.Lock()
+	f.removeLocked(name, ref)
+	if pl, ok := f.plans[name]; ok && pl.ref.Same(ref) {
+		delete(f.plans, name)
+	}
+	f.mu.Unlock()
+}
+
+// removeLocked removes name's entry if ref owns it.
+func (f *fakeSystem) removeLocked(name string, ref owner.Ref) bool {
+	if e := f.entries[name]; e != nil && e.ref.Same(ref) {
+		delete(f.entries, name)
+		f.slots--
+		return true
+	}
+	return false
+}
+
+func (k *fakeConsumer) Done() <-chan struct{} { return k.tok.Done() }
+
+func (k *fakeConsumer) Stop(context.Context) error {
+	if !k.stopped.CompareAndSwap(false, true) {
+		return nil
+	}
+	f, ref := k.f, k.tok.Ref()
+	f.mu.Lock()
+	if f.has(bugUnconditionalStop) {
+		if _, ok := f.entries[k.name]; ok {
+			delete(f.entries, k.name)
+			f.slots--
+		}
+		delete(f.plans, k.name)
+	} else {
+		f.removeLocked(k.name, ref)
+	}
+	f.mu.Unlock()
+	k.tok.Release()
+	f.mu.Lock()
+	if pl, ok := f.plans[k.name]; ok && (pl.ref.Same(ref) || f.has(bugStopRemovesPlan)) {
+		delete(f.plans, k.name)
+	}
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (res catalog.Result, err error) {
+	f.mu.Lock()
+	e := f.entries[name]
+	if e != nil && !e.ref.Alive() && !f.has(bugRunDeadBodies|bugGoneForDead) {
+		if !f.has(noticesDeathBugs) {
+			f.removeLocked(name, e.ref)
+		}
+		e = nil
+	}
+	pl, hasPlan := f.plans[name]
+	f.mu.Unlock()
+	if e == nil {
+		return res, fmt.Errorf("fake: %w %q", catalog.ErrUnknownTool, name)
+	}
+	if f.has(bugGoneForDead) && !e.ref.Alive() {
+		return res, fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
+	}
+	var pr bindsec.Principal
+	switch {
+	case f.has(bugNoAuth):
+	case hasPlan && pl.ref.Alive() && !pl.ref.Same(e.ref):
+		return res, fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
+	case !hasPlan || !pl.ref.Alive():
+		if f.mode == bindsec.Deny {
+			return res, fmt.Errorf("fake: %q: %w", name, bindsec.ErrNoPlan)
+		}
+	case !pl.p.Public:
+		if credential == "" {
+			return res, fmt.Errorf("fake: %q: %w", name, bindsec.ErrUnauthenticated)
+		}
+		if pr, err = f.auth.Authenticate(ctx, credential); err != nil {
+			return res, fmt.Errorf("fake: %q: %w", name, err)
+		}
+		if err = pl.p.Authorize(pr, time.Now()); err != nil {
+			return res, fmt.Errorf("fake: %q: %w", name, err)
+		}
+	}
+	if !e.ref.Alive() && !f.has(bugRunDeadBodies) {
+		return res, fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			e.release()
+			err = fmt.Errorf("fake: %q: %w: %v", name, catalog.ErrRoutePanicked, p)
+		}
+	}()
+	f.bodies.Add(1)
+	return e.h(ctx, catalog.Call{Name: name, Arguments: args, Principal: pr})
+}
+
+func (f *fakeSystem) ListTools() []catalog.Tool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []catalog.Tool
+	for name, e := range f.entries {
+		switch {
+		case e.ref.Alive() || f.has(bugListDead):
+			out = append(out, e.tool)
+		case !f.has(noticesDeathBugs):
+			f.removeLocked(name, e.ref)
+		}
+	}
+	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func (f *fakeSystem) Stats() catalog.Stats {
+	tools := len(f.ListTools())
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return catalog.Stats{Tools: tools, ToolSlots: f.slots}
+}

@@ -1,0 +1,251 @@
+package loadgen
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Report is what a run saw. Its JSON form is what -json writes; the keys
+// are a contract with scripts and CI (see the README).
+type Report struct {
+	Seed        uint64  `json:"seed"`
+	DurationS   float64 `json:"duration_s"` // the load phase, wind-down excluded
+	Interrupted bool    `json:"interrupted"`
+	Mode        string  `json:"mode"` // "in-process", or "mcp: " and the server
+	Config      struct {
+		Resolvers   int    `json:"resolvers"`
+		Consumers   int    `json:"consumers"`
+		Names       int    `json:"names"`
+		Cap         int    `json:"cap"`
+		Mix         string `json:"mix"`
+		MissingPlan string `json:"missing_plan"`
+		Target      string `json:"target,omitempty"`
+	} `json:"config"`
+
+	// Ops maps an operation kind (call, list, start, stop, late_stop, and
+	// in MCP mode mcp_call, mcp_list) to its count and latency.
+	Ops map[string]OpStats `json:"ops"`
+
+	Starts        int64 `json:"starts"`
+	Takeovers     int64 `json:"takeovers"` // starts on a name whose last holder crashed
+	CapRejections int64 `json:"cap_rejections"`
+	Duplicates    int64 `json:"duplicates"`
+	// Deaths maps stop, cancel, panic and drop to how many consumers died
+	// that way; every key is present.
+	Deaths           map[string]int64 `json:"deaths"`
+	UnexpectedDeaths int64            `json:"unexpected_deaths"`
+	LateStops        int64            `json:"late_stops"`
+	LateStopChecks   int64            `json:"late_stop_checks"`
+	CallOutcomes     map[string]int64 `json:"call_outcomes"`
+	MCPCallOutcomes  map[string]int64 `json:"mcp_call_outcomes,omitempty"`
+	UncheckedListed  int64            `json:"unchecked_listed"`
+
+	// Violations maps every invariant's name to its count, zeros included;
+	// Checks maps it to how often it was checked.
+	Violations        map[string]int64    `json:"violations"`
+	Checks            map[string]int64    `json:"checks"`
+	ViolationExamples map[string][]string `json:"violation_examples,omitempty"`
+	Errors            int64               `json:"errors"`
+	ErrorExamples     []string            `json:"error_examples,omitempty"`
+
+	Goroutines ResourceStats `json:"goroutines"`
+	HeapLive   ResourceStats `json:"heap_live_bytes"`
+}
+
+// OpStats is one operation kind's count and latency in nanoseconds.
+type OpStats struct {
+	Count     int64   `json:"count"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	P50       int64   `json:"p50_ns"`
+	P90       int64   `json:"p90_ns"`
+	P99       int64   `json:"p99_ns"`
+	P999      int64   `json:"p999_ns"`
+	Max       int64   `json:"max_ns"`
+}
+
+// ResourceStats is a resource before, at its peak during, and after a run.
+type ResourceStats struct {
+	Baseline uint64 `json:"baseline"`
+	Peak     uint64 `json:"peak"`
+	End      uint64 `json:"end"`
+}
+
+// TotalViolations sums the violation counts.
+func (r *Report) TotalViolations() int64 {
+	var n int64
+	for _, v := range r.Violations {
+		n += v
+	}
+	return n
+}
+
+// Failed reports whether the run must exit non-zero: any violation, or
+// any error a correct catalog does not produce.
+func (r *Report) Failed() bool { return r.TotalViolations() > 0 || r.Errors > 0 }
+
+func (w *world) report(elapsed time.Duration, interrupted bool, hists map[op]*hdrhistogram.Histogram) *Report {
+	r := &Report{
+		Seed:        w.cfg.Seed,
+		DurationS:   elapsed.Seconds(),
+		Interrupted: interrupted,
+		Mode:        "in-process",
+		Ops:         map[string]OpStats{},
+		Deaths:      map[string]int64{},
+		Violations:  map[string]int64{},
+		Checks:      map[string]int64{},
+	}
+	r.Config.Resolvers, r.Config.Consumers, r.Config.Names, r.Config.Cap = w.cfg.Resolvers, w.cfg.Consumers, w.cfg.Names, w.cfg.Cap
+	r.Config.Mix, r.Config.MissingPlan, r.Config.Target = w.cfg.Mix.String(), w.cfg.MissingPlan.String(), w.cfg.Target
+	for o, h := range hists {
+		r.Ops[o.String()] = opStats(h, elapsed)
+	}
+	r.Starts, r.Takeovers, r.CapRejections, r.Duplicates = w.starts.Load(), w.takeovers.Load(), w.capRejections.Load(), w.duplicates.Load()
+	for sh := shapeStop; sh <= shapeDrop; sh++ {
+		r.Deaths[sh.String()] = w.deaths[sh].Load()
+	}
+	r.UnexpectedDeaths = w.deaths[shapeUnexpected].Load()
+	r.LateStops, r.LateStopChecks = w.lateStops.Load(), w.lateChecks.Load()
+	r.CallOutcomes = map[string]int64{}
+	for o := range numOutcomes {
+		r.CallOutcomes[o.String()] = w.outcomes[o].Load()
+	}
+	if w.cfg.MCP {
+		r.MCPCallOutcomes = map[string]int64{}
+		for o := range numOutcomes {
+			r.MCPCallOutcomes[o.String()] = w.mcpOutcomes[o].Load()
+		}
+	}
+	r.UncheckedListed = w.unchecked.Load()
+	for _, inv := range Invariants {
+		r.Violations[inv.String()] = w.t.Violations(inv)
+		r.Checks[inv.String()] = w.t.Checks(inv)
+		if ex := w.t.examplesOf(inv); len(ex) > 0 {
+			if r.ViolationExamples == nil {
+				r.ViolationExamples = map[string][]string{}
+			}
+			r.ViolationExamples[inv.String()] = ex
+		}
+	}
+	r.Errors, r.ErrorExamples = w.t.errors.Load(), w.t.errorMessages()
+	base, peak, end := w.growth.summary()
+	r.Goroutines = ResourceStats{uint64(base.Goroutines), uint64(peak.Goroutines), uint64(end.Goroutines)}
+	r.HeapLive = ResourceStats{base.HeapLive, peak.HeapLive, end.HeapLive}
+	return r
+}
+
+func opStats(h *hdrhistogram.Histogram, elapsed time.Duration) OpStats {
+	s := OpStats{Count: h.TotalCount()}
+	if s.Count == 0 {
+		return s
+	}
+	if elapsed > 0 {
+		s.OpsPerSec = float64(s.Count) / elapsed.Seconds()
+	}
+	s.P50, s.P90, s.P99, s.P999 = h.ValueAtQuantile(50), h.ValueAtQuantile(90), h.ValueAtQuantile(99), h.ValueAtQuantile(99.9)
+	s.Max = h.Max()
+	return s
+}
+
+// opOrder is the order ops are printed in.
+var opOrder = []string{"call", "mcp_call", "list", "mcp_list", "start", "stop", "late_stop"}
+
+// WriteText writes the human report.
+func (r *Report) WriteText(out io.Writer) {
+	fmt.Fprintf(out, "loadgen: %s, %d resolvers, %d consumers, %d names, cap %d, missing plan %s, seed %d\n",
+		r.Mode, r.Config.Resolvers, r.Config.Consumers, r.Config.Names, r.Config.Cap, r.Config.MissingPlan, r.Seed)
+	status := "ran"
+	if r.Interrupted {
+		status = "interrupted after"
+	}
+	fmt.Fprintf(out, "%s %.2fs; mix %s\n\n", status, r.DurationS, r.Config.Mix)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "op\tcount\tops/s\tp50\tp90\tp99\tp99.9\tmax\t")
+	for _, name := range opOrder {
+		s, ok := r.Ops[name]
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", name, s.Count, s.OpsPerSec,
+			fmtNs(s.P50), fmtNs(s.P90), fmtNs(s.P99), fmtNs(s.P999), fmtNs(s.Max))
+	}
+	tw.Flush()
+
+	fmt.Fprintf(out, "\nconsumers: %d starts, %d takeovers, %d cap rejections, %d duplicates, %d late stops (%d checked)\n",
+		r.Starts, r.Takeovers, r.CapRejections, r.Duplicates, r.LateStops, r.LateStopChecks)
+	fmt.Fprintf(out, "deaths: stop %d, cancel %d, panic %d, drop %d", r.Deaths["stop"], r.Deaths["cancel"], r.Deaths["panic"], r.Deaths["drop"])
+	if r.UnexpectedDeaths > 0 {
+		fmt.Fprintf(out, ", unexpected %d", r.UnexpectedDeaths)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "call outcomes: %s\n", fmtOutcomes(r.CallOutcomes))
+	if r.MCPCallOutcomes != nil {
+		fmt.Fprintf(out, "mcp call outcomes: %s\n", fmtOutcomes(r.MCPCallOutcomes))
+	}
+	fmt.Fprintf(out, "goroutines: baseline %d, peak %d, end %d; live heap: baseline %s, peak %s, end %s\n\n",
+		r.Goroutines.Baseline, r.Goroutines.Peak, r.Goroutines.End, fmtBytes(r.HeapLive.Baseline), fmtBytes(r.HeapLive.Peak), fmtBytes(r.HeapLive.End))
+
+	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "invariant\tchecks\tviolations")
+	for i, inv := range Invariants {
+		fmt.Fprintf(tw, "%d %s\t%d\t%d\n", i+1, inv, r.Checks[inv.String()], r.Violations[inv.String()])
+	}
+	tw.Flush()
+	for _, inv := range Invariants {
+		for _, ex := range r.ViolationExamples[inv.String()] {
+			fmt.Fprintf(out, "VIOLATION %s: %s\n", inv, ex)
+		}
+	}
+	for _, ex := range r.ErrorExamples {
+		fmt.Fprintf(out, "ERROR: %s\n", ex)
+	}
+	switch {
+	case r.Failed():
+		fmt.Fprintf(out, "\nFAIL: %d violations, %d errors\n", r.TotalViolations(), r.Errors)
+	default:
+		fmt.Fprintf(out, "\nPASS: 0 violations\n")
+	}
+}
+
+func fmtOutcomes(m map[string]int64) string {
+	var outs []string
+	for o := range numOutcomes {
+		if n := m[o.String()]; n > 0 {
+			outs = append(outs, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	if len(outs) == 0 {
+		return "none"
+	}
+	return strings.Join(outs, ", ")
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(out io.Writer) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+func fmtNs(ns int64) string {
+	d := time.Duration(ns)
+	switch {
+	case d < time.Microsecond:
+		return fmt.Sprintf("%dns", ns)
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(ns)/1e6)
+	}
+	return fmt.Sprintf("%.2fs", d.Seconds())
+}
+
+func fmtBytes(b uint64) string {
+	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))
+}

@@ -1,0 +1,193 @@
+package loadgen
+
+import (
+	"context"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// RunOptions are the parts of a run that are not its Config.
+type RunOptions struct {
+	// Progress, if set, gets a carriage-return progress line a few times a
+	// second. Main sets it only when stderr is a terminal.
+	Progress io.Writer
+	// extra run beside the workload until the run ends; the MCP mode uses
+	// them to drive its own client.
+	extra []func(ctx context.Context, rs *runState)
+	// Tolerance overrides DefaultGrowthTolerance when set.
+	Tolerance *GrowthTolerance
+	// mcp, if set, drives calls and listings through an MCP client too.
+	mcp *mcpDriver
+	// QuietTimeout bounds the end-of-run wait for dead entries to be
+	// reclaimed; 0 means 2 s.
+	QuietTimeout time.Duration
+}
+
+// Intervals of the run's helpers.
+const (
+	probeInterval    = 5 * time.Millisecond  // cap counter samples
+	gcInterval       = 10 * time.Millisecond // GC while drops are pending
+	progressInterval = 250 * time.Millisecond
+	quietTimeout     = 2 * time.Second // default for dead entries to be reclaimed
+	workerGrace      = 5 * time.Second // before in-flight calls are cancelled
+)
+
+// Run runs the workload against sys until cfg's duration or ops budget is
+// reached or ctx ends, then winds down, runs the end-of-run checks and
+// returns the report. Cancelling ctx (Ctrl-C) ends the run early; it still
+// winds down and reports.
+func Run(ctx context.Context, cfg Config, sys System, opts RunOptions) *Report {
+	w := newWorld(cfg, sys)
+	if opts.Tolerance != nil {
+		w.growth.tol = *opts.Tolerance
+	}
+	return w.run(ctx, opts)
+}
+
+func (w *world) run(ctx context.Context, opts RunOptions) *Report {
+	cfg := w.cfg
+	quiet := quietTimeout
+	if opts.QuietTimeout > 0 {
+		quiet = opts.QuietTimeout
+	}
+	var book latencyBook
+	// With an MCP client the -resolvers goroutines call through it, and
+	// one in-process resolver runs beside them: both paths share the
+	// CPUs, and in-process resolvers spin so much faster than HTTP round
+	// trips that as many of them would starve the server.
+	inProcess := cfg.Resolvers
+	if opts.mcp != nil {
+		inProcess = 1
+	}
+	resolverLat := make([]*latencies, inProcess)
+	for i := range resolverLat {
+		resolverLat[i] = book.worker(false, opCall, opList)
+	}
+	consumerLat := book.worker(true, opStart, opStop, opLateStop)
+	rs := newRunState()
+
+	// The baseline is taken with everything the run allocates up front
+	// already allocated, and before any goroutine of the run exists.
+	runtime.GC()
+	w.growth.setBaseline(w.growth.read())
+	if d := opts.mcp; d != nil {
+		// Started after the baseline and closed before the end check,
+		// so that its connections count as the run's own goroutines.
+		if err := d.start(ctx); err != nil {
+			w.t.unexpected("%v", err)
+			opts.mcp = nil
+		} else {
+			for i := range cfg.Resolvers {
+				l := book.worker(false, opMCPCall, opMCPList)
+				opts.extra = append(opts.extra, func(ctx context.Context, rs *runState) { w.mcpResolver(ctx, rs, d, i, l) })
+			}
+		}
+	}
+
+	bgCtx, stopBg := context.WithCancel(context.Background())
+	var bg sync.WaitGroup
+	bg.Go(func() { w.prober(bgCtx, probeInterval) })
+	bg.Go(func() { w.gcHelper(bgCtx, gcInterval) })
+	bg.Go(func() { w.growth.sampleLoop(bgCtx, sampleInterval(cfg.Duration)) })
+
+	began := time.Now()
+	if opts.Progress != nil {
+		bg.Go(func() { w.progress(bgCtx, opts.Progress, began) })
+	}
+
+	callCtx, cancelCalls := context.WithCancel(context.Background())
+	defer cancelCalls()
+	var resolvers, consumers, extras sync.WaitGroup
+	for i := range inProcess {
+		resolvers.Go(func() { w.resolver(callCtx, rs, i, resolverLat[i]) })
+	}
+	for i := range cfg.Consumers {
+		consumers.Go(func() { w.consumer(rs, i, consumerLat) })
+	}
+	for _, fn := range opts.extra {
+		extras.Go(func() { fn(callCtx, rs) })
+	}
+
+	var timeout <-chan time.Time
+	if cfg.Duration > 0 {
+		t := time.NewTimer(cfg.Duration)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-timeout:
+		rs.finish("duration")
+	case <-ctx.Done():
+		rs.finish("interrupted")
+	case <-rs.stopCh:
+	}
+	elapsed := time.Since(began)
+
+	// Wind down: workers finish the operation they are in. A catalog that
+	// hangs a call gets its context cancelled after a grace period rather
+	// than hanging the run.
+	if !waitGroup(&resolvers, workerGrace) || !waitGroup(&extras, workerGrace) {
+		cancelCalls()
+		w.t.unexpected("resolvers still busy %v after the run ended: in-flight calls cancelled", workerGrace)
+		waitGroup(&resolvers, workerGrace)
+		waitGroup(&extras, workerGrace)
+	}
+	if !waitGroup(&consumers, dropTimeout+stopTimeout+workerGrace) {
+		w.t.unexpected("consumer goroutines still busy after the run ended")
+	}
+
+	// Quiet: no start in flight and every death observed. The catalog must
+	// hold exactly the survivors' entries, then none once they stop.
+	rs.mu.Lock()
+	survivors := rs.survivors
+	rs.mu.Unlock()
+	var live []*held
+	for _, h := range survivors {
+		if isClosed(h.done) {
+			w.observeDeath(h.rec, shapeUnexpected)
+			w.t.unexpected("%s (%s) died at the end of the run with nobody ending it", h.rec.tag, h.rec.ns.name)
+			continue
+		}
+		live = append(live, h)
+	}
+	w.capc.quiet(context.Background(), w.sys, len(live), quiet, "quiet at the end of the run")
+	for _, h := range live {
+		w.end(h, shapeStop, consumerLat)
+	}
+	w.capc.quiet(context.Background(), w.sys, 0, quiet, "after every consumer ended")
+
+	if opts.mcp != nil {
+		opts.mcp.close()
+	}
+	stopBg()
+	bg.Wait()
+	if opts.Progress != nil {
+		io.WriteString(opts.Progress, "\r\033[K")
+	}
+	w.growth.judgeRun()
+	w.growth.judgeEnd()
+
+	reason, _ := rs.reason.Load().(string)
+	rep := w.report(elapsed, reason == "interrupted", book.merged())
+	if opts.mcp != nil {
+		rep.Mode = "mcp: " + opts.mcp.endpointName()
+	}
+	return rep
+}
+
+// sampleInterval spreads about 200 resource samples over the run.
+func sampleInterval(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 100 * time.Millisecond
+	}
+	return min(max(d/200, 10*time.Millisecond), time.Second)
+}
+
+// waitGroup waits for wg up to d and reports whether it finished.
+func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	return waitClosed(done, d)
+}

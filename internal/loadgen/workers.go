@@ -1,0 +1,169 @@
+package loadgen
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Random streams, so that each worker's choices depend only on the seed
+// and the worker's index.
+const (
+	streamResolver = iota + 1
+	streamConsumer
+	streamMCP
+)
+
+func newRand(seed uint64, stream, index int) *rand.Rand {
+	return rand.New(rand.NewPCG(seed, uint64(stream)<<32|uint64(index)))
+}
+
+// runState is what the workers need to know about the run's end.
+type runState struct {
+	stopping atomic.Bool   // set once the run should wind down
+	stopCh   chan struct{} // closed at the same time
+	once     sync.Once
+	ops      atomic.Int64 // resolver operations begun
+	reason   atomic.Value // string: why the run ended
+
+	mu        sync.Mutex
+	survivors []*held // consumers alive when their goroutine saw the end
+}
+
+func newRunState() *runState { return &runState{stopCh: make(chan struct{})} }
+
+// finish ends the run; only the first reason is kept.
+func (r *runState) finish(reason string) {
+	r.once.Do(func() {
+		r.reason.Store(reason)
+		r.stopping.Store(true)
+		close(r.stopCh)
+	})
+}
+
+// resolver calls and lists until the run ends.
+func (w *world) resolver(ctx context.Context, rs *runState, index int, l *latencies) {
+	rng := newRand(w.cfg.Seed, streamResolver, index)
+	m := w.cfg.Mix
+	for !rs.stopping.Load() {
+		if w.cfg.Ops > 0 && rs.ops.Add(1) > w.cfg.Ops {
+			rs.finish("ops")
+			return
+		}
+		if rng.IntN(m.Call+m.List) >= m.Call {
+			w.list(l)
+			continue
+		}
+		ns := w.names[rng.IntN(len(w.names))]
+		cred := credValid
+		if rng.IntN(100) < m.BadCred {
+			cred = credClass(1 + rng.IntN(int(numCreds)-1))
+		}
+		w.call(ctx, ns, cred, l)
+	}
+}
+
+// pickShape draws a death shape by the mix's weights.
+func pickShape(rng *rand.Rand, m Mix) shape {
+	n := rng.IntN(m.Stop + m.Cancel + m.Panic + m.Drop)
+	switch {
+	case n < m.Stop:
+		return shapeStop
+	case n < m.Stop+m.Cancel:
+		return shapeCancel
+	case n < m.Stop+m.Cancel+m.Panic:
+		return shapePanic
+	}
+	return shapeDrop
+}
+
+// consumer starts consumers, holds each a random while, and ends it by a
+// random shape, until the run ends. A consumer it holds then is handed to
+// the run as a survivor, still alive.
+func (w *world) consumer(rs *runState, index int, l *latencies) {
+	rng := newRand(w.cfg.Seed, streamConsumer, index)
+	m := w.cfg.Mix
+	var late *held // a crashed consumer whose Stop comes after a restart
+	defer func() {
+		if late != nil {
+			w.lateStop(late, nil, l)
+		}
+	}()
+	for !rs.stopping.Load() {
+		ns := w.names[rng.IntN(len(w.names))]
+		public := rng.IntN(100) < m.Public
+		if late != nil {
+			// Restart the crashed consumer's name at once, with a plan the
+			// late stop could wrongly remove.
+			ns, public = late.rec.ns, false
+		}
+		h, err := w.start(ns, public, l)
+		if late != nil {
+			w.lateStop(late, h, l)
+			late = nil
+		}
+		if err != nil {
+			sleepRand(rng, 500*time.Microsecond)
+			continue
+		}
+		if !w.hold(rs, h, rng) {
+			continue
+		}
+		if rs.stopping.Load() {
+			rs.addSurvivor(h)
+			return
+		}
+		sh := w.end(h, pickShape(rng, m), l)
+		if (sh == shapeCancel || sh == shapePanic) && rng.IntN(100) < m.Late {
+			late = h
+		}
+	}
+}
+
+// hold keeps h for a random while. It reports false if h died meanwhile,
+// which nothing in the workload causes: the death is observed and counted
+// as unexpected.
+func (w *world) hold(rs *runState, h *held, rng *rand.Rand) bool {
+	var d time.Duration
+	if w.cfg.Hold > 0 {
+		d = time.Duration(rng.Int64N(int64(w.cfg.Hold) + 1))
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-rs.stopCh:
+	case <-h.done:
+		w.observeDeath(h.rec, shapeUnexpected)
+		w.t.unexpected("%s (%s) died while held, with nobody ending it", h.rec.tag, h.rec.ns.name)
+		h.cancel()
+		return false
+	}
+	return true
+}
+
+func (rs *runState) addSurvivor(h *held) {
+	rs.mu.Lock()
+	rs.survivors = append(rs.survivors, h)
+	rs.mu.Unlock()
+}
+
+func sleepRand(rng *rand.Rand, most time.Duration) {
+	time.Sleep(time.Duration(rng.Int64N(int64(most))))
+}
+
+// prober checks the catalog's counts against the cap every interval.
+func (w *world) prober(ctx context.Context, interval time.Duration) {
+	tk := time.NewTicker(interval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+			w.capc.sample(w.sys.Stats())
+		}
+	}
+}

@@ -1,0 +1,345 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+)
+
+// outcome classifies a call's result.
+type outcome uint8
+
+const (
+	outcomeOK outcome = iota
+	outcomeUnknown
+	outcomeGone
+	outcomeDenied
+	outcomeOverloaded
+	outcomePanicked
+	outcomeCanceled
+	outcomeToolError // the body's own error result (MCP target mode)
+	outcomeOther
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"ok", "unknown", "gone", "denied", "overloaded", "panicked", "canceled", "tool_error", "other"}
+
+func (o outcome) String() string { return outcomeNames[o] }
+
+func classify(err error) outcome {
+	switch {
+	case err == nil:
+		return outcomeOK
+	case errors.Is(err, catalog.ErrUnknownTool):
+		return outcomeUnknown
+	case errors.Is(err, catalog.ErrRouteGone):
+		return outcomeGone
+	case catalog.Denied(err):
+		return outcomeDenied
+	case errors.Is(err, catalog.ErrOverloaded):
+		return outcomeOverloaded
+	case errors.Is(err, catalog.ErrRoutePanicked):
+		return outcomePanicked
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return outcomeCanceled
+	}
+	return outcomeOther
+}
+
+// Bounds on waits that a correct catalog meets in microseconds; hitting one
+// is reported as an error rather than hanging the run.
+const (
+	stopTimeout  = 5 * time.Second  // one Stop
+	deathTimeout = 5 * time.Second  // Done after a Stop, cancel or panic
+	dropTimeout  = 10 * time.Second // Done of a dropped consumer, GC included
+)
+
+// world is the state one run shares between its workers and checkers.
+type world struct {
+	cfg Config
+	sys System
+	t   *tally
+
+	clock     atomic.Uint64 // see "One clock for before" in the package doc
+	nextID    atomic.Uint64
+	names     []*nameState
+	ring      *recordRing
+	potential atomic.Uint64 // begun<<32 | potential holders; see capChecker
+
+	body   bodyChecker
+	auth   authChecker
+	dead   deadEntryChecker
+	dup    dupChecker
+	capc   capChecker
+	late   lateStopChecker
+	growth *growthChecker
+
+	starts, takeovers, capRejections, duplicates atomic.Int64
+	lateStops, lateChecks, lateInconclusive      atomic.Int64
+	deaths                                       [numShapes]atomic.Int64
+	outcomes, mcpOutcomes                        [numOutcomes]atomic.Int64
+	unchecked                                    atomic.Int64 // listed tools whose record was recycled
+	pendingDrops                                 atomic.Int64 // dropped consumers not yet collected
+}
+
+func newWorld(cfg Config, sys System) *world {
+	w := &world{cfg: cfg, sys: sys, t: &tally{}, names: newNames(cfg.Names), ring: &recordRing{}}
+	w.body = bodyChecker{w.t}
+	w.auth = authChecker{w.t}
+	w.dead = deadEntryChecker{t: w.t, lookup: w.ring.get}
+	w.dup = dupChecker{w.t}
+	w.capc = capChecker{t: w.t, cap: cfg.Cap}
+	w.late = lateStopChecker{t: w.t, sys: sys, tick: w.tick}
+	w.growth = newGrowthChecker(w.t, DefaultGrowthTolerance, readProcess)
+	return w
+}
+
+// tick reads the clock: every reading is unique and later readings are
+// larger. 0 is never returned.
+func (w *world) tick() uint64 { return w.clock.Add(1) }
+
+// held is a started consumer as the goroutine that owns it keeps it. The
+// handle k is the only reference to the Consumer anywhere in the loadgen.
+type held struct {
+	k      Consumer
+	done   <-chan struct{}
+	rec    *record
+	cancel context.CancelFunc
+}
+
+func (w *world) newRecord(ns *nameState, public bool) *record {
+	id := w.nextID.Add(1)
+	rec := &record{id: id, ns: ns, tag: tagFor(id), public: public}
+	w.ring.put(rec)
+	return rec
+}
+
+// plan is what a route registers: public, or needing the call role.
+func plan(rec *record) bindsec.Plan {
+	if rec.public {
+		return bindsec.Plan{Public: true}
+	}
+	return bindsec.Plan{Roles: []string{roleCall}}
+}
+
+// handler is the route body of rec's consumer. It runs the body-side
+// checks, panics when asked to by id, and answers with its owner's tag so
+// that a caller can tell which consumer served it.
+func (w *world) handler(rec *record) catalog.ToolHandler {
+	return func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+		var a callArgs
+		if err := json.Unmarshal(c.Arguments, &a); err != nil {
+			return catalog.ErrorResult("loadgen: bad arguments"), nil
+		}
+		w.body.bodyRan(rec, a)
+		w.auth.bodyRan(rec, a, c.Principal)
+		if a.Panic != 0 && a.Panic == rec.id {
+			panic("loadgen: deliberate panic in the route body")
+		}
+		if a.Probe != 0 {
+			rec.probe.Store(a.Probe)
+		}
+		return catalog.TextResult(rec.tag), nil
+	}
+}
+
+// start starts a consumer on ns and does every start-side check. Its
+// context is not the run's: ending the run must not kill consumers by
+// cancellation behind the workers' backs.
+func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
+	rec := w.newRecord(ns, public)
+	s := startSnapshot{ns: ns, starts: ns.starts.Add(countOneIn), potential: w.potential.Add(potOneIn)}
+	s.holder = ns.holder.Load()
+	s.begin = w.tick()
+	ctx, cancel := context.WithCancel(context.Background())
+	t0 := time.Now()
+	k, err := w.sys.StartTool(ctx, catalog.Tool{Name: ns.name, Title: rec.tag, Description: "loadgen consumer " + rec.tag}, plan(rec), w.handler(rec))
+	l.record(opStart, time.Since(t0))
+	w.starts.Add(1)
+	w.dup.started(s, err)
+	if err != nil {
+		cancel()
+		if errors.Is(err, catalog.ErrCapReached) {
+			w.capRejections.Add(1)
+			w.capc.refused(s, w.potential.Load())
+		}
+		w.potential.Add(potOneOut)
+		ns.starts.Add(countOneOut)
+		switch {
+		case errors.Is(err, catalog.ErrDuplicate):
+			w.duplicates.Add(1)
+		case errors.Is(err, catalog.ErrCapReached):
+		default:
+			w.t.unexpected("start %s: %v", ns.name, err)
+		}
+		return nil, err
+	}
+	if prev := ns.holder.Load(); prev != nil && prev.death.Load() != 0 && prev.deathShape().crash() {
+		w.takeovers.Add(1)
+	}
+	ns.holder.Store(rec)
+	ns.starts.Add(countOneOut)
+	return &held{k: k, done: k.Done(), rec: rec, cancel: cancel}, nil
+}
+
+// call calls ns's tool with a credential of class cred and runs the
+// call-side checks.
+func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *latencies) outcome {
+	s := callSnapshot{ns: ns, starts: ns.starts.Load()}
+	s.holder = ns.holder.Load()
+	s.begin = w.tick()
+	args := encodeArgs(s.begin, cred, 0, 0)
+	t0 := time.Now()
+	_, err := w.sys.CallTool(ctx, ns.name, args, cred.token())
+	l.record(opCall, time.Since(t0))
+	o := classify(err)
+	w.outcomes[o].Add(1)
+	w.dead.callEnded(s, o)
+	if o == outcomeOther || o == outcomePanicked {
+		w.t.unexpected("call %s: %v", ns.name, err)
+	}
+	return o
+}
+
+// list lists the tools and checks the listing.
+func (w *world) list(l *latencies) {
+	begin := w.tick()
+	t0 := time.Now()
+	tools := w.sys.ListTools()
+	l.record(opList, time.Since(t0))
+	if n := w.dead.listed(begin, tools); n > 0 {
+		w.unchecked.Add(int64(n))
+	}
+}
+
+// observeDeath is called once Done was seen closed: it takes the death
+// mark that every "observed dead before" check compares with.
+func (w *world) observeDeath(rec *record, sh shape) {
+	rec.shape.Store(int32(sh))
+	rec.death.Store(w.tick())
+	w.potential.Add(potOneOut)
+	w.deaths[sh].Add(1)
+}
+
+// end ends h by shape sh, waits for its death and observes it. It returns
+// the shape the consumer actually died by (a panic that could not be
+// delivered falls back to a cancel), or shapeNone if it did not die.
+func (w *world) end(h *held, sh shape, l *latencies) shape {
+	switch sh {
+	case shapeStop:
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		t0 := time.Now()
+		err := h.k.Stop(ctx)
+		l.record(opStop, time.Since(t0))
+		cancel()
+		if err != nil {
+			w.t.unexpected("stop %s (%s): %v", h.rec.tag, h.rec.ns.name, err)
+		}
+	case shapeCancel:
+		h.cancel()
+	case shapePanic:
+		if !w.triggerPanic(h) {
+			sh = shapeCancel
+			h.cancel()
+		}
+	case shapeDrop:
+		return w.drop(h)
+	}
+	if !waitClosed(h.done, deathTimeout) {
+		w.t.unexpected("%s (%s) not dead %v after its %s", h.rec.tag, h.rec.ns.name, deathTimeout, sh)
+		return shapeNone
+	}
+	w.observeDeath(h.rec, sh)
+	h.cancel()
+	return sh
+}
+
+// triggerPanic makes h's route body panic through a call with h's id.
+func (w *world) triggerPanic(h *held) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), deathTimeout)
+	defer cancel()
+	args := encodeArgs(w.tick(), credValid, h.rec.id, 0)
+	_, err := callRetry(ctx, w.sys, h.rec.ns.name, args, credValid.token())
+	if errors.Is(err, catalog.ErrRoutePanicked) {
+		return true
+	}
+	w.t.unexpected("panic call to %s (%s) got %v, want ErrRoutePanicked", h.rec.tag, h.rec.ns.name, err)
+	return false
+}
+
+// drop forgets h's Consumer without stopping it and waits for the garbage
+// collector to end it. The collection itself is left to the GC helper and
+// to the runtime, so that the token dies through the drop path only.
+func (w *world) drop(h *held) shape {
+	done := h.done
+	h.k = nil
+	w.pendingDrops.Add(1)
+	defer w.pendingDrops.Add(-1)
+	if !waitClosed(done, dropTimeout) {
+		w.t.violate(InvResourceGrowth, "%s (%s) dropped without Stop was not collected within %v: its entry and goroutines leak",
+			h.rec.tag, h.rec.ns.name, dropTimeout)
+		return shapeNone
+	}
+	w.observeDeath(h.rec, shapeDrop)
+	h.cancel() // only now: cancelling earlier would kill it by the cancel path
+	return shapeDrop
+}
+
+// lateStop stops dead, a consumer that died by a crash shape, after succ
+// (nil if the restart was refused) took its name over, and checks the
+// successor.
+func (w *world) lateStop(dead, succ *held, l *latencies) {
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
+	t0 := time.Now()
+	err := dead.k.Stop(ctx)
+	l.record(opLateStop, time.Since(t0))
+	dead.k = nil
+	w.lateStops.Add(1)
+	if err != nil {
+		w.t.unexpected("late stop of %s (%s): %v", dead.rec.tag, dead.rec.ns.name, err)
+	}
+	if succ == nil {
+		return
+	}
+	if w.late.check(ctx, succ) {
+		w.lateChecks.Add(1)
+	} else {
+		w.lateInconclusive.Add(1)
+	}
+}
+
+// gcHelper collects garbage every interval while a dropped consumer waits
+// to be collected, so that drop deaths take milliseconds rather than
+// however long the runtime would wait for its next cycle.
+func (w *world) gcHelper(ctx context.Context, interval time.Duration) {
+	tk := time.NewTicker(interval)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tk.C:
+			if w.pendingDrops.Load() > 0 {
+				runtime.GC()
+			}
+		}
+	}
+}
+
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -1,0 +1,264 @@
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+)
+
+// The methods the middleware answers from the catalog.
+const (
+	methodListTools     = "tools/list"
+	methodCallTool      = "tools/call"
+	methodListResources = "resources/list"
+	methodReadResource  = "resources/read"
+)
+
+// receive is the receiving middleware: it answers the four catalog methods
+// and passes everything else on to the SDK.
+//
+// After each of the four it pokes the notifier: a lookup or a listing (this
+// one, or one a route body made meanwhile) may have reclaimed a dead
+// owner's entry before the route's goroutines signal the reclaim on the
+// Changes channel. The poke costs a few atomic loads.
+func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case methodCallTool:
+			if r, ok := req.(*mcp.CallToolRequest); ok {
+				defer s.note.poke()
+				return s.callTool(ctx, r)
+			}
+		case methodReadResource:
+			if r, ok := req.(*mcp.ReadResourceRequest); ok {
+				defer s.note.poke()
+				return s.readResource(ctx, r)
+			}
+		case methodListTools:
+			if r, ok := req.(*mcp.ListToolsRequest); ok {
+				defer s.note.poke()
+				return s.listTools(r)
+			}
+		case methodListResources:
+			if r, ok := req.(*mcp.ListResourcesRequest); ok {
+				defer s.note.poke()
+				return s.listResources(r)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// credential returns what req presents to the catalog's guard.
+func (s *Server) credential(ctx context.Context, req mcp.Request) string {
+	if s.cred != nil {
+		return s.cred(ctx, req)
+	}
+	if ex := req.GetExtra(); ex != nil {
+		return bearer(ex.Header)
+	}
+	return ""
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" header, or
+// "" when there is none or the scheme is another.
+func bearer(h http.Header) string {
+	scheme, token, ok := strings.Cut(strings.TrimSpace(h.Get("Authorization")), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	p := req.Params
+	if p == nil {
+		return nil, invalidParams("tools/call: missing params", nil)
+	}
+	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, s.credential(ctx, req))
+	if err != nil {
+		return s.toolError(ctx, p.Name, err)
+	}
+	out, err := toolResult(res)
+	if err != nil {
+		s.log.Error("mcpserve: tool returned content that cannot be sent", "tool", p.Name, "err", err)
+		return errorResult(fmt.Sprintf("tool %q returned a result that cannot be sent: %v", p.Name, err)), nil
+	}
+	return out, nil
+}
+
+// toolError maps a tools/call failure onto the wire; see the package doc.
+func (s *Server) toolError(ctx context.Context, name string, err error) (mcp.Result, error) {
+	switch {
+	case errors.Is(err, catalog.ErrUnknownTool):
+		return nil, invalidParams(fmt.Sprintf("unknown tool %q", name), nil)
+	case errors.Is(err, catalog.ErrRouteGone):
+		return nil, invalidParams(fmt.Sprintf("tool %q is gone: its consumer stopped before the call reached it", name),
+			map[string]any{"reason": "route_gone", "retryable": true})
+	case catalog.Denied(err):
+		return errorResult(fmt.Sprintf("tool %q: %s", name, denial(err))), nil
+	case errors.Is(err, catalog.ErrRoutePanicked):
+		s.log.Error("mcpserve: tool body panicked; its consumer is dead", "tool", name, "err", err)
+		return errorResult(fmt.Sprintf("tool %q failed: internal error", name)), nil
+	case errors.Is(err, catalog.ErrOverloaded):
+		return nil, overloaded(fmt.Sprintf("tool %q is overloaded; retry later", name))
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: request ended: %v", name, err)}
+	}
+	// The handler's own error: a tool execution error the model sees.
+	return errorResult(err.Error()), nil
+}
+
+func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (mcp.Result, error) {
+	p := req.Params
+	if p == nil {
+		return nil, invalidParams("resources/read: missing params", nil)
+	}
+	c, err := s.cat.ReadResource(ctx, p.URI, s.credential(ctx, req))
+	if err != nil {
+		return nil, s.resourceError(ctx, p.URI, err)
+	}
+	rc := resourceContents(c)
+	if rc.MIMEType == "" {
+		rc.MIMEType = s.resourceMIMEType(p.URI)
+	}
+	return &mcp.ReadResourceResult{
+		Contents:  []*mcp.ResourceContents{rc},
+		Cacheable: uncached(),
+	}, nil
+}
+
+// resourceMIMEType returns the MIME type a resource was listed with.
+func (s *Server) resourceMIMEType(uri string) string {
+	list := s.cat.ListResources()
+	i, ok := searchResource(list, uri)
+	if !ok {
+		return ""
+	}
+	return list[i].MIMEType
+}
+
+func searchResource(list []catalog.Resource, uri string) (int, bool) {
+	lo, hi := 0, len(list)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if list[m].URI < uri {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo, lo < len(list) && list[lo].URI == uri
+}
+
+// resourceError maps a resources/read failure onto the wire.
+func (s *Server) resourceError(ctx context.Context, uri string, err error) error {
+	switch {
+	case errors.Is(err, catalog.ErrUnknownResource):
+		return mcp.ResourceNotFoundError(uri)
+	case errors.Is(err, catalog.ErrRouteGone):
+		return invalidParams(fmt.Sprintf("resource %q is gone: its consumer stopped before the read reached it", uri),
+			map[string]any{"uri": uri, "reason": "route_gone", "retryable": true})
+	case catalog.Denied(err):
+		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("resource %q: %s", uri, denial(err))}
+	case errors.Is(err, catalog.ErrRoutePanicked):
+		s.log.Error("mcpserve: resource body panicked; its consumer is dead", "uri", uri, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %q failed: internal error", uri)}
+	case errors.Is(err, catalog.ErrOverloaded):
+		return overloaded(fmt.Sprintf("resource %q is overloaded; retry later", uri))
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %q: request ended: %v", uri, err)}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// denial says why a plan refused a request, in words of this package's
+// own: never the credential, nor whatever the authenticator's error says.
+func denial(err error) string {
+	switch {
+	case errors.Is(err, bindsec.ErrExpired):
+		return "access denied: the credential has expired"
+	case errors.Is(err, bindsec.ErrForbidden):
+		return "access denied: the credential lacks a role this route requires"
+	case errors.Is(err, bindsec.ErrNoPlan):
+		return "access denied: the route has no security plan"
+	}
+	return "access denied: a valid bearer credential is required (none was presented, or it was not recognised)"
+}
+
+func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
+	var cursor string
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	tools, next, err := s.cat.ToolsPage(cursor, s.page)
+	if err != nil {
+		return nil, invalidParams("tools/list: invalid cursor", nil)
+	}
+	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, len(tools)), NextCursor: next, Cacheable: uncached()}
+	for i, t := range tools {
+		out.Tools[i] = toolToSDK(t)
+	}
+	return out, nil
+}
+
+func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {
+	var cursor string
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	rs, next, err := s.cat.ResourcesPage(cursor, s.page)
+	if err != nil {
+		return nil, invalidParams("resources/list: invalid cursor", nil)
+	}
+	out := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, len(rs)), NextCursor: next, Cacheable: uncached()}
+	for i, r := range rs {
+		out.Resources[i] = &mcp.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}
+	}
+	return out, nil
+}
+
+// uncached marks a result as stale at once: listings follow owner liveness,
+// so a client must not serve them from a cache.
+func uncached() mcp.Cacheable { return mcp.Cacheable{TTLMs: 0, CacheScope: "public"} }
+
+func toolToSDK(t catalog.Tool) *mcp.Tool {
+	out := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}
+	if len(t.OutputSchema) > 0 {
+		out.OutputSchema = t.OutputSchema
+	}
+	return out
+}
+
+func invalidParams(msg string, data map[string]any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg, Data: marshalData(data)}
+}
+
+func overloaded(msg string) error {
+	return &jsonrpc.Error{Code: CodeOverloaded, Message: msg,
+		Data: marshalData(map[string]any{"reason": "overloaded", "retryable": true})}
+}
+
+func marshalData(data map[string]any) json.RawMessage {
+	if data == nil {
+		return nil
+	}
+	b, err := json.Marshal(data)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+}

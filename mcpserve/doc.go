@@ -1,0 +1,129 @@
+// Package mcpserve serves a [catalog.Catalog] through the official MCP Go SDK
+// (github.com/modelcontextprotocol/go-sdk/mcp), over streamable HTTP, stdio
+// or any other [mcp.Transport].
+//
+// # Model
+//
+// The catalog is the single source of truth. Consumers start and stop their
+// tool and resource routes in it ([catalog.Catalog.StartTool],
+// [catalog.Catalog.StartResource]); a [Server] answers
+//
+//   - tools/list and resources/list with exactly the catalog's live, ready
+//     entries, in its order, with its cursor pagination
+//     ([catalog.Catalog.ToolsPage], [catalog.Catalog.ResourcesPage]);
+//   - tools/call and resources/read through the catalog's dispatch
+//     ([catalog.Catalog.CallTool], [catalog.Catalog.ReadResource]): one
+//     lock-free resolve, the guard of the plan registered by the same owner,
+//     and the hand-off to the consumer's own goroutines.
+//
+// Nothing is copied into the SDK's own tool and resource tables, so there is
+// no second registry to keep in step and nothing that can advertise a tool
+// whose consumer has died.
+//
+// # Why receiving middleware, not AddTool/RemoveTools
+//
+// The SDK offers two hooks. Mirroring the catalog with [mcp.Server.AddTool]
+// and [mcp.Server.RemoveTools] would put every tools/call behind the SDK's
+// server-wide mutex (its tool lookup locks it), keep a second copy of every
+// entry that lags the catalog between an owner's death and the mirror's
+// update (a window in which a dead tool is listed and resolved by name), and
+// turn a restart storm into a storm of table rewrites. A receiving middleware
+// ([mcp.Server.AddReceivingMiddleware]) intercepts the four methods before
+// the SDK's own handlers run and answers them from the catalog, so the hot
+// path is the catalog's: one lock-free hash lookup, two atomic loads and a
+// channel hand-off, with no SDK lock taken. Every other method (initialize,
+// ping, prompts, resource templates, logging, completion, subscriptions) goes
+// on to the SDK untouched. The cost is that tools or resources added to
+// [Server.MCP] with AddTool or AddResource are not served: start catalog
+// consumers instead. Prompts and resource templates added there are served.
+//
+// # Capabilities and list_changed
+//
+// The server advertises tools and resources with listChanged: true from the
+// first initialize, even while the catalog is empty.
+//
+// One goroutine per Server follows the catalog: it takes
+// [catalog.Catalog.Changes], reads [catalog.Catalog.ToolsVersion] and
+// [catalog.Catalog.ResourcesVersion], and waits for the channel to close.
+// When a version moved since the last notification it has the SDK send
+// notifications/tools/list_changed (or resources) to every session, then
+// holds off for the coalescing window ([Options.NotifyWindow]) before it
+// looks again, so a burst of any size costs each client at most one
+// notification per window, and the last change of a burst is always followed
+// by one. There is no polling: between changes the goroutine sleeps on the
+// channel, and the window's timer is armed only after a notification went
+// out. An owner's death is a change like any other: the catalog reclaims a
+// dead owner's routes as soon as the owner's Done channel closes, bumps its
+// version and closes the channel. A listing or a lookup can meet a dead
+// entry before the route's own goroutines reclaim it, and that bumps the
+// version first; so after each of the four methods it answers the server
+// compares the versions (a few atomic loads) and wakes the goroutine at
+// once rather than when the reclaim signals.
+//
+// The SDK exposes no call that sends a list_changed notification by itself;
+// it sends one, debounced by 10ms, whenever its own tool or resource table
+// changes, to legacy sessions directly and to 2026-07-28 sessions that
+// subscribed with subscriptions/listen. The goroutine therefore re-adds one
+// hidden sentinel tool (or resource) to the SDK's table to trigger the send.
+// The sentinel is never listed or callable: the middleware answers those
+// methods from the catalog alone.
+//
+// # Errors on the wire
+//
+//   - An unknown, not-ready or dead tool, and a tool whose owner died between
+//     the lookup and the hand-off ([catalog.ErrRouteGone]), are JSON-RPC
+//     errors with code -32602 (invalid params), as the MCP specification asks
+//     for unknown tools. The route-gone error carries data
+//     {"reason":"route_gone","retryable":true}: a retry may reach a successor.
+//     Unknown and gone resources are -32602 as well, with the URI in data.
+//   - A denial by the route's plan ([catalog.Denied]: no or bad credential,
+//     missing role, expired principal, or a route started without a plan in
+//     the catalog's Deny mode) of a tools/call is a tool result with
+//     isError true whose text says which of these it was, never the
+//     credential or the authenticator's own words; the body does not run. A
+//     resources/read has no error result, so its denial is JSON-RPC error
+//     [CodeDenied].
+//   - A route body that panicked ([catalog.ErrRoutePanicked]) is a tool
+//     execution error: a result with isError true and a generic text (the
+//     panic value is logged, not sent). For resources/read it is -32603.
+//   - A full route queue ([catalog.ErrOverloaded]) is JSON-RPC error
+//     [CodeOverloaded] with data {"reason":"overloaded","retryable":true}: it
+//     is the server's condition, not the tool's answer, and a client should
+//     back off rather than show it to a model.
+//   - Any other error a tool handler returns is its execution error: a result
+//     with isError true and the error's text. A resource reader's error is
+//     -32603 with its text.
+//   - A request whose context ends (the client cancelled, or the session
+//     closed) gets -32603; the catalog never leaves it waiting on a dead
+//     route, so no call hangs.
+//
+// # Credentials
+//
+// The credential handed to the catalog's guard is the bearer token of the
+// HTTP request that carried the call: the Authorization header, scheme
+// "Bearer" (case-insensitive), token trimmed. A header with another scheme
+// counts as no credential. Transports without headers (stdio, in-memory)
+// present no credential, so only public routes answer them, unless
+// [Options.Credential] says otherwise. Authentication itself is the
+// catalog's: [catalog.Config.Authenticator].
+//
+// # Exposure
+//
+// [Server.ListenAndServe] and [Server.Serve] fail closed: serving on an
+// address that is not loopback while no authenticator is configured returns
+// [ErrExposed] before any request is accepted; with one, it logs a warning.
+// "Configured" means [Options.Authenticator] is set: the catalog does not
+// expose its own yet (a Catalog.Authenticator method, when it exists, is
+// consulted as well).
+// The streamable HTTP handler keeps the SDK's DNS-rebinding protection (a
+// loopback listener refuses non-loopback Host headers) unless
+// [Options.HTTP] turns it off.
+//
+// # Concurrency
+//
+// A Server is safe for concurrent use. Its request handlers run on the SDK's
+// per-request goroutines and share nothing but the catalog (and two atomic
+// words of the notifier); its only own goroutine is the notifier, which
+// [Server.Close] stops. Serve and ListenAndServe run an http.Server until
+// their context ends; ServeTransport and ServeStdio serve one session.
+package mcpserve

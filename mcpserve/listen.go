@@ -1,0 +1,169 @@
+package mcpserve
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// ListenAndServe listens on the TCP address addr and serves the streamable
+// HTTP handler at Options.Path (every path if empty) until ctx ends. See
+// Serve: it refuses a non-loopback address without an authenticator.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves the streamable HTTP handler on ln, at Options.Path (every
+// path if empty), until ctx ends, then shuts
+// down gracefully: it stops accepting connections, waits for the HTTP
+// requests that carry client messages (each lasts until its responses are
+// delivered, so in-flight calls finish and answer), then closes every
+// session of the server, which ends the standalone SSE streams. The whole
+// shutdown takes at most Options.ShutdownTimeout; whatever is still open
+// then is closed. Serve returns nil after a shutdown that ctx asked for,
+// the listener's error if serving failed before, and ErrClosed after Close.
+// It closes ln. One Server may serve several listeners at once, but a
+// shutdown closes all of the Server's sessions, whichever listener or
+// transport they came through.
+//
+// Serve fails closed: if ln is a TCP listener bound to an address that is
+// not loopback and no authenticator is configured, it closes ln and returns
+// an error wrapping ErrExposed without serving a request. With an
+// authenticator it logs a warning and serves. Unix-socket listeners count as
+// local.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if s.closed.Load() {
+		_ = ln.Close()
+		return ErrClosed
+	}
+	if err := s.CheckExposure(ln.Addr()); err != nil {
+		_ = ln.Close()
+		return err
+	}
+	if !isLocal(ln.Addr()) {
+		s.log.Warn("mcpserve: serving on a non-loopback address; every non-public route needs a bearer token",
+			"addr", ln.Addr().String())
+	}
+	var h http.Handler = s.handler
+	if s.path != "" {
+		mux := http.NewServeMux()
+		mux.Handle(s.path, h)
+		h = mux
+	}
+	var posts inflight
+	hs := &http.Server{
+		Handler:           posts.track(h),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("mcpserve: shutting down", "addr", ln.Addr().String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.grace)
+	defer cancel()
+	shut := make(chan error, 1)
+	go func() { shut <- hs.Shutdown(sctx) }()
+	select {
+	case <-posts.drain():
+	case <-sctx.Done():
+	}
+	closed := make(chan struct{})
+	go func() { s.closeSessions(); close(closed) }()
+	if err := <-shut; err != nil {
+		s.log.Warn("mcpserve: graceful shutdown incomplete; closing connections", "err", err)
+		_ = hs.Close()
+	}
+	select {
+	case <-closed:
+	case <-sctx.Done():
+	}
+	<-served // http.ErrServerClosed
+	return nil
+}
+
+// inflight counts the requests of an HTTP server other than GETs (which
+// hold standalone SSE streams open for as long as a session lives).
+type inflight struct {
+	mu       sync.Mutex
+	n        int
+	draining bool
+	idle     chan struct{} // closed once draining with n == 0
+}
+
+func (f *inflight) track(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			h.ServeHTTP(w, r)
+			return
+		}
+		f.mu.Lock()
+		f.n++
+		f.mu.Unlock()
+		defer f.leave()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (f *inflight) leave() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.n--
+	f.signal()
+}
+
+// drain returns a channel closed once no tracked request is open.
+func (f *inflight) drain() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
+	f.draining = true
+	f.signal()
+	return f.idle
+}
+
+func (f *inflight) signal() {
+	if f.draining && f.n == 0 {
+		select {
+		case <-f.idle:
+		default:
+			close(f.idle)
+		}
+	}
+}
+
+// CheckExposure reports whether Serve would accept a listener bound to
+// addr: nil for a loopback or Unix-socket address, or for any address when
+// an authenticator is configured; otherwise an error wrapping ErrExposed.
+func (s *Server) CheckExposure(addr net.Addr) error {
+	if isLocal(addr) || s.auth {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrExposed, addr)
+}
+
+// isLocal reports whether a listener address can only be reached from this
+// machine: a loopback IP, or a Unix socket.
+func isLocal(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
+}

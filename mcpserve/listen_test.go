@@ -1,0 +1,231 @@
+package mcpserve_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+// logSink is a slog.Handler that keeps records and signals each message it
+// is told to watch for.
+type logSink struct {
+	mu      sync.Mutex
+	records []slog.Record
+	watch   map[string]chan struct{}
+}
+
+func newLogSink(watch ...string) *logSink {
+	s := &logSink{watch: map[string]chan struct{}{}}
+	for _, w := range watch {
+		s.watch[w] = make(chan struct{}, 16)
+	}
+	return s
+}
+
+func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
+func (s *logSink) WithAttrs([]slog.Attr) slog.Handler       { return s }
+func (s *logSink) WithGroup(string) slog.Handler            { return s }
+func (s *logSink) Handle(_ context.Context, r slog.Record) error {
+	s.mu.Lock()
+	s.records = append(s.records, r)
+	s.mu.Unlock()
+	for w, ch := range s.watch {
+		if strings.Contains(r.Message, w) {
+			ch <- struct{}{}
+		}
+	}
+	return nil
+}
+
+func (s *logSink) has(level slog.Level, substr string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.records {
+		if r.Level == level && strings.Contains(r.Message, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestServeFailsClosedWhenExposed(t *testing.T) {
+	srv, err := mcpserve.New(newCatalog(t, catalog.Config{}), mcpserve.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	for _, addr := range []string{"0.0.0.0:0", ":0"} {
+		err := srv.ListenAndServe(context.Background(), addr)
+		if !errors.Is(err, mcpserve.ErrExposed) {
+			t.Errorf("ListenAndServe(%q) without an authenticator = %v, want ErrExposed", addr, err)
+		}
+	}
+}
+
+func TestServeExposedWithAuthenticatorWarns(t *testing.T) {
+	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{"t": {Subject: "s"}})
+	cat := newCatalog(t, catalog.Config{Authenticator: auth})
+	startText(t, cat, context.Background(), "hello", "hi")
+	sink := newLogSink()
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: slog.New(sink)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Skipf("cannot listen on all interfaces here: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+
+	// Reach it through loopback: the listener is on every interface.
+	port := ln.Addr().(*net.TCPAddr).Port
+	c := connectURL(t, "http://127.0.0.1:"+itoa(port)+"/mcp")
+	if res, err := call(t, c, "hello"); err != nil || text(t, res) != "hi" {
+		t.Fatalf("call = %+v, %v", res, err)
+	}
+	if !sink.has(slog.LevelWarn, "non-loopback") {
+		t.Error("no warning logged for a non-loopback address")
+	}
+	_ = c.Close()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve after cancel = %v, want nil", err)
+	}
+}
+
+// A shutdown lets an in-flight call finish and deliver its result, then
+// closes the sessions, which ends the standalone SSE streams, so that it
+// completes without forcing connections closed; Serve returns nil.
+func TestServeShutsDownGracefully(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	sink := newLogSink("shutting down")
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: slog.New(sink), ShutdownTimeout: hangGuard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	url := "http://" + ln.Addr().String() + "/mcp"
+
+	// A listens on its standalone SSE stream; B, without one, calls. (A
+	// client fails its whole session when its standalone stream ends, and
+	// may see that before a response that arrived just earlier, so the call
+	// goes through a client that has no such stream.)
+	notified := make(chan struct{}, 4)
+	connectURL(t, url, func(context.Context, *mcp.ToolListChangedRequest) { notified <- struct{}{} })
+	b := connectNoSSE(t, url)
+
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "slow"}, bindsec.Plan{Public: true},
+		func(context.Context, catalog.Call) (catalog.Result, error) {
+			entered <- struct{}{}
+			<-release
+			return catalog.TextResult("finished"), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = k.Stop(context.Background()) }()
+	// The notification travels on A's standalone SSE stream: it is open.
+	wait(t, notified, "list_changed on the standalone stream")
+
+	result := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := call(t, b, "slow")
+		if err != nil {
+			t.Errorf("in-flight call failed during shutdown: %v", err)
+		}
+		result <- res
+	}()
+	wait(t, entered, "the call to reach the body")
+	cancel()
+	wait(t, sink.watch["shutting down"], "the shutdown to begin")
+	close(release)
+	if res := <-result; res == nil || text(t, res) != "finished" {
+		t.Errorf("in-flight call = %+v", res)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v, want nil", err)
+	}
+	if sink.has(slog.LevelWarn, "graceful shutdown incomplete") {
+		t.Error("the shutdown had to force connections closed")
+	}
+}
+
+func connectNoSSE(t *testing.T, url string) *client {
+	t.Helper()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
+	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return &client{ClientSession: cs}
+}
+
+func TestServeTransportEndsWithContext(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	startText(t, cat, context.Background(), "hello", "hi")
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.ServeTransport(ctx, st) }()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
+	cs, err := cl.Connect(ctxGuard(t), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "hello"})
+	if err != nil || text(t, res) != "hi" {
+		t.Fatalf("call = %+v, %v", res, err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("ServeTransport after cancel = %v, want nil", err)
+	}
+	_ = cs.Close()
+}
+
+// connectURL connects a client to url, with an optional tools/list_changed
+// handler.
+func connectURL(t *testing.T, url string, onTools ...func(context.Context, *mcp.ToolListChangedRequest)) *client {
+	t.Helper()
+	o := &mcp.ClientOptions{Logger: quietLogger()}
+	if len(onTools) > 0 {
+		o.ToolListChangedHandler = onTools[0]
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, o)
+	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return &client{ClientSession: cs}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,278 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
+)
+
+// Defaults for a zero Options.
+const (
+	// DefaultName and DefaultVersion identify the server in initialize
+	// results when Options leaves them empty.
+	DefaultName    = "livereg"
+	DefaultVersion = "dev"
+	// DefaultNotifyWindow is the coalescing window of list_changed
+	// notifications.
+	DefaultNotifyWindow = 50 * time.Millisecond
+	// MinNotifyWindow is the shortest window accepted. The SDK debounces
+	// its own sends by 10ms and restarts that delay on every change, so a
+	// shorter window could postpone a notification for as long as a storm
+	// lasts.
+	MinNotifyWindow = 20 * time.Millisecond
+	// DefaultShutdownTimeout bounds the graceful part of a shutdown.
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// JSON-RPC error codes of this package, in the range JSON-RPC reserves for
+// implementation-defined server errors, clear of the codes the SDK and the
+// MCP specification use there (-32001 to -32005, -32020 to -32022, -32042).
+// The last digits recall the HTTP statuses 403 and 429. Where the MCP
+// specification fixes a code (-32602 for unknown tools and resources) that
+// code is used.
+const (
+	// CodeDenied: a resources/read refused by the resource's plan. (A denied
+	// tools/call is a tool result with isError instead.)
+	CodeDenied int64 = -32043
+	// CodeOverloaded: the route's queue was full; retry later.
+	CodeOverloaded int64 = -32029
+)
+
+// Errors returned by this package; match them with errors.Is.
+var (
+	// ErrExposed: Serve or ListenAndServe was asked to listen on an address
+	// that is not loopback while no authenticator is configured. Configure
+	// catalog.Config.Authenticator or listen on
+	// 127.0.0.1, [::1] or localhost.
+	ErrExposed = errors.New("mcpserve: refusing to serve on a non-loopback address without an authenticator")
+	// ErrInvalidOptions: New was given a nil catalog or an out-of-range
+	// option.
+	ErrInvalidOptions = errors.New("mcpserve: invalid options")
+	// ErrUnsupportedContent: a tool result or an SDK content item has a type
+	// the other side cannot express.
+	ErrUnsupportedContent = errors.New("mcpserve: unsupported content")
+	// ErrClosed: the Server was closed.
+	ErrClosed = errors.New("mcpserve: server closed")
+)
+
+// Options configures a Server. The zero Options is valid.
+type Options struct {
+	// Name and Version identify the server to clients (serverInfo).
+	// Empty means DefaultName and DefaultVersion.
+	Name, Version string
+	// Instructions, if set, are sent to clients in the initialize result.
+	Instructions string
+	// Logger receives the server's structured logs and the SDK's. nil
+	// means slog.Default().
+	Logger *slog.Logger
+	// NotifyWindow is the coalescing window of list_changed notifications:
+	// after one notification of a kind, the next one waits at least this
+	// long, and carries every change made meanwhile. 0 means
+	// DefaultNotifyWindow; a value below MinNotifyWindow is raised to it;
+	// negative is invalid.
+	NotifyWindow time.Duration
+	// PageSize is how many tools or resources one list page holds. 0 means
+	// the catalog's default (100); negative is invalid.
+	PageSize int
+	// Credential, if set, extracts the credential of a request, replacing
+	// the default (the bearer token of the HTTP Authorization header). It
+	// runs on every tools/call and resources/read and must be safe for
+	// concurrent use. Use it to give stdio sessions a credential.
+	Credential func(ctx context.Context, req mcp.Request) string
+	// HTTP configures the streamable HTTP handler. nil means the SDK's
+	// defaults: stateful sessions, server-sent events, DNS-rebinding
+	// protection on. A stateless handler has no standalone stream, so its
+	// clients get no list_changed notifications and must list again.
+	HTTP *mcp.StreamableHTTPOptions
+	// Path is where ListenAndServe and Serve mount the handler, "/mcp" by
+	// convention; other paths get 404. Empty means every path.
+	Path string
+	// ShutdownTimeout bounds how long ListenAndServe and Serve wait for
+	// in-flight requests after their context ends. 0 means
+	// DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+}
+
+// Server serves one catalog over MCP. It is safe for concurrent use. Make
+// it with New and stop its notification goroutine with Close.
+type Server struct {
+	cat     *catalog.Catalog
+	mcp     *mcp.Server
+	handler http.Handler
+	log     *slog.Logger
+	auth    bool // an authenticator is configured
+	cred    func(ctx context.Context, req mcp.Request) string
+	page    int
+	path    string
+	grace   time.Duration
+	note    *notifier
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+}
+
+// New makes a Server for cat and starts its notification goroutine. It
+// returns ErrInvalidOptions for a nil catalog or a negative option.
+func New(cat *catalog.Catalog, opts Options) (*Server, error) {
+	if cat == nil {
+		return nil, fmt.Errorf("%w: nil catalog", ErrInvalidOptions)
+	}
+	window, err := notifyWindow(opts.NotifyWindow)
+	if err != nil {
+		return nil, err
+	}
+	return newServer(cat, opts, timerWindow(window))
+}
+
+func notifyWindow(d time.Duration) (time.Duration, error) {
+	switch {
+	case d < 0:
+		return 0, fmt.Errorf("%w: negative notify window %v", ErrInvalidOptions, d)
+	case d == 0:
+		return DefaultNotifyWindow, nil
+	}
+	return max(d, MinNotifyWindow), nil
+}
+
+// newServer is New with the coalescing wait given, so that tests can hold a
+// window open for as long as they like.
+func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struct{}) bool) (*Server, error) {
+	if opts.PageSize < 0 || opts.ShutdownTimeout < 0 {
+		return nil, fmt.Errorf("%w: negative page size or shutdown timeout", ErrInvalidOptions)
+	}
+	if opts.Path != "" && (!strings.HasPrefix(opts.Path, "/") || strings.ContainsAny(opts.Path, "{} \t")) {
+		return nil, fmt.Errorf("%w: path %q is not an absolute URL path", ErrInvalidOptions, opts.Path)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	impl := &mcp.Implementation{Name: orString(opts.Name, DefaultName), Version: orString(opts.Version, DefaultVersion)}
+	srv := mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions: opts.Instructions,
+		Logger:       log,
+		// Advertised from the start, also while the catalog is empty:
+		// the SDK would only infer them from its own (unused) tables.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:     &mcp.ToolCapabilities{ListChanged: true},
+			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+		},
+	})
+	s := &Server{
+		cat:   cat,
+		mcp:   srv,
+		log:   log,
+		auth:  cat.Authenticator() != nil,
+		cred:  opts.Credential,
+		page:  opts.PageSize,
+		path:  opts.Path,
+		grace: cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
+	}
+	srv.AddReceivingMiddleware(s.receive)
+	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, httpOptions(opts.HTTP, log))
+	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
+	go s.note.run()
+	return s, nil
+}
+
+func httpOptions(o *mcp.StreamableHTTPOptions, log *slog.Logger) *mcp.StreamableHTTPOptions {
+	var out mcp.StreamableHTTPOptions
+	if o != nil {
+		out = *o
+	}
+	if out.Logger == nil {
+		out.Logger = log
+	}
+	return &out
+}
+
+func orString(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// MCP returns the underlying SDK server, to add prompts, resource
+// templates, middleware, or to connect transports directly. Tools and
+// resources added to it are not served: the catalog answers for those.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Handler returns the streamable HTTP handler (one per Server, safe for
+// concurrent use). Mount it at the endpoint path, /mcp by convention. The
+// Authorization: Bearer header of each request is the credential its calls
+// present to the catalog. Handler does no exposure check: Serve and
+// ListenAndServe do.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Close stops the notification goroutine and closes every session of the
+// server at once: a call still in flight may lose its answer (for a
+// graceful stop, end the context of Serve first). It does not stop the
+// catalog's consumers. Serving after Close returns ErrClosed. Close is
+// idempotent and returns nil.
+func (s *Server) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.note.close()
+		s.closeSessions()
+	})
+	return nil
+}
+
+// closeSessions closes every session and waits for the closes.
+func (s *Server) closeSessions() {
+	var wg sync.WaitGroup
+	for ss := range s.mcp.Sessions() {
+		wg.Go(func() { _ = ss.Close() })
+	}
+	wg.Wait()
+}
+
+// ServeTransport serves one session over t until the peer disconnects
+// (it returns what the session ended with, nil for a clean close) or ctx
+// ends (it closes the session and returns nil). Sessions served this way
+// present no credential unless Options.Credential gives one.
+func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-ended
+		return nil
+	}
+}
+
+// ServeStdio serves one session over the process's stdin and stdout, as an
+// MCP server launched by its client. It returns when the client closes
+// stdin (nil or the read error) or when ctx ends (nil). Log to stderr, never
+// stdout.
+func (s *Server) ServeStdio(ctx context.Context) error {
+	return s.ServeTransport(ctx, &mcp.StdioTransport{})
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite (npm package @modelcontextprotocol/conformance) against
+# cmd/livereg-mcp started with -conformance on a free loopback port, then stops the server.
+#   usage: scripts/conformance.sh [SCENARIO ...]     (default: the 13 scenarios livereg must pass)
+# Needs Go and Node (>= 20) with npm. The package is installed once into $MCP_CONFORMANCE_HOME
+# (default ~/.cache/mcp-conformance) from the npm registry, exactly as ../shared/tools/mcp-conformance
+# does: version 0.1.16 declares Node >= 22 but runs its server scenarios on Node 20; the one import
+# Node 20 lacks (fs.globSync, used only by its tier-check command) is replaced by a stub.
+# Exit status: 0 when every scenario passed, 1 otherwise, 2 when the setup failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+version=0.1.16
+home=${MCP_CONFORMANCE_HOME:-$HOME/.cache/mcp-conformance}
+dist=$home/node_modules/@modelcontextprotocol/conformance/dist/index.js
+
+for tool in go node npm; do
+  command -v "$tool" >/dev/null || { echo "conformance: $tool is required" >&2; exit 2; }
+done
+if [ ! -f "$dist" ]; then
+  echo "conformance: installing @modelcontextprotocol/conformance@$version into $home" >&2
+  mkdir -p "$home"
+  (cd "$home" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+    npm install --no-audit --no-fund "@modelcontextprotocol/conformance@$version" >/dev/null 2>&1) ||
+    { echo "conformance: npm install failed" >&2; exit 2; }
+fi
+if grep -q 'globSync as o,' "$dist"; then
+  sed -i 's/import{existsSync as a,globSync as o,mkdtempSync as s,promises as c,readFileSync as l}from"fs";/import{existsSync as a,mkdtempSync as s,promises as c,readFileSync as l}from"fs";const o=()=>{throw new Error("globSync needs Node 22")};/' "$dist"
+fi
+
+scenarios=("$@")
+if [ ${#scenarios[@]} -eq 0 ]; then
+  scenarios=(server-initialize ping tools-list tools-call-simple-text tools-call-image tools-call-audio
+    tools-call-embedded-resource tools-call-mixed-content tools-call-error resources-list
+    resources-read-text resources-read-binary dns-rebinding-protection)
+fi
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/livereg-mcp" ./cmd/livereg-mcp
+# Port 0: the kernel picks a free port; the server writes its URL once it listens.
+"$work/livereg-mcp" -conformance -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &
+pid=$!
+for _ in $(seq 1 300); do
+  [ -s "$work/url" ] && break
+  kill -0 "$pid" 2>/dev/null || { echo "conformance: the server exited:" >&2; cat "$work/server.log" >&2; exit 2; }
+  sleep 0.1
+done
+[ -s "$work/url" ] || { echo "conformance: the server did not start in 30s" >&2; cat "$work/server.log" >&2; exit 2; }
+url=$(cat "$work/url")
+echo "conformance: livereg-mcp -conformance at $url"
+
+failed=0
+for s in "${scenarios[@]}"; do
+  if out=$(cd "$home" && timeout 120 node "$dist" server --url "$url" --scenario "$s" 2>&1); then
+    echo "PASS $s"
+  else
+    echo "FAIL $s"
+    printf '%s\n' "$out" | tail -n 25 | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+done
+echo "$(( ${#scenarios[@]} - failed )) passed, $failed failed"
+
+kill -TERM "$pid"
+if ! wait "$pid"; then
+  echo "conformance: the server did not shut down cleanly:" >&2
+  tail -n 20 "$work/server.log" >&2
+  failed=$((failed + 1))
+fi
+pid=
+[ "$failed" -eq 0 ]
