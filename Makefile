@@ -34,6 +34,16 @@ lint: vet $(STATICCHECK)
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
+## fuzz: every fuzz target for FUZZTIME each (go test runs only their seed
+## corpora). Crashers land in the package's testdata/fuzz, as regressions.
+FUZZTARGETS := shardreg:FuzzOperations shardreg:FuzzPageCursor bindsec:FuzzStaticTokens
+fuzz:
+	@set -e; for t in $(FUZZTARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; \
+		echo "fuzz $$pkg $$fn for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) ./$$pkg; \
+	done
+
 ## bench: livereg beside its baselines (bench/), $(BENCHCOUNT) samples of
 ## each case at -cpu $(BENCHCPU), enough for benchstat's confidence
 ## intervals. Writes $(RESULTS)/latest.txt (raw), benchstat.txt (the

@@ -22,6 +22,7 @@ const (
 // with a live neighbour and outlive its last reference.
 type cell struct {
 	state atomic.Uint32
+	holds atomic.Int32 // Enter calls not yet matched by Exit
 	id    uint64
 	done  chan struct{}
 }
@@ -34,12 +35,20 @@ func newCell() *cell {
 }
 
 // kill makes the cell dead. Only the first caller does the work; the others
-// return at once. It reports whether this call was the one that killed it.
+// wait until it is done, so that every caller returns with the cell dead.
+// It reports whether this call was the one that killed it.
 func (c *cell) kill() bool {
 	if !c.state.CompareAndSwap(stateAlive, stateDying) {
+		<-c.done
 		return false
 	}
 	clock.Add(deathStarted)
+	// Wait out the holds taken before the flip to dying: each covers a few
+	// instructions of a registry publishing an entry of this owner, which
+	// must become visible while the owner still reads alive.
+	for c.holds.Load() != 0 {
+		runtime.Gosched()
+	}
 	c.state.Store(stateDead)
 	close(c.done)
 	if testHookDeathFlipped != nil {
@@ -166,6 +175,38 @@ func (r Ref) Alive() bool { return r.c != nil && r.c.state.Load() != stateDead }
 // identity, not equality of state: Refs of two dead tokens are not Same. The
 // zero Ref is Same as nothing, not even another zero Ref.
 func (r Ref) Same(o Ref) bool { return r.c != nil && r.c == o.c }
+
+// Enter holds off the death of the token behind r until the matching Exit,
+// and reports whether it took the hold. While held, a death that begins
+// waits before it completes, so the token reads alive throughout. A
+// registry uses it to make the publication of an entry and its owner's
+// liveness one atomic step.
+//
+// Enter refuses, holding nothing, when the token is dead or already dying.
+// A dying token still reads alive to Alive, so a caller that reports the
+// refusal as a death must first wait on Done (outside any lock it holds):
+// otherwise it could call the owner dead while others still see it alive.
+// The wait is short, since a death waits only for holds.
+//
+// Hold for a few instructions only, and never do anything that may kill
+// this token (Release, a cancel of its context) while holding: that death
+// would wait for the hold forever.
+func (r Ref) Enter() bool {
+	if r.c == nil {
+		return false
+	}
+	// Announce the hold, then look: a death flips to dying, then looks at
+	// the holds, so one of the two sees the other.
+	r.c.holds.Add(1)
+	if r.c.state.Load() != stateAlive {
+		r.c.holds.Add(-1)
+		return false
+	}
+	return true
+}
+
+// Exit releases a hold taken by a successful Enter.
+func (r Ref) Exit() { r.c.holds.Add(-1) }
 
 // ID returns a process-unique identifier of the token behind r. IDs grow
 // monotonically with minting order, so an ID can serve as a fencing token

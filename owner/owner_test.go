@@ -338,3 +338,48 @@ func TestRefAliveDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs)
 	assert.True(t, sink)
 }
+
+// A Release that loses the race to another returns only once the token
+// reads dead, as Release promises.
+func TestLosingReleaseReturnsDead(t *testing.T) {
+	for range 2000 {
+		tok := owner.New()
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				<-start
+				tok.Release()
+				if tok.Alive() {
+					t.Error("Release returned while the token read alive")
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+	}
+}
+
+// A hold keeps a dying token reading alive until it is released; a dead or
+// dying token cannot be entered.
+func TestEnterHoldsDeathOff(t *testing.T) {
+	tok := owner.New()
+	r := tok.Ref()
+	require.True(t, r.Enter())
+	released := make(chan struct{})
+	go func() { tok.Release(); close(released) }()
+	require.Eventually(t, func() bool { _, settled := owner.Deaths(); return !settled }, 5*time.Second, time.Millisecond,
+		"the death has begun")
+	assert.True(t, r.Alive(), "held: the token still reads alive")
+	assert.False(t, r.Enter(), "a dying token cannot be entered")
+	select {
+	case <-released:
+		t.Fatal("the death completed while held")
+	default:
+	}
+	r.Exit()
+	<-released
+	assert.False(t, r.Alive())
+	assert.False(t, r.Enter(), "a dead token cannot be entered")
+	assert.False(t, owner.Ref{}.Enter())
+}

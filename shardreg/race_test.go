@@ -31,24 +31,66 @@ func TestOwnerDiesBeforeInsert(t *testing.T) {
 	assert.Equal(t, 0, r.Entries())
 }
 
-// The owner dies in the instructions between the check under the bucket
-// lock and the entry becoming visible. No later sweep is bound to revisit
-// the entry (its owner died before that sweep's clock reading), so Register
-// itself must take it back out.
+// The owner's death begins in the instructions between the check under
+// the bucket lock and the entry becoming visible. The register holds its
+// owner over that window, so the death waits until the entry is visible:
+// the register succeeds, and its entry is then an ordinary dead entry that
+// the next full register reclaims. Had the death completed first, no sweep
+// would be bound to revisit the entry (its owner died before that sweep's
+// clock reading) and it would hold its slot for good.
 func TestOwnerDiesInsideInsert(t *testing.T) {
 	r := newReg(t, shardreg.WithCap(1))
 	tok := owner.New()
+	released := make(chan struct{})
 	r.SetHook(func(p shardreg.HookPoint) {
-		if p == shardreg.HookInsideInsert {
-			tok.Release()
+		if p != shardreg.HookInsideInsert {
+			return
+		}
+		go func() { tok.Release(); close(released) }()
+		waitDying(t, tok.Ref())
+		assert.True(t, tok.Alive(), "a held owner reads alive while its death waits")
+		select {
+		case <-released:
+			t.Error("the death completed while the register held its owner")
+		case <-time.After(10 * time.Millisecond):
 		}
 	})
 	require.NoError(t, r.Register("tool", "", tok.Ref()), "the register is linearized before the death")
 	r.SetHook(nil)
+	<-released
 
-	assert.Equal(t, 0, r.Len(), "the dead entry must not keep its slot")
-	assert.Equal(t, 0, r.Entries())
-	require.NoError(t, r.Register("other", "", live(t).Ref()), "the slot is free")
+	assert.Equal(t, 1, r.Len(), "the dead entry holds its slot until reclaimed")
+	_, ok := r.Resolve("tool")
+	assert.False(t, ok)
+	require.NoError(t, r.Register("other", "", live(t).Ref()), "the full register reclaims the dead entry's slot")
+	assert.Equal(t, 1, r.Len())
+}
+
+// A register whose owner is dying when it checks under the bucket lock
+// refuses with ErrDeadOwner, and returns only once the death is complete:
+// no one may see the owner alive after the register called it dead.
+func TestRegisterRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
+	r := newReg(t)
+	holder, tok := live(t), owner.New()
+	require.NoError(t, r.Register("held", "", holder.Ref()))
+	var wg sync.WaitGroup
+	// Hold tok from outside, as a concurrent register would, so that its
+	// death starts and then waits.
+	require.True(t, tok.Ref().Enter())
+	wg.Go(tok.Release)
+	waitDying(t, tok.Ref())
+	errc := make(chan error, 1)
+	go func() { errc <- r.Register("tool", "", tok.Ref()) }()
+	select {
+	case err := <-errc:
+		t.Fatalf("Register returned %v while its owner's death was still in progress", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	tok.Ref().Exit()
+	require.ErrorIs(t, <-errc, shardreg.ErrDeadOwner)
+	assert.False(t, tok.Alive())
+	wg.Wait()
+	assert.Equal(t, 1, r.Len())
 }
 
 // The owner dies while its own Register sweeps, and the sweep reclaims the

@@ -27,10 +27,6 @@ type entry[V any] struct {
 	ready atomic.Bool // false → true only, and only while the entry is mapped
 }
 
-func (e *entry[V]) export() Entry[V] {
-	return Entry[V]{Name: e.name, Value: e.value, Owner: e.owner, Ready: e.ready.Load()}
-}
-
 // Registry maps names to entries owned by consumers that may die without
 // notice. The zero value is not usable; make one with New. All methods are
 // safe for concurrent use and linearizable.
@@ -148,21 +144,28 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 		if !held && r.count.Load() >= r.cap {
 			// The name looks free and the registry full. But an insert of
 			// this very name may have reserved its slot and not be visible
-			// yet, and then the answer is ErrDuplicate: read the name and
-			// the count at one instant, with no write in between.
-			var full bool
+			// yet (then the answer is ErrDuplicate), and a concurrent sweep
+			// may have freed a slot since (then there is room): read the
+			// name, the count and whether a sweep could help at one
+			// instant, with no write in between.
+			var full, current bool
 			r.readConsistent(false, func() {
 				cur, held = r.m.Load(name)
 				full = r.count.Load() >= r.cap
+				current = r.sweepIsCurrent()
 			})
 			switch {
 			case held && !overwrite && cur.owner.Alive():
 				return refuse(ErrDuplicate)
+			case !held && full && !current && sweeps < maxSweepsPerInsert:
+				r.makeRoom()
+				sweeps++
+				continue
 			case !held && full:
-				if sweeps < maxSweepsPerInsert && r.makeRoom() {
-					sweeps++
-					continue
-				}
+				// With the sweep current, every entry was live at the
+				// instant of the read: the registry was full of live
+				// owners. Past maxSweepsPerInsert, owners kept dying
+				// throughout; the register gives up rather than chase them.
 				return refuse(ErrCapReached)
 			}
 		}
@@ -182,15 +185,6 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 			// next pass decides between ErrDuplicate and ErrCapReached.
 			continue
 		}
-		// The owner was alive under the bucket lock, but may have died in
-		// the instructions between that check and the entry becoming
-		// visible. No sweep is bound to revisit an entry whose owner died
-		// before that sweep read the death clock, so take it back out: the
-		// register is linearized just before the death, the removal is an
-		// ordinary reclaim.
-		if !o.Alive() {
-			r.removeIfCurrent(name, e)
-		}
 		return nil
 	}
 }
@@ -199,6 +193,7 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 // slot; a replacement keeps the one it replaces.
 func (r *Registry[V]) put(name string, e *entry[V], overwrite bool) insertOutcome {
 	var outcome insertOutcome
+	held := false
 	r.beginWrite()
 	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
 		switch {
@@ -211,8 +206,10 @@ func (r *Registry[V]) put(name string, e *entry[V], overwrite bool) insertOutcom
 		}
 		// Checked under the bucket lock, after any slot was taken: a
 		// register whose own owner died during its sweep, possibly freeing
-		// the very slot it is about to take, must not succeed.
-		if !e.owner.Alive() {
+		// the very slot it is about to take, must not succeed. The hold
+		// keeps the owner alive until the new entry is visible, so the
+		// register and the owner's liveness are one atomic step.
+		if held = e.owner.Enter(); !held {
 			outcome = deadOwner
 			if !loaded {
 				r.count.Add(-1)
@@ -228,7 +225,18 @@ func (r *Registry[V]) put(name string, e *entry[V], overwrite bool) insertOutcom
 		}
 		return e, false
 	})
+	if held {
+		e.owner.Exit()
+	}
 	r.endWrite(outcome == inserted || outcome == replaced)
+	if outcome == deadOwner {
+		// Enter refuses a dying owner, which every other reader still
+		// sees alive. Report the death only once it is complete, so that
+		// no one can see the owner alive after this register saw it dead.
+		// It completes within a few instructions: a death waits only for
+		// holds.
+		<-e.owner.Done()
+	}
 	return outcome
 }
 
@@ -259,21 +267,33 @@ func (r *Registry[V]) MarkReady(name string, o owner.Ref) bool {
 	if cur.ready.Load() && o.Alive() {
 		return true
 	}
-	marked, changed := false, false
+	marked, changed, dying := false, false, false
 	r.beginWrite()
 	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
 		if !loaded {
 			return nil, true
 		}
 		// Under the bucket lock the flag flips only while the entry is
-		// mapped, so a flip can never revive a removed entry.
-		if old == cur && o.Alive() {
-			changed = !old.ready.Swap(true)
-			marked = true
+		// mapped, so a flip can never revive a removed entry. Ownership,
+		// not the entry read above, decides: the owner may have replaced
+		// its own entry meanwhile (Overwrite). The hold keeps the owner
+		// alive until the flip is visible.
+		if !old.owner.Same(o) {
+			return old, false
 		}
+		if !o.Enter() {
+			dying = true
+			return old, false
+		}
+		changed = !old.ready.Swap(true)
+		o.Exit()
+		marked = true
 		return old, false
 	})
 	r.endWrite(changed)
+	if dying {
+		<-o.Done() // as in put: report a death only once it is complete
+	}
 	return marked
 }
 
@@ -282,17 +302,8 @@ func (r *Registry[V]) MarkReady(name string, o owner.Ref) bool {
 // that has replaced it meanwhile. On a hit it takes no lock and does not
 // allocate.
 func (r *Registry[V]) Resolve(name string) (Entry[V], bool) {
-	e, ok := r.m.Load(name)
+	e, ok := r.live(name)
 	if !ok {
-		return Entry[V]{}, false
-	}
-	// Ready before liveness, as in MarkReady.
-	ready := e.ready.Load()
-	if !e.owner.Alive() {
-		r.removeIfCurrent(name, e)
-		return Entry[V]{}, false
-	}
-	if !ready {
 		return Entry[V]{}, false
 	}
 	return Entry[V]{Name: e.name, Value: e.value, Owner: e.owner, Ready: true}, true
@@ -305,18 +316,32 @@ func (r *Registry[V]) Resolve(name string) (Entry[V], bool) {
 // fifth of a lookup. It reclaims a dead-owner entry it meets, as Resolve
 // does.
 func (r *Registry[V]) Lookup(name string) (V, owner.Ref, bool) {
-	e, ok := r.m.Load(name)
-	if ok {
-		// Ready before liveness, as in MarkReady.
-		ready := e.ready.Load()
-		if !e.owner.Alive() {
-			r.removeIfCurrent(name, e)
-		} else if ready {
-			return e.value, e.owner, true
-		}
+	if e, ok := r.live(name); ok {
+		return e.value, e.owner, true
 	}
 	var zero V
 	return zero, owner.Ref{}, false
+}
+
+// live finds name's entry when it is ready and its owner alive, reclaiming
+// a dead-owner entry it meets.
+func (r *Registry[V]) live(name string) (*entry[V], bool) {
+	for {
+		e, ok := r.m.Load(name)
+		if !ok {
+			return nil, false
+		}
+		// Ready before liveness, as in MarkReady.
+		ready := e.ready.Load()
+		if e.owner.Alive() {
+			return e, ready
+		}
+		if r.removeIfCurrent(name, e) {
+			return nil, false
+		}
+		// The entry judged dead is no longer the name's: another owner
+		// replaced it meanwhile. Judge the name's entry, not a stale one.
+	}
 }
 
 // UnregisterOwned removes name's entry only when its owner is Same as o,

@@ -10,24 +10,15 @@ func (r *Registry[V]) Prune() int {
 	return r.sweepLocked()
 }
 
-// makeRoom sweeps before a register at full cap is refused, unless the death
-// clock proves no sweep can find anything. It reports whether a sweep ran,
-// here or in a concurrent register this one waited for, so that the caller
-// should look again.
-//
-// Concurrent registers at full cap do not all sweep: one holds sweepMu and
-// sweeps, the others wait for it and then take its result.
-func (r *Registry[V]) makeRoom() bool {
-	if r.sweepIsCurrent() {
-		return false
-	}
+// makeRoom sweeps before a register at full cap is refused. Concurrent
+// registers at full cap do not all sweep: one holds sweepMu and sweeps, the
+// others wait for it and, finding its sweep current, take its result.
+func (r *Registry[V]) makeRoom() {
 	r.sweepMu.Lock()
 	defer r.sweepMu.Unlock()
-	if r.sweepIsCurrent() {
-		return true // swept while this register waited
+	if !r.sweepIsCurrent() {
+		r.sweepLocked()
 	}
-	r.sweepLocked()
-	return true
 }
 
 // sweepIsCurrent reports whether no owner can have died since the last full
