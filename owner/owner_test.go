@@ -368,10 +368,17 @@ func TestEnterHoldsDeathOff(t *testing.T) {
 	require.True(t, r.Enter())
 	released := make(chan struct{})
 	go func() { tok.Release(); close(released) }()
-	require.Eventually(t, func() bool { _, settled := owner.Deaths(); return !settled }, 5*time.Second, time.Millisecond,
-		"the death has begun")
+	// A dying token cannot be entered: wait until Enter refuses.
+	require.Eventually(t, func() bool {
+		if r.Enter() {
+			r.Exit()
+			return false
+		}
+		return true
+	}, 5*time.Second, time.Millisecond, "the death has begun")
+	_, settled := owner.Deaths()
+	assert.False(t, settled, "the death is in progress on the clock")
 	assert.True(t, r.Alive(), "held: the token still reads alive")
-	assert.False(t, r.Enter(), "a dying token cannot be entered")
 	select {
 	case <-released:
 		t.Fatal("the death completed while held")

@@ -38,10 +38,18 @@
 // All methods are safe for concurrent use and linearizable: each appears to
 // take effect at one instant between its call and its return, owner deaths
 // and reclaims included (an operation that reclaims dead entries may do so
-// at instants of their own before its result's). Resolve takes no lock and does not allocate: one lock-free hash
-// lookup in an xsync.MapOf and two atomic loads. Writes go through the map's
-// per-bucket locks, one Compute each, so the value stored for a name only
-// ever changes atomically.
+// at instants of their own before its result's). Resolve takes no lock and
+// does not allocate: one lock-free hash lookup in an xsync.MapOf and two
+// atomic loads. Writes go through the map's per-bucket locks, one Compute
+// each, so the value stored for a name only ever changes atomically.
+//
+// A register checks its owner alive under the bucket lock, and the new
+// entry becomes visible only when the Compute returns. An owner that died
+// in between would leave readers seeing the replaced entry after the
+// death, and an entry that no sweep is bound to revisit. So the register
+// holds its owner over that window ([owner.Ref.Enter]): a death that begins
+// then waits the few instructions until the entry is visible. Holds are
+// never taken while anything else is waited for.
 //
 // Listing needs a consistent view of the whole map, which a concurrent hash
 // map does not give. Every write therefore runs inside a write section that

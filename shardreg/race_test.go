@@ -93,6 +93,32 @@ func TestRegisterRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 	assert.Equal(t, 1, r.Len())
 }
 
+// MarkReady by an owner that has begun to die: the owner still reads alive
+// to everyone else, so MarkReady may say false only once the death is
+// complete. The random check found MarkReady(c, o3) returning false while
+// a concurrent full Register still saw o3 alive and refused with
+// ErrCapReached, which no order of the two explains.
+func TestMarkReadyRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
+	r := newReg(t)
+	tok := owner.New()
+	require.NoError(t, r.Register("tool", "", tok.Ref()))
+	require.True(t, tok.Ref().Enter(), "hold tok, as a concurrent register would")
+	var wg sync.WaitGroup
+	wg.Go(tok.Release)
+	waitDying(t, tok.Ref())
+	marked := make(chan bool, 1)
+	go func() { marked <- r.MarkReady("tool", tok.Ref()) }()
+	select {
+	case m := <-marked:
+		t.Fatalf("MarkReady returned %v while its owner's death was still in progress", m)
+	case <-time.After(20 * time.Millisecond):
+	}
+	tok.Ref().Exit()
+	assert.False(t, <-marked)
+	assert.False(t, tok.Alive())
+	wg.Wait()
+}
+
 // The owner dies while its own Register sweeps, and the sweep reclaims the
 // owner's other entry, the one holding the only slot. While the owner
 // lived the registry was full; once it is dead the answer is ErrDeadOwner.
