@@ -233,14 +233,13 @@ func newFullCap(b *testing.B, impl Impl, n int) (fullCap, func()) {
 // refuseLoop registers the newcomer over and over; with deathEvery > 0 each
 // goroutine also kills an unrelated token every deathEvery registers.
 func (f fullCap) refuseLoop(b *testing.B, deathEvery int) {
+	// One count shared by every goroutine, so that the death rate is one
+	// per deathEvery registers in all, whatever -cpu says.
+	var registers atomic.Int64
 	b.RunParallel(func(pb *testing.PB) {
-		c := 0
 		for pb.Next() {
-			if deathEvery > 0 {
-				if c++; c == deathEvery {
-					c = 0
-					owner.New().Release()
-				}
+			if deathEvery > 0 && registers.Add(1)%int64(deathEvery) == 0 {
+				owner.New().Release()
 			}
 			if f.r.Register("mcp.tool.newcomer", 0, f.newcomer.Ref()) == nil {
 				b.Error("register at full cap succeeded")

@@ -126,6 +126,9 @@ func (rt *route) retire() {
 	if !rt.retired.CompareAndSwap(false, true) {
 		return
 	}
+	if rt.cat.beforeRetire != nil {
+		rt.cat.beforeRetire(rt.name)
+	}
 	rt.side.reg.UnregisterOwned(rt.name, rt.ref)
 	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
 	// Signal even when a listing or a lookup reclaimed the entry first:

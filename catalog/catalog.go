@@ -52,6 +52,7 @@ type Catalog struct {
 	toolList         atomic.Pointer[projection[Tool]]
 	resourceList     atomic.Pointer[projection[Resource]]
 	beforeReady      func(name string) // test hook; nil otherwise
+	beforeRetire     func(name string) // test hook; nil otherwise
 }
 
 // side is one namespace of routes: tools by name, or resources by URI, each
@@ -259,6 +260,10 @@ type Consumer struct {
 // the plan (again owner-conditionally) and waits for the route's goroutines
 // to exit. It returns ctx's error if ctx ended the wait early; the consumer
 // is stopped either way. A second Stop is a no-op that returns nil.
+//
+// A route body that stops its own consumer waits, within Stop, for its own
+// call to finish: call Stop from a goroutine of its own there, or give it a
+// ctx that ends.
 func (k *Consumer) Stop(ctx context.Context) error {
 	if !k.stopped.CompareAndSwap(false, true) {
 		return nil

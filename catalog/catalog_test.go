@@ -250,14 +250,23 @@ func TestResources(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, catalog.Contents{URI: "test://doc", MIMEType: "text/plain", Text: "contents of test://doc"}, got)
 
+	before := reads.Load()
 	_, err = c.ReadResource(bg, "test://missing", "")
 	assert.ErrorIs(t, err, catalog.ErrUnknownResource)
+	assert.Equal(t, before, reads.Load(), "an unknown URI runs no body")
 	_, err = c.StartResource(bg, catalog.Resource{URI: "relative/path"}, public, reader)
 	assert.ErrorIs(t, err, catalog.ErrInvalidName)
 
+	// A stopped route: a clean error, and its body never runs.
+	require.NoError(t, other.Stop(bg))
+	before = reads.Load()
+	_, err = c.ReadResource(bg, "file:///a", "")
+	assert.ErrorIs(t, err, catalog.ErrUnknownResource)
+	assert.Equal(t, before, reads.Load(), "a stopped route's body never runs")
+
 	cancel()
 	<-k.Done()
-	before := reads.Load()
+	before = reads.Load()
 	_, err = c.ReadResource(bg, "test://doc", "")
 	assert.True(t, errors.Is(err, catalog.ErrUnknownResource) || errors.Is(err, catalog.ErrRouteGone), "got %v", err)
 	assert.Equal(t, before, reads.Load(), "a dead route's body never runs")
@@ -274,8 +283,9 @@ func TestResources(t *testing.T) {
 
 func TestStartingToolIsNotListedOrCallable(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
-	var runs atomic.Int32
+	var runs, hooked atomic.Int32
 	c.SetBeforeReadyHook(func(name string) {
+		hooked.Add(1)
 		assert.NotContains(t, toolNames(c), name, "listed while starting")
 		_, err := c.CallTool(bg, name, nil, "")
 		assert.ErrorIs(t, err, catalog.ErrUnknownTool, "callable while starting")
@@ -286,6 +296,7 @@ func TestStartingToolIsNotListedOrCallable(t *testing.T) {
 		return catalog.Result{}, nil
 	})
 	c.SetBeforeReadyHook(nil)
+	require.Equal(t, int32(1), hooked.Load(), "the start passed through its starting window")
 	assert.Zero(t, runs.Load())
 	assert.Equal(t, []string{"tool"}, toolNames(c))
 }

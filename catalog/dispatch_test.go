@@ -48,15 +48,31 @@ func TestConcurrentRestartEnforcesWinnersPlan(t *testing.T) {
 		rounds = 300
 	}
 	c := newCatalog(t, catalog.Config{MissingPlan: bindsec.PassThrough, Authenticator: tokens})
+	// In even rounds A's reclaim waits until B and C have both returned, so
+	// that they race over A's dead entry and plan, as in the ADR; in odd
+	// rounds the catalog may reclaim them first.
+	var held sync.Map // route name → channel that releases A's reclaim
+	c.SetBeforeRetireHook(func(name string) {
+		if ch, ok := held.Load(name); ok {
+			<-ch.(chan struct{})
+		}
+	})
 	var breaches atomic.Int64
 	wins := map[string]int{}
 	for round := range rounds {
 		name := "route-" + strconv.Itoa(round)
+		release := make(chan struct{})
+		if round%2 == 0 {
+			held.Store(name, release)
+		}
 		ctxA, cancelA := context.WithCancel(bg)
 		a, err := c.StartTool(ctxA, catalog.Tool{Name: name}, bindsec.Plan{Roles: []string{"a"}}, roleBody("a", &breaches), catalog.WithWorkers(1))
 		require.NoError(t, err)
 		cancelA()
 		<-a.Done()
+		if round%2 == 0 {
+			require.Equal(t, 1, c.ToolEntries(), "round %d: A's dead entry is still registered", round)
+		}
 
 		barrier := make(chan struct{})
 		var starters, prober sync.WaitGroup
@@ -89,6 +105,7 @@ func TestConcurrentRestartEnforcesWinnersPlan(t *testing.T) {
 		starters.Wait()
 		close(probing)
 		prober.Wait()
+		close(release)
 
 		var winner *catalog.Consumer
 		winRole, loseRole := "", ""
@@ -238,6 +255,23 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	cancel()
 	<-k.Done()
 	diedAt.Store(clock.Add(1))
+	// Calls that begin after the death was observed: not one body may run
+	// for them, whether they resolve the route before it is reclaimed
+	// (ErrRouteGone) or after (ErrUnknownTool).
+	const after = 100
+	lateErrs := make(chan error, after)
+	for range after {
+		go func() {
+			began := clock.Add(1)
+			_, err := c.CallTool(bg, "slow", json.RawMessage(strconv.FormatInt(began, 10)), "")
+			lateErrs <- err
+		}()
+	}
+	for range after {
+		err := <-lateErrs
+		assert.True(t, errors.Is(err, catalog.ErrRouteGone) || errors.Is(err, catalog.ErrUnknownTool),
+			"a call after the death got %v", err)
+	}
 	close(gate)
 
 	completed, gone := 0, 0
@@ -254,7 +288,7 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	assert.Equal(t, inFlight, completed+gone)
 	assert.Equal(t, workers, completed, "the bodies already running complete")
 	assert.Equal(t, int64(workers), bodies.Load(), "no queued body runs after the death")
-	assert.Zero(t, late.Load())
+	assert.Zero(t, late.Load(), "bodies ran for calls that began after the death was observed")
 	require.NoError(t, k.Stop(bg))
 }
 

@@ -112,9 +112,9 @@
 // [Server.ListenAndServe] and [Server.Serve] fail closed: serving on an
 // address that is not loopback while no authenticator is configured returns
 // [ErrExposed] before any request is accepted; with one, it logs a warning.
-// "Configured" means [Options.Authenticator] is set: the catalog does not
-// expose its own yet (a Catalog.Authenticator method, when it exists, is
-// consulted as well).
+// "Configured" means the catalog has one: [catalog.Config.Authenticator].
+// ListenAndServe checks the address before it listens, so a refused address
+// is never bound; Serve checks the listener it is given.
 // The streamable HTTP handler keeps the SDK's DNS-rebinding protection (a
 // loopback listener refuses non-loopback Host headers) unless
 // [Options.HTTP] turns it off.

@@ -14,6 +14,9 @@ import (
 // HTTP handler at Options.Path (every path if empty) until ctx ends. See
 // Serve: it refuses a non-loopback address without an authenticator.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	if err := s.CheckListenAddress(ctx, addr); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -154,6 +157,42 @@ func (s *Server) CheckExposure(addr net.Addr) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrExposed, addr)
+}
+
+// CheckListenAddress is CheckExposure for a TCP address that is not bound
+// yet ("host:port"), so that a refused address is never listened on. An
+// empty host means every interface. A host name counts as loopback only
+// when every address it resolves to is loopback. It returns an error
+// wrapping ErrExposed for an exposed address without an authenticator, and
+// the parse error for a malformed one.
+func (s *Server) CheckListenAddress(ctx context.Context, addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("mcpserve: listen address: %w", err)
+	}
+	if s.auth || hostIsLoopback(ctx, host) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrExposed, addr)
+}
+
+func hostIsLoopback(ctx context.Context, host string) bool {
+	if host == "" {
+		return false
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if !a.IP.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // isLocal reports whether a listener address can only be reached from this

@@ -73,6 +73,56 @@ func TestServeFailsClosedWhenExposed(t *testing.T) {
 	}
 }
 
+// The address is judged before anything is bound: a refused address is
+// never listened on, not even for an instant.
+func TestCheckListenAddress(t *testing.T) {
+	open, err := mcpserve.New(newCatalog(t, catalog.Config{}), mcpserve.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	guarded, err := mcpserve.New(newCatalog(t, catalog.Config{Authenticator: bindsec.NewStaticTokens(nil)}),
+		mcpserve.Options{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer guarded.Close()
+	for _, tc := range []struct {
+		addr          string
+		open, guarded error // nil: accepted
+	}{
+		{"127.0.0.1:8931", nil, nil},
+		{"127.0.0.2:0", nil, nil},
+		{"[::1]:0", nil, nil},
+		{"localhost:0", nil, nil},
+		{":8931", mcpserve.ErrExposed, nil},
+		{"0.0.0.0:0", mcpserve.ErrExposed, nil},
+		{"[::]:0", mcpserve.ErrExposed, nil},
+		{"192.0.2.1:80", mcpserve.ErrExposed, nil},
+		{"no-port", errMalformed, errMalformed},
+	} {
+		for _, c := range []struct {
+			srv  *mcpserve.Server
+			want error
+			what string
+		}{{open, tc.open, "without an authenticator"}, {guarded, tc.guarded, "with an authenticator"}} {
+			err := c.srv.CheckListenAddress(context.Background(), tc.addr)
+			switch {
+			case c.want == nil && err != nil:
+				t.Errorf("%s %s: %v, want accepted", tc.addr, c.what, err)
+			case c.want == errMalformed && (err == nil || errors.Is(err, mcpserve.ErrExposed)):
+				t.Errorf("%s %s: %v, want a parse error", tc.addr, c.what, err)
+			case c.want == mcpserve.ErrExposed && !errors.Is(err, mcpserve.ErrExposed):
+				t.Errorf("%s %s: %v, want ErrExposed", tc.addr, c.what, err)
+			}
+		}
+	}
+}
+
+// errMalformed marks the cases of TestCheckListenAddress that must fail to
+// parse.
+var errMalformed = errors.New("malformed")
+
 func TestServeExposedWithAuthenticatorWarns(t *testing.T) {
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{"t": {Subject: "s"}})
 	cat := newCatalog(t, catalog.Config{Authenticator: auth})

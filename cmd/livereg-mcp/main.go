@@ -168,10 +168,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		log.Info("serving stdio", "tools", stats.Tools, "resources", stats.Resources)
 		return srv.ServeStdio(ctx)
 	}
+	if err := srv.CheckListenAddress(ctx, cfg.addr); err != nil {
+		return fmt.Errorf("%w (set -tokens or $%s, or listen on 127.0.0.1)", err, tokensEnv)
+	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return err
 	}
+	// Checked again on what was bound: a name may resolve differently now.
 	if err := srv.CheckExposure(ln.Addr()); err != nil {
 		_ = ln.Close()
 		return fmt.Errorf("%w (set -tokens or $%s, or listen on 127.0.0.1)", err, tokensEnv)

@@ -224,6 +224,8 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 	nonce := c.tick()
 	res, err := callRetry(ctx, c.sys, rec.ns.name, encodeArgs(nonce, credValid, 0, nonce), credValid.token())
 	switch {
+	case errors.Is(err, catalog.ErrOverloaded):
+		return false // a queue that stays full proves nothing either way
 	case err != nil:
 		problems = append(problems, fmt.Sprintf("a valid call failed: %v", err))
 	case resultText(res) != rec.tag || rec.probe.Load() != nonce:
@@ -243,6 +245,8 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 	if !rec.public {
 		_, err = callRetry(ctx, c.sys, rec.ns.name, encodeArgs(c.tick(), credNone, 0, 0), credNone.token())
 		switch {
+		case errors.Is(err, catalog.ErrOverloaded):
+			return false
 		case err == nil:
 			problems = append(problems, "a call without credentials was admitted: its plan is gone")
 		case !catalog.Denied(err):
@@ -261,15 +265,21 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 	return true
 }
 
-// callRetry calls, retrying while the route's queue is full: an overloaded
-// route says nothing about entries or plans.
+// overloadPatience is how long callRetry keeps retrying a full queue.
+const overloadPatience = 2 * time.Second
+
+// callRetry calls, retrying with backoff while the route's queue is full,
+// for up to overloadPatience: an overloaded route says nothing about
+// entries or plans. What it returns may still be ErrOverloaded.
 func callRetry(ctx context.Context, sys System, name string, args []byte, cred string) (catalog.Result, error) {
-	for i := 0; ; i++ {
+	deadline := time.Now().Add(overloadPatience)
+	for backoff := 50 * time.Microsecond; ; {
 		res, err := sys.CallTool(ctx, name, args, cred)
-		if !errors.Is(err, catalog.ErrOverloaded) || i == 100 || ctx.Err() != nil {
+		if !errors.Is(err, catalog.ErrOverloaded) || ctx.Err() != nil || time.Now().After(deadline) {
 			return res, err
 		}
-		time.Sleep(100 * time.Microsecond)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 5*time.Millisecond)
 	}
 }
 
