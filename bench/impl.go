@@ -61,6 +61,7 @@ type Registry interface {
 
 // Impl names a registry implementation and makes empty instances of it.
 type Impl struct {
+	// Name is the impl= part of the benchmark names.
 	Name string
 	// New makes an empty registry holding at most capacity entries.
 	New func(capacity int) Registry
@@ -85,6 +86,7 @@ func Registries() []Impl {
 
 // Floor names a lower bound on lookup cost: a map read that checks nothing.
 type Floor struct {
+	// Name is the impl= part of the benchmark names.
 	Name string
 	// New makes an empty floor.
 	New func() Resolver

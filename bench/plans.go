@@ -35,8 +35,10 @@ type PlanBook interface {
 
 // PlanImpl names a plan book implementation.
 type PlanImpl struct {
+	// Name is the impl= part of the benchmark names.
 	Name string
-	New  func() PlanBook
+	// New makes an empty book.
+	New func() PlanBook
 }
 
 // PlanBooks lists the plan books under comparison, livereg first. Both
@@ -50,8 +52,10 @@ func PlanBooks() []PlanImpl {
 
 // PlanFloor names a plan lookup floor.
 type PlanFloor struct {
+	// Name is the impl= part of the benchmark names.
 	Name string
-	New  func() PlanResolver
+	// New makes an empty floor.
+	New func() PlanResolver
 }
 
 // PlanFloors lists the plan lookup floors: bare map reads with no owner

@@ -109,6 +109,7 @@ func ParseMix(s string, base Mix) (Mix, error) {
 	return m, nil
 }
 
+// String formats m as the -mix flag takes it, every share named.
 func (m Mix) String() string {
 	return fmt.Sprintf("stop=%d,cancel=%d,panic=%d,drop=%d,call=%d,list=%d,late=%d,badcred=%d,public=%d",
 		m.Stop, m.Cancel, m.Panic, m.Drop, m.Call, m.List, m.Late, m.BadCred, m.Public)
