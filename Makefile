@@ -47,9 +47,9 @@ fuzz:
 ## bench: livereg beside its baselines (bench/), $(BENCHCOUNT) samples of
 ## each case at -cpu $(BENCHCPU), enough for benchstat's confidence
 ## intervals. Writes $(RESULTS)/latest.txt (raw), benchstat.txt (the
-## implementations side by side), table.md (ratios and issue 8's goals) and
+## implementations side by side), table.md (ratios and the performance goals) and
 ## chart.svg. Memory per entry does not depend on GOMAXPROCS, so it runs
-## once, at -cpu 1. About 17 minutes on 2 quiet cores; -large=false in BENCHFLAGS
+## once, at -cpu 1. About 14 minutes on 2 quiet cores; -large=false in BENCHFLAGS
 ## drops the 1,000,000-entry cases.
 bench: $(BENCHSTAT)
 	mkdir -p $(RESULTS)
@@ -60,7 +60,7 @@ bench: $(BENCHSTAT)
 	$(GO) run ./bench/cmd/report -in $(RESULTS)/latest.txt -md $(RESULTS)/table.md -svg $(RESULTS)/chart.svg \
 		-cmd 'make bench BENCHCOUNT=$(BENCHCOUNT) BENCHTIME=$(BENCHTIME) BENCHCPU=$(BENCHCPU)'
 
-## bench-quick: about a minute; one sample of the cases behind issue 8's
+## bench-quick: about a minute; one sample of the cases behind the performance
 ## goals, into $(RESULTS)/quick.txt, and the goals table on standard output.
 ## A smoke test, not evidence: one sample gives no confidence interval.
 bench-quick:

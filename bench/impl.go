@@ -1,6 +1,6 @@
 // Package bench holds the implementations that livereg is measured against
 // and the benchmark suite that measures them side by side, in one run on
-// one machine (issue 8).
+// one machine.
 //
 // Every registry here implements [Registry] with the semantics of
 // ADR-0068: a live duplicate is refused, a dead one is replaced in place,

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ---- scenarios 1-6 of the issue -------------------------------------------
+// ---- the six scenarios of the plan book ----------------------------------
 
 // Scenario 1: a failed duplicate start keeps the incumbent's plan. B's plan
 // is public, so a B that got its plan in would open the route to anybody.

@@ -109,7 +109,7 @@ func TestMainHelp(t *testing.T) {
 }
 
 // A short clean run through Main: exit 0, the text report, and the JSON
-// report with every key the issue promises.
+// report with every key the README documents.
 func TestMainJSONReport(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "report.json")
 	var out, errOut bytes.Buffer

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// Invariant numbers ADR-0068's promises as issue 9 lists them.
+// Invariant numbers ADR-0068's promises, as the README lists them.
 type Invariant int
 
 // The invariants; see the package documentation for each definition.

@@ -4,7 +4,7 @@ package main
 // -cpu comes from the goal.
 type side struct{ workload, impl string }
 
-// goal is one line of issue 8's "Goals", measured as a ratio of medians
+// goal is one of the performance goals (bench/README.md), measured as a ratio of medians
 // from one run: num / den in unit, compared with limit. A goal with no den
 // compares num's own median (an allocation count). A goal with cmp ""
 // is reported without a verdict.
@@ -22,7 +22,7 @@ const (
 	allocsOp = "allocs/op"
 )
 
-// goals are issue 8's, in its order.
+// goals are the performance goals, in the order table.md shows them.
 var goals = []goal{
 	{text: "Resolve hit, 10,000 entries: livereg at most 1.3x the raw xsync.MapOf.Load floor",
 		num: side{"ResolveHit/n=10000", "livereg"}, den: side{"ResolveHit/n=10000", "floor-xsync"},

@@ -1,6 +1,6 @@
 // Command report turns a results file of the bench suite into the README's
 // performance section: a Markdown table of livereg's ratios against every
-// other implementation, per workload and -cpu, with issue 8's goals judged,
+// other implementation, per workload and -cpu, with the performance goals judged,
 // and an SVG chart of ns/op by implementation and -cpu.
 //
 //	go run ./bench/cmd/report -in bench/results/latest.txt \

@@ -26,7 +26,7 @@ func writeMarkdown(w io.Writer, r *results, command string) error {
 	}
 	b.WriteString(" Every figure is a ratio of medians from this one run; absolute times on a shared machine are not evidence.\n\n")
 
-	b.WriteString("### Goals (issue 8)\n\n")
+	b.WriteString("### Goals\n\n")
 	b.WriteString("| Goal | -cpu | Measured | Target | Met |\n|---|---|---|---|---|\n")
 	for _, v := range judge(r) {
 		measured, target, met := "no data", "", "no data"
