@@ -32,6 +32,7 @@ const (
 	PassThrough
 )
 
+// String returns "deny" or "pass-through".
 func (m MissingPlanMode) String() string {
 	switch m {
 	case Deny:

@@ -38,6 +38,7 @@ type Error struct {
 	Err  error
 }
 
+// Error formats the refusal as "op name: reason", the name quoted.
 func (e *Error) Error() string { return e.Op + " " + quote.Name(e.Name) + ": " + e.Err.Error() }
 
 // Unwrap returns the cause, for errors.Is and errors.As.
