@@ -42,6 +42,18 @@
 // died since, and skip the next sweep. See [Deaths] for the rule that makes
 // this sound.
 //
+// # Holds
+//
+// A death moves a token from alive through dying to dead; Alive reads a
+// dying token as alive, so the death becomes visible only after the clock
+// counts it as in progress. A registry that publishes an entry of an owner
+// takes a hold on it ([Ref.Enter], [Ref.Exit]) for the few instructions
+// between its liveness check and the entry becoming visible: a death that
+// begins then waits for the hold before it completes, so "the owner was
+// alive" and "the entry is visible" are one atomic step. Every Release,
+// the losing one of a race included, returns only once the token reads
+// dead.
+//
 // # Representation
 //
 // A Token points to a small liveness cell (state, id, done channel); every Ref
