@@ -36,6 +36,10 @@
 // on to the SDK untouched. The cost is that tools or resources added to
 // [Server.MCP] with AddTool or AddResource are not served: start catalog
 // consumers instead. Prompts and resource templates added there are served.
+// The SDK's validation of tool arguments against the input schema runs in
+// the handlers this middleware bypasses: a route body receives the
+// arguments as the client sent them, JSON but unchecked, and validates what
+// it needs itself.
 //
 // # Capabilities and list_changed
 //
