@@ -242,14 +242,20 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	k, err := c.StartTool(ctx, catalog.Tool{Name: "slow"}, public, handler, catalog.WithWorkers(workers))
 	require.NoError(t, err)
 
-	errs := make(chan error, inFlight)
-	for range inFlight {
-		go func() {
-			began := clock.Add(1)
-			_, err := c.CallTool(bg, "slow", json.RawMessage(strconv.FormatInt(began, 10)), "")
-			errs <- err
-		}()
+	// launch starts n calls, each stamped with the clock at its start, and
+	// returns where their errors arrive.
+	launch := func(n int) <-chan error {
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				began := clock.Add(1)
+				_, err := c.CallTool(bg, "slow", json.RawMessage(strconv.FormatInt(began, 10)), "")
+				errs <- err
+			}()
+		}
+		return errs
 	}
+	errs := launch(inFlight)
 	require.Eventually(t, func() bool { return k.Queued() == inFlight-workers }, 10*time.Second, time.Millisecond)
 
 	cancel()
@@ -259,14 +265,7 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	// for them, whether they resolve the route before it is reclaimed
 	// (ErrRouteGone) or after (ErrUnknownTool).
 	const after = 100
-	lateErrs := make(chan error, after)
-	for range after {
-		go func() {
-			began := clock.Add(1)
-			_, err := c.CallTool(bg, "slow", json.RawMessage(strconv.FormatInt(began, 10)), "")
-			lateErrs <- err
-		}()
-	}
+	lateErrs := launch(after)
 	for range after {
 		err := <-lateErrs
 		assert.True(t, errors.Is(err, catalog.ErrRouteGone) || errors.Is(err, catalog.ErrUnknownTool),

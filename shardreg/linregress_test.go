@@ -155,6 +155,17 @@ func TestLinearizabilityUnregisterOwnedRacingOwnOverwrite(t *testing.T) {
 // rejected these histories; the model must accept them, and must still
 // reject the same histories bent to break what the operation does promise.
 
+// liveAndDeadEntry scripts the start the next two tests share: a ready entry
+// a of the live owner o0 and a ready entry b of the dead owner o1.
+func liveAndDeadEntry(t *testing.T, capacity int) (*linRun, *script) {
+	w := newLinRun(t, capacity)
+	s := &script{t: t, w: w}
+	s.do(0, linInput{op: linRegisterReady, name: 0, owner: 0})
+	s.do(0, linInput{op: linRegisterReady, name: 1, owner: 1})
+	s.do(0, linInput{op: linRelease, owner: 1})
+	return w, s
+}
+
 // ListReady reclaims the dead entries it meets and then scans again; writes
 // that land between the reclaim and the final scan are listed. Here a late
 // stop of the dead owner finds its entry already gone and Len no longer
@@ -162,12 +173,8 @@ func TestLinearizabilityUnregisterOwnedRacingOwnOverwrite(t *testing.T) {
 // both is listed, so the listing's instant came after them. What ListReady
 // promises is only that no dead entry is listed.
 func TestLinearizabilityListReadyMayReclaimFirst(t *testing.T) {
-	w := newLinRun(t, 3)
+	w, s := liveAndDeadEntry(t, 3)
 	defer w.close()
-	s := &script{t: t, w: w}
-	s.do(0, linInput{op: linRegisterReady, name: 0, owner: 0})
-	s.do(0, linInput{op: linRegisterReady, name: 1, owner: 1})
-	s.do(0, linInput{op: linRelease, owner: 1})
 	var stop, length linOutput
 	meddled := false
 	w.r.SetHook(func(p shardreg.HookPoint) {
@@ -205,12 +212,8 @@ func TestLinearizabilityListReadyMayReclaimFirst(t *testing.T) {
 // its insert. What Register promises is that ErrCapReached comes only when
 // every slot is held by a live owner.
 func TestLinearizabilityRegisterMaySweepFirst(t *testing.T) {
-	w := newLinRun(t, 2)
+	w, s := liveAndDeadEntry(t, 2)
 	defer w.close()
-	s := &script{t: t, w: w}
-	s.do(0, linInput{op: linRegisterReady, name: 0, owner: 0})
-	s.do(0, linInput{op: linRegisterReady, name: 1, owner: 1})
-	s.do(0, linInput{op: linRelease, owner: 1})
 	var length, stop linOutput
 	meddled := false
 	w.r.SetHook(func(p shardreg.HookPoint) {
