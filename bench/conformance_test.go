@@ -249,8 +249,8 @@ func TestFloorsResolve(t *testing.T) {
 
 func TestPlanConformance(t *testing.T) {
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		"good":  {Subject: "alice", Roles: []string{"tools:call"}},
-		"plain": {Subject: "bob"},
+		"good":  bindsec.NewPrincipal("alice", "tools:call"),
+		"plain": bindsec.NewPrincipal("bob"),
 	})
 	need := bindsec.Plan{Roles: []string{"tools:call"}}
 	ctx := context.Background()

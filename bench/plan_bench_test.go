@@ -82,9 +82,9 @@ func BenchmarkPlanFor(b *testing.B) {
 func BenchmarkGuard(b *testing.B) {
 	const n = 128
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		"token-good":  {Subject: "alice", Roles: []string{"tools:call"}},
-		"token-other": {Subject: "bob", Roles: []string{"resources:read"}},
-		"token-third": {Subject: "carol"},
+		"token-good":  bindsec.NewPrincipal("alice", "tools:call"),
+		"token-other": bindsec.NewPrincipal("bob", "resources:read"),
+		"token-third": bindsec.NewPrincipal("carol"),
 	})
 	ctx := context.Background()
 	for _, impl := range planImpls() {

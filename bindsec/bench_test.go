@@ -64,9 +64,9 @@ func BenchmarkGuard(b *testing.B) {
 	tok := owner.New()
 	b.Cleanup(tok.Release)
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		"tok-admin":  {Subject: "ada", Roles: []string{"admin", "ops"}},
-		"tok-reader": {Subject: "rex", Roles: []string{"reader"}},
-		"tok-ci":     {Subject: "ci", Roles: []string{"deploy"}},
+		"tok-admin":  bindsec.NewPrincipal("ada", "admin", "ops"),
+		"tok-reader": bindsec.NewPrincipal("rex", "reader"),
+		"tok-ci":     bindsec.NewPrincipal("ci", "deploy"),
 	})
 	public, guarded := make([]string, n), make([]string, n)
 	for i := range n {

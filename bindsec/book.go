@@ -61,9 +61,10 @@ func withClock(now func() time.Time) Option { return func(b *Book) { b.now = now
 // Book is the set of route security plans, each owned by the consumer that
 // registered it. All methods are safe for concurrent use.
 type Book struct {
-	plans *shardreg.Registry[Plan]
-	mode  MissingPlanMode
-	now   func() time.Time
+	plans   *shardreg.Registry[Plan]
+	mode    MissingPlanMode
+	now     func() time.Time
+	reclaim reclaim // the amortised sweep of dead plans; see reclaim.go
 }
 
 // NewBook makes an empty book; by default a route without a plan is denied.
@@ -86,22 +87,37 @@ func (b *Book) Mode() MissingPlanMode { return b.mode }
 // RegisterPlan stores a copy of p as route's plan, owned by o. A plan held
 // by a live owner is kept and ErrPlanHeld returned, so that a failed
 // duplicate start cannot touch the incumbent's plan; a dead owner's plan is
-// replaced. It also returns ErrInvalidName and ErrDeadOwner.
+// replaced. It also returns ErrInvalidName and ErrDeadOwner. Now and then a
+// successful call also sweeps the book's dead plans; see Prune.
 func (b *Book) RegisterPlan(route string, p Plan, o owner.Ref) error {
+	if err := p.checkRegister("register plan", route); err != nil {
+		return err
+	}
 	err := b.plans.RegisterReady(route, p.clone(), o)
 	if errors.Is(err, shardreg.ErrDuplicate) {
 		return fmt.Errorf("register plan %s: %w", quote.Name(route), ErrPlanHeld)
 	}
-	return wrap("register plan", err)
+	if err != nil {
+		return wrap("register plan", err)
+	}
+	b.registered()
+	return nil
 }
 
 // RegisterPlanTakeover stores a copy of p as route's plan, owned by o,
 // overwriting any plan there, live or dead. Only the consumer that won the
 // route entry may call it: it re-asserts its own plan over a plan that a
 // losing contender registered meanwhile. It returns ErrInvalidName and
-// ErrDeadOwner.
+// ErrDeadOwner. Like RegisterPlan, it now and then sweeps dead plans.
 func (b *Book) RegisterPlanTakeover(route string, p Plan, o owner.Ref) error {
-	return wrap("take over plan", b.plans.Overwrite(route, p.clone(), o))
+	if err := p.checkRegister("take over plan", route); err != nil {
+		return err
+	}
+	if err := b.plans.Overwrite(route, p.clone(), o); err != nil {
+		return wrap("take over plan", err)
+	}
+	b.registered()
+	return nil
 }
 
 // UnregisterPlanOwned removes route's plan only when it was registered by
@@ -202,4 +218,13 @@ func wrap(op string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Check decides a request against plan p, which the caller found for route
+// (with Lookup) and has bound to the right owner: a public plan admits it
+// with the zero Principal; otherwise credential is authenticated with a and
+// the principal authorized, with Guard's errors. A dispatcher that must
+// check the plan's owner itself uses it to look the plan up only once.
+func (b *Book) Check(ctx context.Context, route string, p Plan, credential string, a Authenticator) (Principal, error) {
+	return b.check(ctx, route, p, credential, a)
 }

@@ -30,9 +30,25 @@
 // and a dispatcher that binds each request to one owner ([Book.GuardOwned])
 // never runs a body under another owner's plan or under none.
 //
+// # Principals, plans and authenticators
+//
+// A [Principal] reaches route bodies, which are other consumers' code, so
+// its roles are reachable only through methods ([Principal.HasRole],
+// [Principal.Roles], [Principal.NumRoles]): every copy shares one array
+// that nothing writes after [NewPrincipal], so a body cannot change what a
+// token grants, and reading roles allocates nothing. A plan that
+// contradicts itself (public, yet listing roles) is refused at
+// registration with [ErrInvalidPlan]. [CheckAuthenticator] refuses an
+// interface holding a nil pointer, and the guard calls the authenticator
+// through [Authenticate], which turns a panic into [ErrAuthenticatorPanicked]:
+// the request fails closed and the caller logs the *[AuthenticatorPanic].
+//
 // # Concurrency
 //
 // A Book is safe for concurrent use; it is a [shardreg.Registry] of plans
 // with no cap of its own (plans exist only for routes, which are capped).
 // [Book.PlanFor] and [Book.Guard] take no lock and PlanFor does not allocate.
+// With no cap there is no sweep at full cap either: registrations sweep dead
+// plans now and then instead, at a constant cost each on average, and
+// [Book.Prune] sweeps on demand.
 package bindsec

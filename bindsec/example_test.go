@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
@@ -17,8 +18,8 @@ func Example() {
 	ctx := context.Background()
 	book := bindsec.NewBook() // Deny: a route without a plan is closed
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		"tok-ops":   {Subject: "ops-bot", Roles: []string{"ops"}},
-		"tok-admin": {Subject: "ada", Roles: []string{"ops", "admin"}},
+		"tok-ops":   bindsec.NewPrincipal("ops-bot", "ops"),
+		"tok-admin": bindsec.NewPrincipal("ada", "ops", "admin"),
 	})
 
 	a := owner.New() // consumer A starts
@@ -57,13 +58,13 @@ func Example() {
 // valid, even when the map has one.
 func ExampleNewStaticTokens() {
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		"tok-ci": {Subject: "ci", Roles: []string{"deploy"}},
+		"tok-ci": bindsec.NewPrincipal("ci", "deploy"),
 		"":       {Subject: "anyone"},
 	})
 	fmt.Println("tokens:", auth.Len())
 
 	pr, err := auth.Authenticate(context.Background(), "tok-ci")
-	fmt.Println(pr.Subject, pr.Roles, err)
+	fmt.Println(pr.Subject, slices.Collect(pr.Roles()), err)
 	_, err = auth.Authenticate(context.Background(), "tok-guess")
 	fmt.Println(err)
 	_, err = auth.Authenticate(context.Background(), "")

@@ -127,7 +127,7 @@ func TestGuardExpiryBoundary(t *testing.T) {
 	var now atomic.Pointer[time.Time]
 	b := bindsec.NewBook(bindsec.WithClock(func() time.Time { return *now.Load() }))
 	require.NoError(t, b.RegisterPlan("tool", adminPlan, live(t).Ref()))
-	a := bindsec.NewStaticTokens(map[string]bindsec.Principal{"tok": {Roles: []string{"admin"}, Expires: t0}})
+	a := bindsec.NewStaticTokens(map[string]bindsec.Principal{"tok": bindsec.NewPrincipal("", "admin").WithExpires(t0)})
 	for _, tt := range []struct {
 		at   time.Time
 		want error

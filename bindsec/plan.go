@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/livereg/livereg/internal/quote"
 )
 
 // Errors returned by this package; match them with errors.Is. Denial
@@ -29,6 +31,10 @@ var (
 	// flight), or the bound owner's plan is gone (the owner died or is
 	// stopping). The request is refused, never passed through.
 	ErrPlanOwner = errors.New("bindsec: route's plan is not the bound owner's")
+	// ErrInvalidPlan: a plan that contradicts itself, such as a public
+	// plan that also lists roles. Registration refuses it and changes
+	// nothing, so that a plan never silently means less than it says.
+	ErrInvalidPlan = errors.New("bindsec: invalid plan")
 )
 
 // Plan says what a request must present before a route body may run. The
@@ -40,29 +46,31 @@ type Plan struct {
 	Roles []string
 }
 
+// Validate reports whether the plan means what it says: a public plan must
+// list no roles, since it admits everyone and its roles would never be
+// checked. It returns nil or an error wrapping ErrInvalidPlan.
+func (p Plan) Validate() error {
+	if p.Public && len(p.Roles) > 0 {
+		return fmt.Errorf("%w: a public plan lists %d roles that would never be checked", ErrInvalidPlan, len(p.Roles))
+	}
+	return nil
+}
+
+// checkRegister is Validate for a registration of route's plan, wrapped as
+// the Book's registrations wrap their errors.
+func (p Plan) checkRegister(op, route string) error {
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("%s %s: %w", op, quote.Name(route), err)
+	}
+	return nil
+}
+
 // clone copies the plan so that a caller's later changes to its slice
 // cannot reach a stored plan.
 func (p Plan) clone() Plan {
 	p.Roles = slices.Clone(p.Roles)
 	return p
 }
-
-// Principal is an authenticated caller.
-type Principal struct {
-	Subject string
-	Roles   []string
-	// Expires is when the principal stops being valid, exclusive: it is
-	// expired when now >= Expires. The zero time never expires.
-	Expires time.Time
-}
-
-// Expired reports whether the principal has expired at now.
-func (pr Principal) Expired(now time.Time) bool {
-	return !pr.Expires.IsZero() && !now.Before(pr.Expires)
-}
-
-// HasRole reports whether the principal holds role.
-func (pr Principal) HasRole(role string) bool { return slices.Contains(pr.Roles, role) }
 
 // Authenticator turns a credential, a bearer token without its "Bearer "
 // prefix, into a principal. The empty credential means none was presented.
@@ -75,8 +83,12 @@ type Authenticator interface {
 
 // Authorize checks an authenticated principal against the plan at time now:
 // ErrExpired for an expired principal, ErrForbidden naming the first
-// missing role. A public plan admits everyone.
+// missing role. A public plan admits everyone; an invalid plan (see
+// Validate) admits no one.
 func (p Plan) Authorize(pr Principal, now time.Time) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
 	if p.Public {
 		return nil
 	}
@@ -92,16 +104,14 @@ func (p Plan) Authorize(pr Principal, now time.Time) error {
 }
 
 // enforce authenticates a credential and authorizes the principal against
-// a plan that is not public.
+// a plan that is not public. A panicking authenticator fails the request
+// closed with an *AuthenticatorPanic (see Authenticate).
 func enforce(ctx context.Context, p Plan, credential string, a Authenticator, now time.Time) (Principal, error) {
-	if credential == "" || a == nil {
+	if credential == "" {
 		return Principal{}, ErrUnauthenticated
 	}
-	pr, err := a.Authenticate(ctx, credential)
+	pr, err := Authenticate(ctx, a, credential)
 	if err != nil {
-		if !errors.Is(err, ErrUnauthenticated) {
-			err = fmt.Errorf("%w: %w", ErrUnauthenticated, err)
-		}
 		return Principal{}, err
 	}
 	if err := p.Authorize(pr, now); err != nil {

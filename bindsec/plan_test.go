@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,9 +22,9 @@ import (
 var t0 = time.Date(2026, 8, 29, 12, 0, 0, 0, time.UTC)
 
 func TestAuthorize(t *testing.T) {
-	admin := bindsec.Principal{Subject: "ada", Roles: []string{"admin", "ops"}}
+	admin := bindsec.NewPrincipal("ada", "admin", "ops")
 	expiring := func(at time.Time, roles ...string) bindsec.Principal {
-		return bindsec.Principal{Subject: "eve", Roles: roles, Expires: at}
+		return bindsec.NewPrincipal("eve", roles...).WithExpires(at)
 	}
 	tests := []struct {
 		name    string
@@ -36,8 +37,9 @@ func TestAuthorize(t *testing.T) {
 	}{
 		{name: "public admits the zero principal", plan: bindsec.Plan{Public: true}},
 		{
-			name: "public ignores its roles", plan: bindsec.Plan{Public: true, Roles: []string{"admin"}},
-			comment: "Public is the explicit opt-out; a stray role list must not half-close it",
+			name: "a public plan with roles admits no one", plan: bindsec.Plan{Public: true, Roles: []string{"admin"}}, pr: admin, now: t0,
+			want:    bindsec.ErrInvalidPlan,
+			comment: "the plan contradicts itself: neither reading may be chosen silently",
 		},
 		{name: "public admits an expired principal", plan: bindsec.Plan{Public: true}, pr: expiring(t0), now: t0},
 		{
@@ -94,7 +96,7 @@ func TestAuthorize(t *testing.T) {
 }
 
 func TestPrincipalHelpers(t *testing.T) {
-	pr := bindsec.Principal{Roles: []string{"a", "b"}, Expires: t0}
+	pr := bindsec.NewPrincipal("", "a", "b").WithExpires(t0)
 	for _, tt := range []struct {
 		now  time.Time
 		want bool
@@ -127,16 +129,16 @@ const (
 
 func staticTable() map[string]bindsec.Principal {
 	return map[string]bindsec.Principal{
-		tokAdmin:   {Subject: "ada", Roles: []string{"admin", "ops"}},
-		tokReader:  {Subject: "rex", Roles: []string{"reader"}},
-		tokExpired: {Subject: "old", Roles: []string{"admin", "ops"}, Expires: time.Unix(1, 0)},
+		tokAdmin:   bindsec.NewPrincipal("ada", "admin", "ops"),
+		tokReader:  bindsec.NewPrincipal("rex", "reader"),
+		tokExpired: bindsec.NewPrincipal("old", "admin", "ops").WithExpires(time.Unix(1, 0)),
 	}
 }
 
 func TestStaticTokens(t *testing.T) {
 	ctx := context.Background()
 	table := staticTable()
-	table[""] = bindsec.Principal{Subject: "nobody", Roles: []string{"admin"}}
+	table[""] = bindsec.NewPrincipal("nobody", "admin")
 	s := bindsec.NewStaticTokens(table)
 	assert.Equal(t, 3, s.Len(), "the empty token is dropped")
 
@@ -252,7 +254,7 @@ func collect(v reflect.Value, strs *[]string, blobs *[][]byte) {
 // principals' role slices changes nothing.
 func TestStaticTokensCopyTheirInput(t *testing.T) {
 	roles := []string{"admin", "ops"}
-	table := map[string]bindsec.Principal{tokAdmin: {Subject: "ada", Roles: roles}}
+	table := map[string]bindsec.Principal{tokAdmin: bindsec.NewPrincipal("ada", roles...)}
 	s := bindsec.NewStaticTokens(table)
 
 	roles[0] = "root"
@@ -263,7 +265,7 @@ func TestStaticTokensCopyTheirInput(t *testing.T) {
 	pr, err := s.Authenticate(context.Background(), tokAdmin)
 	require.NoError(t, err)
 	assert.Equal(t, "ada", pr.Subject)
-	assert.Equal(t, []string{"admin", "ops"}, pr.Roles)
+	assert.Equal(t, []string{"admin", "ops"}, slices.Collect(pr.Roles()))
 	_, err = s.Authenticate(context.Background(), tokReader)
 	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "a token added to the map afterwards is unknown")
 }
@@ -297,7 +299,7 @@ func TestPlanCopiedOnRegister(t *testing.T) {
 			// The stored plan still refuses a principal that holds only
 			// what the caller wrote into its slice.
 			_, err := b.Guard(context.Background(), "tool", tokReader,
-				bindsec.NewStaticTokens(map[string]bindsec.Principal{tokReader: {Roles: []string{"nobody", "ops"}}}))
+				bindsec.NewStaticTokens(map[string]bindsec.Principal{tokReader: bindsec.NewPrincipal("", "nobody", "ops")}))
 			assert.ErrorIs(t, err, bindsec.ErrForbidden)
 		})
 	}

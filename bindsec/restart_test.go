@@ -17,9 +17,9 @@ import (
 
 // restartTokens authenticates the two contenders' callers in scenario 3.
 var restartTokens = bindsec.NewStaticTokens(map[string]bindsec.Principal{
-	"tok-b": {Subject: "b", Roles: []string{"b"}},
-	"tok-c": {Subject: "c", Roles: []string{"c"}},
-	"tok-a": {Subject: "a", Roles: []string{"a"}},
+	"tok-b": bindsec.NewPrincipal("b", "b"),
+	"tok-c": bindsec.NewPrincipal("c", "c"),
+	"tok-a": bindsec.NewPrincipal("a", "a"),
 })
 
 // starter is one consumer start, in the order ADR-0068 gives it: register

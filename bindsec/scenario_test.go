@@ -204,9 +204,9 @@ func TestScenario5Credentials(t *testing.T) {
 // stressTokens: one valid principal; every other credential a stress
 // request carries is invalid for every plan the churners register.
 var stressTokens = bindsec.NewStaticTokens(map[string]bindsec.Principal{
-	"tok-good":    {Subject: "good", Roles: []string{"admin", "ops"}},
-	"tok-norole":  {Subject: "norole", Roles: []string{"reader"}},
-	"tok-expired": {Subject: "expired", Roles: []string{"admin", "ops"}, Expires: time.Unix(1, 0)},
+	"tok-good":    bindsec.NewPrincipal("good", "admin", "ops"),
+	"tok-norole":  bindsec.NewPrincipal("norole", "reader"),
+	"tok-expired": bindsec.NewPrincipal("expired", "admin", "ops").WithExpires(time.Unix(1, 0)),
 })
 
 // Scenario 6: owners die, restart and stop late on a few routes while

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"slices"
 )
 
 // StaticTokens authenticates bearer tokens from a fixed table. It keeps only
@@ -25,24 +24,25 @@ type staticEntry struct {
 
 // NewStaticTokens builds an authenticator from a map of plaintext bearer
 // tokens to the principals they stand for. Empty tokens are ignored: the
-// empty credential is never valid. The map and the principals' role slices
-// are copied.
+// empty credential is never valid. The map is copied; the principals need
+// no copy, as their roles cannot change.
 func NewStaticTokens(tokens map[string]Principal) *StaticTokens {
 	s := &StaticTokens{entries: make([]staticEntry, 0, len(tokens))}
 	for tok, pr := range tokens {
 		if tok == "" {
 			continue
 		}
-		pr.Roles = slices.Clone(pr.Roles)
 		s.entries = append(s.entries, staticEntry{digest: sha256.Sum256([]byte(tok)), principal: pr})
 	}
 	return s
 }
 
 // Authenticate returns the principal for credential, or ErrUnauthenticated.
-// The returned principal's Roles slice is shared and read-only.
+// The principal shares its roles with the table without exposing them (see
+// Principal), so a caller cannot change what a token grants, and the call
+// does not allocate. A nil table knows no token.
 func (s *StaticTokens) Authenticate(_ context.Context, credential string) (Principal, error) {
-	if credential == "" {
+	if s == nil || credential == "" {
 		return Principal{}, ErrUnauthenticated
 	}
 	d := sha256.Sum256([]byte(credential))
@@ -58,5 +58,10 @@ func (s *StaticTokens) Authenticate(_ context.Context, credential string) (Princ
 	return s.entries[match].principal, nil
 }
 
-// Len returns the number of tokens in the table.
-func (s *StaticTokens) Len() int { return len(s.entries) }
+// Len returns the number of tokens in the table; 0 for a nil table.
+func (s *StaticTokens) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.entries)
+}

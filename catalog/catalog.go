@@ -13,20 +13,16 @@ import (
 	"github.com/livereg/livereg/shardreg"
 )
 
-// Defaults for a zero Config and for start options.
-const (
-	DefaultCap        = shardreg.DefaultCap
-	DefaultQueueDepth = 64
-	DefaultWorkers    = 4
-)
+// DefaultCap is the cap on routes of each kind for a zero Config.
+const DefaultCap = shardreg.DefaultCap
 
 // ErrInvalidCursor: a cursor passed to ToolsPage or ResourcesPage was not
 // made by them.
 var ErrInvalidCursor = shardreg.ErrInvalidCursor
 
-// Config configures a Catalog. The zero Config is valid: caps of 128, a
-// queue of DefaultQueueDepth per route, missing plans denied, and no
-// authenticator, so that only public routes can be called.
+// Config configures a Catalog. The zero Config is valid: caps of 128,
+// missing plans denied, and no authenticator, so that only public routes
+// can be called.
 type Config struct {
 	// MaxTools and MaxResources cap the routes of each kind, dead routes
 	// not yet reclaimed included. 0 means DefaultCap.
@@ -34,25 +30,23 @@ type Config struct {
 	// MissingPlan says what a call to a route without a live plan gets.
 	MissingPlan bindsec.MissingPlanMode
 	// Authenticator turns credentials into principals. nil admits no
-	// credential at all: only public routes can be called.
+	// credential at all: only public routes can be called. A typed nil (a
+	// nil *StaticTokens in the interface) is refused with
+	// ErrInvalidConfig: it would look configured and fail every call.
 	Authenticator bindsec.Authenticator
-	// QueueDepth bounds the calls waiting for a route's goroutines; a call
-	// beyond it gets ErrOverloaded. 0 means DefaultQueueDepth.
-	QueueDepth int
 }
 
 // Catalog holds the tool and resource routes of an MCP server. All methods
-// are safe for concurrent use. A Catalog starts no goroutines of its own;
-// each consumer brings its bridge goroutines, which end with it.
+// are safe for concurrent use. A Catalog and its consumers run no
+// goroutines: bodies run on their callers' goroutines, and an owner's death
+// reclaims its route from a goroutine that lives only for that.
 type Catalog struct {
 	tools, resources side
 	auth             bindsec.Authenticator
-	queueDepth       int
 	changed          atomic.Pointer[chan struct{}]
 	toolList         atomic.Pointer[projection[Tool]]
 	resourceList     atomic.Pointer[projection[Resource]]
-	beforeReady      func(name string) // test hook; nil otherwise
-	beforeRetire     func(name string) // test hook; nil otherwise
+	hooks            *hooks // test hooks; nil otherwise
 }
 
 // side is one namespace of routes: tools by name, or resources by URI, each
@@ -66,13 +60,16 @@ type side struct {
 
 // New makes an empty catalog, or returns ErrInvalidConfig.
 func New(cfg Config) (*Catalog, error) {
-	if cfg.MaxTools < 0 || cfg.MaxResources < 0 || cfg.QueueDepth < 0 {
-		return nil, fmt.Errorf("%w: negative cap or queue depth", ErrInvalidConfig)
+	if cfg.MaxTools < 0 || cfg.MaxResources < 0 {
+		return nil, fmt.Errorf("%w: negative cap", ErrInvalidConfig)
+	}
+	if err := bindsec.CheckAuthenticator(cfg.Authenticator); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	if cfg.MissingPlan != bindsec.Deny && cfg.MissingPlan != bindsec.PassThrough {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
-	c := &Catalog{auth: cfg.Authenticator, queueDepth: orDefault(cfg.QueueDepth, DefaultQueueDepth)}
+	c := &Catalog{auth: cfg.Authenticator}
 	var err error
 	c.tools, err = newSide("tool", ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
 	if err != nil {
@@ -111,21 +108,9 @@ func (c *Catalog) Authenticator() bindsec.Authenticator { return c.auth }
 type StartOption func(*startConfig) error
 
 type startConfig struct {
-	workers int
-	noPlan  bool
-}
-
-// WithWorkers sets how many goroutines serve the route, that is, how many
-// calls its body runs at once. n must be at least 1; the default is
-// DefaultWorkers.
-func WithWorkers(n int) StartOption {
-	return func(s *startConfig) error {
-		if n < 1 {
-			return fmt.Errorf("%w: %d workers, want at least 1", ErrInvalidConfig, n)
-		}
-		s.workers = n
-		return nil
-	}
+	maxConcurrent int // 0: no limit
+	waitingRoom   int // -1: DefaultWaitingRoom
+	noPlan        bool
 }
 
 // WithoutPlan starts the route without registering a security plan: its
@@ -159,9 +144,7 @@ func (c *Catalog) StartTool(ctx context.Context, t Tool, p bindsec.Plan, h ToolH
 	}
 	t.InputSchema = bytes.Clone(t.InputSchema)
 	t.OutputSchema = bytes.Clone(t.OutputSchema)
-	rt := &route{tool: t, handle: func(inv *invocation) {
-		inv.result, inv.err = h(inv.ctx, Call{Name: inv.name, Arguments: inv.args, Principal: inv.principal})
-	}}
+	rt := &route{tool: t, callTool: h}
 	return c.start(ctx, &c.tools, t.Name, p, rt, opts)
 }
 
@@ -171,12 +154,7 @@ func (c *Catalog) StartResource(ctx context.Context, r Resource, p bindsec.Plan,
 	if rd == nil {
 		return nil, fmt.Errorf("catalog: start resource %q: %w: nil reader", r.URI, ErrInvalidRoute)
 	}
-	rt := &route{resource: r, handle: func(inv *invocation) {
-		inv.contents, inv.err = rd(inv.ctx, Read{URI: inv.name, Principal: inv.principal})
-		if inv.err == nil && inv.contents.URI == "" {
-			inv.contents.URI = inv.name
-		}
-	}}
+	rt := &route{resource: r, read: rd}
 	return c.start(ctx, &c.resources, r.URI, p, rt, opts)
 }
 
@@ -188,11 +166,14 @@ func isJSONObject(raw json.RawMessage) bool {
 // start runs ADR-0068's start sequence.
 func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Plan, rt *route, opts []StartOption) (*Consumer, error) {
 	wrap := func(err error) error { return fmt.Errorf("catalog: start %s %q: %w", s.kind, name, err) }
-	cfg := startConfig{workers: DefaultWorkers}
+	cfg := startConfig{waitingRoom: -1}
 	for _, opt := range opts {
 		if err := opt(&cfg); err != nil {
 			return nil, wrap(err)
 		}
+	}
+	if cfg.waitingRoom >= 0 && cfg.maxConcurrent == 0 {
+		return nil, wrap(fmt.Errorf("%w: a waiting room without WithMaxConcurrent", ErrInvalidConfig))
 	}
 	if err := s.reg.Validate(name); err != nil {
 		return nil, wrap(err)
@@ -205,7 +186,16 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	// 1. The owner token, from ctx: cancelling ctx is the task abort.
 	tok := owner.NewContext(ctx)
 	ref := tok.Ref()
-	rt.init(c, s, name, ref, tok.Releaser(), cfg.workers, c.queueDepth)
+	rt.cat, rt.side, rt.name = c, s, name
+	rt.ref, rt.release = ref, tok.Releaser()
+	rt.gate.init(c.hooks)
+	if cfg.maxConcurrent > 0 {
+		room := cfg.waitingRoom
+		if room < 0 {
+			room = DefaultWaitingRoom
+		}
+		rt.limit = &limiter{slots: make(chan struct{}, cfg.maxConcurrent), room: int64(room)}
+	}
 	fail := func(err error) (*Consumer, error) {
 		s.book.UnregisterPlanOwned(name, ref)
 		tok.Release()
@@ -232,10 +222,15 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 			return fail(err)
 		}
 	}
-	// 5. The bridge, then ready.
-	rt.startWorkers()
-	if c.beforeReady != nil {
-		c.beforeReady(name)
+	// 5. The gate joins the owner's death, which from now on waits out
+	// the admissions in progress; the death reclaims the route. Then ready.
+	if !ref.Hold(&rt.gate) {
+		s.reg.UnregisterOwned(name, ref)
+		return fail(ErrDeadOwner)
+	}
+	ref.AfterDeath(rt.retire)
+	if c.hooks != nil && c.hooks.beforeReady != nil {
+		c.hooks.beforeReady(name)
 	}
 	if !s.reg.MarkReady(name, ref) {
 		s.reg.UnregisterOwned(name, ref)
@@ -255,11 +250,14 @@ type Consumer struct {
 }
 
 // Stop ends the consumer gracefully: it removes the route entry (only if it
-// is still this consumer's), waits, bounded by ctx, for the calls that
-// already reached the route to finish, then kills the owner token, removes
-// the plan (again owner-conditionally) and waits for the route's goroutines
-// to exit. It returns ctx's error if ctx ended the wait early; the consumer
-// is stopped either way. A second Stop is a no-op that returns nil.
+// is still this consumer's), closes the route to new calls and waits,
+// bounded by ctx, for the bodies already running to return, then kills the
+// owner token and removes the plan (again owner-conditionally). Once Stop
+// has returned nil, no body of the route runs, and none will start, not
+// even for a call that resolved the route before Stop began. It returns
+// ctx's error if ctx ended the wait early; the consumer is stopped either
+// way, and its running bodies can learn of it from Call.Owner. A second
+// Stop is a no-op that returns nil.
 //
 // A route body that stops its own consumer waits, within Stop, for its own
 // call to finish: call Stop from a goroutine of its own there, or give it a
@@ -272,12 +270,12 @@ func (k *Consumer) Stop(ctx context.Context) error {
 	if rt.side.reg.UnregisterOwned(rt.name, rt.ref) {
 		rt.cat.notify()
 	}
-	err := rt.drain(ctx)
+	if h := rt.cat.hooks; h != nil && h.beforeDrain != nil {
+		h.beforeDrain(rt.name)
+	}
+	err := rt.gate.drain(ctx)
 	k.tok.Release()
 	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
-	if werr := rt.awaitWorkers(ctx); err == nil {
-		err = werr
-	}
 	return err
 }
 

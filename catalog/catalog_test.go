@@ -202,7 +202,7 @@ func TestRestartRightAfterDeath(t *testing.T) {
 
 func TestLiveDuplicateAndLateStop(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Authenticator: bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		"tok-b": {Subject: "b", Roles: []string{"b"}},
+		"tok-b": bindsec.NewPrincipal("b", "b"),
 	})})
 	ctxA, cancelA := context.WithCancel(bg)
 	a := startTool(t, c, ctxA, "tool", public, reply("a"))
@@ -339,7 +339,7 @@ func TestCap(t *testing.T) {
 }
 
 func TestBadConfigAndRoutes(t *testing.T) {
-	for _, cfg := range []catalog.Config{{MaxTools: -1}, {MaxResources: -1}, {QueueDepth: -1}, {MissingPlan: 7}} {
+	for _, cfg := range []catalog.Config{{MaxTools: -1}, {MaxResources: -1}, {MissingPlan: 7}, {Authenticator: (*bindsec.StaticTokens)(nil)}} {
 		_, err := catalog.New(cfg)
 		assert.ErrorIs(t, err, catalog.ErrInvalidConfig, "%+v", cfg)
 	}
@@ -355,7 +355,10 @@ func TestBadConfigAndRoutes(t *testing.T) {
 		{"nil handler", catalog.Tool{Name: "t"}, nil, nil, catalog.ErrInvalidRoute},
 		{"schema not an object", catalog.Tool{Name: "t", InputSchema: json.RawMessage(`[1]`)}, reply(""), nil, catalog.ErrInvalidRoute},
 		{"schema not JSON", catalog.Tool{Name: "t", InputSchema: json.RawMessage(`{`)}, reply(""), nil, catalog.ErrInvalidRoute},
-		{"zero workers", catalog.Tool{Name: "t"}, reply(""), []catalog.StartOption{catalog.WithWorkers(0)}, catalog.ErrInvalidConfig},
+		{"zero concurrent", catalog.Tool{Name: "t"}, reply(""), []catalog.StartOption{catalog.WithMaxConcurrent(0)}, catalog.ErrInvalidConfig},
+		{"negative concurrent", catalog.Tool{Name: "t"}, reply(""), []catalog.StartOption{catalog.WithMaxConcurrent(-1)}, catalog.ErrInvalidConfig},
+		{"negative waiting room", catalog.Tool{Name: "t"}, reply(""), []catalog.StartOption{catalog.WithMaxConcurrent(1), catalog.WithWaitingRoom(-1)}, catalog.ErrInvalidConfig},
+		{"waiting room without a limit", catalog.Tool{Name: "t"}, reply(""), []catalog.StartOption{catalog.WithWaitingRoom(4)}, catalog.ErrInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

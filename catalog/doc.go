@@ -9,8 +9,9 @@
 // [Catalog.StartTool] and [Catalog.StartResource] start a consumer, in the
 // order ADR-0068 gives: mint an owner token from the caller's context,
 // register the route's security plan, register the route entry (the winner
-// of a contested name re-asserts its plan), start the route's bridge, and
-// only then mark the route ready, so that it is listed and callable.
+// of a contested name re-asserts its plan), attach the route's gate to the
+// owner, and only then mark the route ready, so that it is listed and
+// callable.
 //
 // The returned [*Consumer] is the owner. Keep it for as long as the route
 // should serve, and call [Consumer.Stop] to end it. A consumer also ends,
@@ -25,13 +26,33 @@
 // # Dispatch
 //
 // A call resolves the route (lock-free), guards it with the plan registered
-// by the same owner as the route entry, and hands the invocation over a
-// bounded channel to the consumer's own goroutines. A request that resolved
-// a route just before its owner died gets [ErrRouteGone] and the route body
-// never runs; a request whose context ends while queued gets the context's
-// error; a full queue gets [ErrOverloaded].
+// by the same owner as the route entry, passes the route's gate, and runs
+// the body on the calling goroutine, with the caller's context, the way the
+// MCP Go SDK runs its own handlers. There is no hand-off, no queue and no
+// per-route goroutine: a route serves as many calls at once as callers
+// make, unless it was started [WithMaxConcurrent].
 //
-// No goroutine watches the clock: a consumer's bridge goroutines wait on
-// its owner's Done channel and, when it closes, reclaim the route at once,
-// so listings and [Catalog.Version] show a crashed consumer promptly.
+// The gate is where the owner's liveness is decided. A call announces
+// itself on a striped counter, then reads the owner's liveness and whether
+// the route is stopping; that read is the call's linearization point, the
+// instant its body is admitted. Both ends of a consumer look at the
+// announcements after raising their own flag, so neither can miss a call:
+//
+//   - a death waits out the admissions in progress before it completes
+//     (the gate is an [owner.Holder]): a body is admitted only while its
+//     owner lives, and every body admitted was admitted before the death
+//     completed. A call that loses to the death gets [ErrRouteGone] and its
+//     body never runs, whenever the call began;
+//   - [Consumer.Stop] closes the gate, then waits for the admitted bodies
+//     to return: once it returns nil, no body runs or will start.
+//
+// A body's context is its caller's; it does not end when the owner dies,
+// since that would cost every call an allocation. A body learns of its
+// owner's death from [Call.Owner]. A panicking body kills its consumer;
+// the caller gets [ErrRoutePanicked] and the process goes on.
+//
+// No goroutine watches the clock or the owner: a death runs the route's
+// reclaim once, in a goroutine of its own ([owner.Ref.AfterDeath]), so
+// listings and [Catalog.Version] show a crashed consumer promptly and an
+// idle consumer costs no goroutine at all.
 package catalog

@@ -16,13 +16,14 @@ var (
 	ErrUnknownTool = errors.New("catalog: unknown tool")
 	// ErrUnknownResource: no live, ready resource with that URI.
 	ErrUnknownResource = errors.New("catalog: unknown resource")
-	// ErrRouteGone: the route's owner died, or the route is changing
-	// hands, between the lookup and the hand-off. The body did not run;
-	// retrying may reach a successor.
+	// ErrRouteGone: the route's owner died or stopped, or the route is
+	// changing hands, between the lookup and the body's admission. The
+	// body did not run; retrying may reach a successor.
 	ErrRouteGone = errors.New("catalog: route gone")
 	// ErrRoutePanicked: the route body panicked. The consumer is dead.
 	ErrRoutePanicked = errors.New("catalog: route body panicked")
-	// ErrOverloaded: the route's queue of waiting calls is full.
+	// ErrOverloaded: every slot of a route started WithMaxConcurrent is
+	// taken and its waiting room is full. The body did not run.
 	ErrOverloaded = errors.New("catalog: route overloaded")
 	// ErrInvalidConfig: a Config field or start option is out of range.
 	ErrInvalidConfig = errors.New("catalog: invalid config")

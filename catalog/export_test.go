@@ -1,21 +1,70 @@
 package catalog
 
-// SetBeforeReadyHook makes every start call fn after the route's bridge is
-// up and before the route is marked ready: the window in which a route is
-// registered but still starting.
-func (c *Catalog) SetBeforeReadyHook(fn func(name string)) { c.beforeReady = fn }
+// The test hooks below must be set before the routes they concern start, and
+// not while calls run: they are plain fields.
+
+func (c *Catalog) testHooks() *hooks {
+	if c.hooks == nil {
+		c.hooks = &hooks{}
+	}
+	return c.hooks
+}
+
+// SetBeforeReadyHook makes every start call fn after the route is set up
+// and before it is marked ready: the window in which a route is registered
+// but still starting.
+func (c *Catalog) SetBeforeReadyHook(fn func(name string)) { c.testHooks().beforeReady = fn }
 
 // SetBeforeRetireHook makes the reclaim of a dead consumer's route call fn
 // first, so that a test can hold a dead owner's entry and plan in place, as
 // they stand in the window before the catalog notices the death.
-func (c *Catalog) SetBeforeRetireHook(fn func(name string)) { c.beforeRetire = fn }
+func (c *Catalog) SetBeforeRetireHook(fn func(name string)) { c.testHooks().beforeRetire = fn }
+
+// SetAfterLookupHook makes every call run fn between resolving the route
+// and guarding it: the window in which the entry may change hands.
+func (c *Catalog) SetAfterLookupHook(fn func(name string)) { c.testHooks().afterLookup = fn }
+
+// SetBeforeAdmitHook makes every call run fn between its guard and the
+// gate: the window in which only the gate stands between a dying owner and
+// its body.
+func (c *Catalog) SetBeforeAdmitHook(fn func(name string)) { c.testHooks().beforeAdmit = fn }
+
+// SetBeforeDrainHook makes every Stop run fn after it removed the route's
+// entry and before it closes the route's gate: the owner is alive, its
+// entry gone.
+func (c *Catalog) SetBeforeDrainHook(fn func(name string)) { c.testHooks().beforeDrain = fn }
+
+// SetAdmittingHook makes every call run fn between announcing itself at the
+// gate and reading its owner's liveness: the Dekker window.
+func (c *Catalog) SetAdmittingHook(fn func()) { c.testHooks().admitting = fn }
+
+// SetHeldHook makes fn run whenever a dying owner finds an admission in
+// progress and waits for it.
+func (c *Catalog) SetHeldHook(fn func()) { c.testHooks().held = fn }
+
+// SetDrainingHook makes fn run whenever a Stop finds bodies running and
+// waits for them.
+func (c *Catalog) SetDrainingHook(fn func()) { c.testHooks().draining = fn }
 
 // ToolEntries returns the tool entries held, dead ones included, without
 // the prune that Stats' listing does first.
 func (c *Catalog) ToolEntries() int { return c.tools.reg.Len() }
 
-// InFlight returns the calls between hand-off and reply on k's route.
-func (k *Consumer) InFlight() int64 { return k.rt.inflight.Load() }
+// Running returns the bodies of k's route running now.
+func (k *Consumer) Running() int64 { return k.rt.gate.running() }
 
-// Queued returns the calls waiting in k's route queue.
-func (k *Consumer) Queued() int { return len(k.rt.inbox) }
+// SetStripes makes the gates of routes started from now on count on n
+// stripes (0: the default), and returns a function that restores it.
+func SetStripes(n int) (restore func()) {
+	old := stripeCount
+	stripeCount = n
+	return func() { stripeCount = old }
+}
+
+// Waiting returns the calls waiting for a slot of k's route.
+func (k *Consumer) Waiting() int64 {
+	if k.rt.limit == nil {
+		return 0
+	}
+	return k.rt.limit.waiting.Load()
+}

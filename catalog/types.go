@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/owner"
 )
 
 // Tool describes a tool route, as tools/list advertises it.
@@ -34,6 +35,10 @@ type Call struct {
 	// Principal is who the guard admitted: the zero Principal for a public
 	// route.
 	Principal bindsec.Principal
+	// Owner is the route's owner. The body's ctx is its caller's and does
+	// not end when the owner dies; a body that must stop working once its
+	// consumer is gone selects on Owner.Done() beside ctx.Done().
+	Owner owner.Ref
 }
 
 // Content is one item of a tool result. Type is "text", "image", "audio" or
@@ -67,14 +72,19 @@ func ErrorResult(text string) Result {
 	return r
 }
 
-// ToolHandler is a tool route's body. It runs on one of its consumer's
-// bridge goroutines. An error it returns reaches the caller unchanged.
+// ToolHandler is a tool route's body. It runs on the goroutine that called
+// CallTool, as many at once as there are callers unless the route was
+// started WithMaxConcurrent, with the caller's ctx. An error it returns
+// reaches the caller unchanged; a panic kills its consumer and reaches the
+// caller as ErrRoutePanicked.
 type ToolHandler func(ctx context.Context, c Call) (Result, error)
 
 // Read is one resources/read as a ResourceReader receives it.
 type Read struct {
 	URI       string
 	Principal bindsec.Principal
+	// Owner is the route's owner, as in Call.
+	Owner owner.Ref
 }
 
 // Contents is a resource's contents: Text for text, Blob for binary data.
@@ -85,5 +95,5 @@ type Contents struct {
 	Blob     []byte
 }
 
-// ResourceReader is a resource route's body.
+// ResourceReader is a resource route's body. It runs as a ToolHandler does.
 type ResourceReader func(ctx context.Context, r Read) (Contents, error)

@@ -30,7 +30,7 @@ type guarded struct {
 
 func newGuarded(t *testing.T) *guarded {
 	g := &guarded{auth: bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		goodToken:   {Subject: "alice", Roles: []string{"reader"}},
+		goodToken:   bindsec.NewPrincipal("alice", "reader"),
 		noRoleToken: {Subject: "bob"},
 	})}
 	g.cat = newCatalog(t, catalog.Config{Authenticator: g.auth})

@@ -45,6 +45,9 @@ func (r *restarter) run() {
 	defer close(r.done)
 	for id := 1; ; id++ {
 		g := &generation{id: id, gone: make(chan struct{})}
+		// Announced before the start: a call can reach the new body as
+		// soon as it is ready, before StartTool has returned.
+		r.generation.Store(int64(id))
 		ctx, cancel := context.WithCancel(context.Background())
 		k, err := r.cat.StartTool(ctx, catalog.Tool{Name: r.name, Description: "churning"}, bindsec.Plan{Public: true},
 			func(_ context.Context, c catalog.Call) (catalog.Result, error) {
@@ -63,7 +66,6 @@ func (r *restarter) run() {
 			<-r.stop
 			return
 		}
-		r.generation.Store(int64(id))
 		go func() { <-k.Done(); g.dead.Store(true); close(g.gone) }()
 
 		stopping := false
@@ -101,7 +103,7 @@ func TestConcurrentCallsWhileRestarting(t *testing.T) {
 		sessions = 8
 		names    = 4
 	)
-	cat := newCatalog(t, catalog.Config{QueueDepth: calls})
+	cat := newCatalog(t, catalog.Config{})
 	f := newFixture(t, cat, mcpserve.Options{})
 	var clients []*client
 	for i := range sessions {

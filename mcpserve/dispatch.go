@@ -13,6 +13,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/internal/quote"
 )
 
 // The methods the middleware answers from the catalog.
@@ -21,6 +22,7 @@ const (
 	methodCallTool      = "tools/call"
 	methodListResources = "resources/list"
 	methodReadResource  = "resources/read"
+	methodInitialize    = "initialize"
 )
 
 // receive is the receiving middleware: it answers the four catalog methods
@@ -30,19 +32,30 @@ const (
 // one, or one a route body made meanwhile) may have reclaimed a dead
 // owner's entry before the route's goroutines signal the reclaim on the
 // Changes channel. The poke costs a few atomic loads.
+//
+// A call runs under a context that ends with the HTTP request that carried
+// it, or when its session is being closed (see calls), not only when the
+// SDK gets round to cancelling its own. An initialize records which
+// principal created the session.
 func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case methodCallTool:
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				defer s.note.poke()
+				ctx, end := s.calls.start(ctx, req)
+				defer end()
 				return s.callTool(ctx, r)
 			}
 		case methodReadResource:
 			if r, ok := req.(*mcp.ReadResourceRequest); ok {
 				defer s.note.poke()
+				ctx, end := s.calls.start(ctx, req)
+				defer end()
 				return s.readResource(ctx, r)
 			}
+		case methodInitialize:
+			s.sessionCreated(req)
 		case methodListTools:
 			if r, ok := req.(*mcp.ListToolsRequest); ok {
 				defer s.note.poke()
@@ -90,29 +103,37 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	}
 	out, err := toolResult(res)
 	if err != nil {
-		s.log.Error("mcpserve: tool returned content that cannot be sent", "tool", p.Name, "err", err)
-		return errorResult(fmt.Sprintf("tool %q returned a result that cannot be sent: %v", p.Name, err)), nil
+		s.log.Error("mcpserve: tool returned content that cannot be sent", "tool", quote.Name(p.Name), "err", err)
+		return errorResult(fmt.Sprintf("tool %s returned a result that cannot be sent: %v", quote.Name(p.Name), err)), nil
+	}
+	if n, over := s.overLimit(toolResultSize(res)); over {
+		s.log.Warn("mcpserve: tool result over the size limit; not sent", "tool", quote.Name(p.Name), "bytes", n, "limit", s.maxResult)
+		return errorResult(fmt.Sprintf("tool %s: its result of %d bytes exceeds this server's limit of %d bytes", quote.Name(p.Name), n, s.maxResult)), nil
 	}
 	return out, nil
 }
 
 // toolError maps a tools/call failure onto the wire; see the package doc.
 func (s *Server) toolError(ctx context.Context, name string, err error) (mcp.Result, error) {
+	q := quote.Name(name)
 	switch {
+	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
+		s.logAuthPanic(err, "tools/call "+q)
+		return errorResult(fmt.Sprintf("tool %s failed: internal error", q)), nil
 	case errors.Is(err, catalog.ErrUnknownTool):
-		return nil, invalidParams(fmt.Sprintf("unknown tool %q", name), nil)
+		return nil, invalidParams(fmt.Sprintf("unknown tool %s", q), nil)
 	case errors.Is(err, catalog.ErrRouteGone):
-		return nil, invalidParams(fmt.Sprintf("tool %q is gone: its consumer stopped before the call reached it", name),
+		return nil, invalidParams(fmt.Sprintf("tool %s is gone: its consumer stopped before the call reached it", q),
 			map[string]any{"reason": "route_gone", "retryable": true})
 	case catalog.Denied(err):
-		return errorResult(fmt.Sprintf("tool %q: %s", name, denial(err))), nil
+		return errorResult(fmt.Sprintf("tool %s: %s", q, denial(err))), nil
 	case errors.Is(err, catalog.ErrRoutePanicked):
-		s.log.Error("mcpserve: tool body panicked; its consumer is dead", "tool", name, "err", err)
-		return errorResult(fmt.Sprintf("tool %q failed: internal error", name)), nil
+		s.log.Error("mcpserve: tool body panicked; its consumer is dead", "tool", q, "err", err)
+		return errorResult(fmt.Sprintf("tool %s failed: internal error", q)), nil
 	case errors.Is(err, catalog.ErrOverloaded):
-		return nil, overloaded(fmt.Sprintf("tool %q is overloaded; retry later", name))
+		return nil, overloaded(fmt.Sprintf("tool %s is overloaded; retry later", q))
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %q: request ended: %v", name, err)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s: request ended: %v", q, err)}
 	}
 	// The handler's own error: a tool execution error the model sees.
 	return errorResult(err.Error()), nil
@@ -126,6 +147,11 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	c, err := s.cat.ReadResource(ctx, p.URI, s.credential(ctx, req))
 	if err != nil {
 		return nil, s.resourceError(ctx, p.URI, err)
+	}
+	if n, over := s.overLimit(contentsSize(c)); over {
+		s.log.Warn("mcpserve: resource contents over the size limit; not sent", "uri", quote.Name(p.URI), "bytes", n, "limit", s.maxResult)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("resource %s: its contents of %d bytes exceed this server's limit of %d bytes", quote.Name(p.URI), n, s.maxResult)}
 	}
 	rc := resourceContents(c)
 	if rc.MIMEType == "" {
@@ -162,21 +188,25 @@ func searchResource(list []catalog.Resource, uri string) (int, bool) {
 
 // resourceError maps a resources/read failure onto the wire.
 func (s *Server) resourceError(ctx context.Context, uri string, err error) error {
+	q := quote.Name(uri)
 	switch {
+	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
+		s.logAuthPanic(err, "resources/read "+q)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s failed: internal error", q)}
 	case errors.Is(err, catalog.ErrUnknownResource):
 		return mcp.ResourceNotFoundError(uri)
 	case errors.Is(err, catalog.ErrRouteGone):
-		return invalidParams(fmt.Sprintf("resource %q is gone: its consumer stopped before the read reached it", uri),
+		return invalidParams(fmt.Sprintf("resource %s is gone: its consumer stopped before the read reached it", q),
 			map[string]any{"uri": uri, "reason": "route_gone", "retryable": true})
 	case catalog.Denied(err):
-		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("resource %q: %s", uri, denial(err))}
+		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("resource %s: %s", q, denial(err))}
 	case errors.Is(err, catalog.ErrRoutePanicked):
-		s.log.Error("mcpserve: resource body panicked; its consumer is dead", "uri", uri, "err", err)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %q failed: internal error", uri)}
+		s.log.Error("mcpserve: resource body panicked; its consumer is dead", "uri", q, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s failed: internal error", q)}
 	case errors.Is(err, catalog.ErrOverloaded):
-		return overloaded(fmt.Sprintf("resource %q is overloaded; retry later", uri))
+		return overloaded(fmt.Sprintf("resource %s is overloaded; retry later", q))
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %q: request ended: %v", uri, err)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s: request ended: %v", q, err)}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }

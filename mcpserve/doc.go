@@ -99,17 +99,71 @@
 //     -32603 with its text.
 //   - A request whose context ends (the client cancelled, or the session
 //     closed) gets -32603; the catalog never leaves it waiting on a dead
-//     route, so no call hangs.
+//     route.
+//   - A result larger than [Options.MaxResultBytes] is not sent: a tool
+//     result with isError true, or for resources/read -32603, whose text
+//     states the limit; the server logs it at WARN.
+//
+// # Call contexts
+//
+// The SDK runs a handler under a context of its session that it cancels
+// only after closing the session's connection, and closing the connection
+// first waits for the handlers. Left alone, a body that waits on its
+// context would never see it end when its client went away, and a session
+// close (a DELETE, [Server.Close]) would wait on the body forever. So the
+// context a route body receives ends, with a cause that says why, when
+//
+//   - the HTTP request that carried the call ends: its client disconnected
+//     or gave up, or the SDK released the request;
+//   - its session is about to be closed: a DELETE by its principal,
+//     the end of [Server.ServeTransport]'s context, [Server.Close], or
+//     the end of the grace of [Server.Serve]'s graceful shutdown.
+//
+// Closing waits at most [Options.ShutdownTimeout] whatever bodies do: Go
+// cannot stop a goroutine, so a body that ignores its context runs on, and
+// its session finishes closing in the background when it returns.
 //
 // # Credentials
 //
 // The credential handed to the catalog's guard is the bearer token of the
 // HTTP request that carried the call: the Authorization header, scheme
 // "Bearer" (case-insensitive), token trimmed. A header with another scheme
-// counts as no credential. Transports without headers (stdio, in-memory)
-// present no credential, so only public routes answer them, unless
-// [Options.Credential] says otherwise. Authentication itself is the
-// catalog's: [catalog.Config.Authenticator].
+// counts as no credential; a request with more than one Authorization
+// header is refused with HTTP 400, so that a proxy in front and the
+// catalog can never judge different headers. Transports without headers
+// (stdio, in-memory) present no credential, so only public routes answer
+// them, unless [Options.Credential] says otherwise. Authentication itself
+// is the catalog's: [catalog.Config.Authenticator]. An authenticator that
+// panics fails the request closed (an internal error; HTTP 500 where the
+// session binding below asked it) and the panic is logged; its value only
+// when it is a runtime error, since another value may quote the
+// credential.
+//
+// # Sessions
+//
+// When the catalog has an authenticator, [Options.Credential] is unset
+// and the HTTP handler is stateful, every session is bound to the
+// principal that created it: the subject its initialize request's bearer
+// token authenticated as, or "anonymous" for no token or an unknown one. A
+// request on the session (a call, its standalone stream, a DELETE) that
+// presents another principal is refused with HTTP 403, so only the
+// creator can use or end it; a client that wants its token's rights opens
+// its session with that token. Without an authenticator there is nothing
+// to bind to: anyone who knows a session's ID may use or end it, as the
+// SDK allows. Session IDs never reach the logger: the server's and the
+// SDK's log records carry a SHA-256 fingerprint instead, which still
+// correlates the lines of one session.
+//
+// # Visibility
+//
+// Today tools/list and resources/list show every live route to every
+// caller, with its description, whatever its plan: a caller without a
+// credential sees admin-only routes exist. A denied resources/read
+// answers [CodeDenied] where an unknown resource answers -32602, so a
+// caller also learns that a resource it may not read exists. Route names,
+// URIs and descriptions are therefore public; put nothing secret in them.
+// Listings filtered by authorization, under which unknown and hidden look
+// the same, are planned.
 //
 // # Exposure
 //
@@ -126,8 +180,10 @@
 // # Concurrency
 //
 // A Server is safe for concurrent use. Its request handlers run on the SDK's
-// per-request goroutines and share nothing but the catalog (and two atomic
-// words of the notifier); its only own goroutine is the notifier, which
-// [Server.Close] stops. Serve and ListenAndServe run an http.Server until
+// per-request goroutines and share the catalog, two atomic words of the
+// notifier, and the table of sessions and calls in flight (one mutex, and
+// one per session). Its own goroutines are the notifier, which
+// [Server.Close] stops, and one per session that forgets the session when
+// it ends. Serve and ListenAndServe run an http.Server until
 // their context ends; ServeTransport and ServeStdio serve one session.
 package mcpserve

@@ -30,9 +30,11 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 // requests that carry client messages (each lasts until its responses are
 // delivered, so in-flight calls finish and answer), then closes every
 // session of the server, which ends the standalone SSE streams. The whole
-// shutdown takes at most Options.ShutdownTimeout; whatever is still open
-// then is closed. Serve returns nil after a shutdown that ctx asked for,
-// the listener's error if serving failed before, and ErrClosed after Close.
+// shutdown takes at most Options.ShutdownTimeout, whatever route bodies
+// do: the calls still in flight then have their contexts ended, and
+// whatever is still open is closed. Serve returns nil after a shutdown
+// that ctx asked for, the listener's error if serving failed before, and
+// ErrClosed after Close.
 // It closes ln. One Server may serve several listeners at once, but a
 // shutdown closes all of the Server's sessions, whichever listener or
 // transport they came through.
@@ -83,8 +85,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-posts.drain():
 	case <-sctx.Done():
 	}
+	// In-flight calls had the grace to finish; those still running now
+	// have their contexts ended, and the close waits no longer than the
+	// grace whatever their bodies do.
 	closed := make(chan struct{})
-	go func() { s.closeSessions(); close(closed) }()
+	go func() { s.closeSessions(sctx, errSessionEnded, false); close(closed) }()
 	if err := <-shut; err != nil {
 		s.log.Warn("mcpserve: graceful shutdown incomplete; closing connections", "err", err)
 		_ = hs.Close()
@@ -151,7 +156,8 @@ func (f *inflight) signal() {
 
 // CheckExposure reports whether Serve would accept a listener bound to
 // addr: nil for a loopback or Unix-socket address, or for any address when
-// an authenticator is configured; otherwise an error wrapping ErrExposed.
+// an authenticator is configured (a nil pointer in the catalog's
+// Authenticator does not count); otherwise an error wrapping ErrExposed.
 func (s *Server) CheckExposure(addr net.Addr) error {
 	if isLocal(addr) || s.auth {
 		return nil

@@ -19,7 +19,7 @@ import (
 )
 
 // Every test leaves no goroutine behind: the notifier, the SDK's session
-// goroutines and the consumers' bridges all end. No goroutine is ignored.
+// goroutines all end. No goroutine is ignored.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestCapabilitiesAdvertisedWhileEmpty(t *testing.T) {
@@ -260,9 +260,9 @@ func TestNewValidates(t *testing.T) {
 }
 
 // An overloaded route is a protocol error with its own code, and the
-// request never waits for room in the queue.
+// request never waits for room in the waiting room.
 func TestOverloaded(t *testing.T) {
-	cat := newCatalog(t, catalog.Config{QueueDepth: 1})
+	cat := newCatalog(t, catalog.Config{})
 	release := make(chan struct{})
 	entered := make(chan struct{}, 8)
 	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "slow"}, bindsec.Plan{Public: true},
@@ -270,7 +270,7 @@ func TestOverloaded(t *testing.T) {
 			entered <- struct{}{}
 			<-release
 			return catalog.TextResult("done"), nil
-		}, catalog.WithWorkers(1))
+		}, catalog.WithMaxConcurrent(1), catalog.WithWaitingRoom(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,9 +280,9 @@ func TestOverloaded(t *testing.T) {
 
 	first := make(chan error, 1)
 	go func() { _, err := call(t, c, "slow"); first <- err }()
-	wait(t, entered, "the first call to occupy the worker")
-	// The worker is busy and the queue holds one call: of five more calls,
-	// one queues and four are refused at once.
+	wait(t, entered, "the first call to occupy the slot")
+	// The slot is taken and the waiting room holds one call: of five more
+	// calls, one waits and four are refused at once.
 	const more = 5
 	results := make(chan error, more)
 	for range more {

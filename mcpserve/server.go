@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 )
 
@@ -30,8 +31,11 @@ const (
 	// shorter window could postpone a notification for as long as a storm
 	// lasts.
 	MinNotifyWindow = 20 * time.Millisecond
-	// DefaultShutdownTimeout bounds the graceful part of a shutdown.
+	// DefaultShutdownTimeout bounds the graceful part of a shutdown, and
+	// how long Close waits for sessions to close.
 	DefaultShutdownTimeout = 5 * time.Second
+	// DefaultMaxResultBytes is the default bound on one result's size.
+	DefaultMaxResultBytes = 16 << 20
 )
 
 // JSON-RPC error codes of this package, in the range JSON-RPC reserves for
@@ -87,7 +91,9 @@ type Options struct {
 	// Credential, if set, extracts the credential of a request, replacing
 	// the default (the bearer token of the HTTP Authorization header). It
 	// runs on every tools/call and resources/read and must be safe for
-	// concurrent use. Use it to give stdio sessions a credential.
+	// concurrent use. Use it to give stdio sessions a credential. With it
+	// set, HTTP sessions are not bound to a principal: the bearer header
+	// is then not what the catalog judges.
 	Credential func(ctx context.Context, req mcp.Request) string
 	// HTTP configures the streamable HTTP handler. nil means the SDK's
 	// defaults: stateful sessions, server-sent events, DNS-rebinding
@@ -98,24 +104,36 @@ type Options struct {
 	// convention; other paths get 404. Empty means every path.
 	Path string
 	// ShutdownTimeout bounds how long ListenAndServe and Serve wait for
-	// in-flight requests after their context ends. 0 means
+	// in-flight requests after their context ends, and how long Close and
+	// ServeTransport wait for sessions to close. 0 means
 	// DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// MaxResultBytes bounds the size of one tools/call or resources/read
+	// result, counted as the bytes of its text, of its binary data once
+	// base64-encoded, and of its structured content once JSON-encoded. A
+	// larger result is not sent: the client gets an error that states the
+	// limit, and the server logs it. 0 means DefaultMaxResultBytes;
+	// negative is invalid.
+	MaxResultBytes int64
 }
 
 // Server serves one catalog over MCP. It is safe for concurrent use. Make
 // it with New and stop its notification goroutine with Close.
 type Server struct {
-	cat     *catalog.Catalog
-	mcp     *mcp.Server
-	handler http.Handler
-	log     *slog.Logger
-	auth    bool // an authenticator is configured
-	cred    func(ctx context.Context, req mcp.Request) string
-	page    int
-	path    string
-	grace   time.Duration
-	note    *notifier
+	cat        *catalog.Catalog
+	mcp        *mcp.Server
+	handler    http.Handler // the front: serveHTTP
+	sdkHandler http.Handler // the SDK's streamable HTTP handler
+	log        *slog.Logger
+	auth       bool // an authenticator is configured
+	bind       bool // HTTP sessions are bound to their creator's principal
+	cred       func(ctx context.Context, req mcp.Request) string
+	page       int
+	path       string
+	grace      time.Duration
+	maxResult  int64
+	note       *notifier
+	calls      *calls
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -147,8 +165,8 @@ func notifyWindow(d time.Duration) (time.Duration, error) {
 // newServer is New with the coalescing wait given, so that tests can hold a
 // window open for as long as they like.
 func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struct{}) bool) (*Server, error) {
-	if opts.PageSize < 0 || opts.ShutdownTimeout < 0 {
-		return nil, fmt.Errorf("%w: negative page size or shutdown timeout", ErrInvalidOptions)
+	if opts.PageSize < 0 || opts.ShutdownTimeout < 0 || opts.MaxResultBytes < 0 {
+		return nil, fmt.Errorf("%w: negative page size, shutdown timeout or result limit", ErrInvalidOptions)
 	}
 	if opts.Path != "" && (!strings.HasPrefix(opts.Path, "/") || strings.ContainsAny(opts.Path, "{} \t")) {
 		return nil, fmt.Errorf("%w: path %q is not an absolute URL path", ErrInvalidOptions, opts.Path)
@@ -157,6 +175,10 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	if log == nil {
 		log = slog.Default()
 	}
+	// Everything logged through this package and the SDK goes through
+	// the redaction of session IDs: the SDK logs them at INFO, and a
+	// session ID is all it takes to use an unbound session.
+	log = slog.New(redactSessionIDs(log.Handler()))
 	impl := &mcp.Implementation{Name: orString(opts.Name, DefaultName), Version: orString(opts.Version, DefaultVersion)}
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: opts.Instructions,
@@ -168,18 +190,24 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
 		},
 	})
+	hopts := httpOptions(opts.HTTP, log)
+	auth := bindsec.Configured(cat.Authenticator())
 	s := &Server{
-		cat:   cat,
-		mcp:   srv,
-		log:   log,
-		auth:  cat.Authenticator() != nil,
-		cred:  opts.Credential,
-		page:  opts.PageSize,
-		path:  opts.Path,
-		grace: cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
+		cat:       cat,
+		mcp:       srv,
+		log:       log,
+		auth:      auth,
+		bind:      auth && opts.Credential == nil && !hopts.Stateless,
+		cred:      opts.Credential,
+		page:      opts.PageSize,
+		path:      opts.Path,
+		grace:     cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
+		maxResult: cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
+		calls:     newCalls(),
 	}
 	srv.AddReceivingMiddleware(s.receive)
-	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, httpOptions(opts.HTTP, log))
+	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
+	s.handler = http.HandlerFunc(s.serveHTTP)
 	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
 	go s.note.run()
 	return s, nil
@@ -192,6 +220,8 @@ func httpOptions(o *mcp.StreamableHTTPOptions, log *slog.Logger) *mcp.Streamable
 	}
 	if out.Logger == nil {
 		out.Logger = log
+	} else {
+		out.Logger = slog.New(redactSessionIDs(out.Logger.Handler()))
 	}
 	return &out
 }
@@ -203,7 +233,7 @@ func orString(s, def string) string {
 	return s
 }
 
-func cmpOr(d, def time.Duration) time.Duration {
+func cmpOr[T time.Duration | int64](d, def T) T {
 	if d == 0 {
 		return def
 	}
@@ -218,37 +248,51 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // Handler returns the streamable HTTP handler (one per Server, safe for
 // concurrent use). Mount it at the endpoint path, /mcp by convention. The
 // Authorization: Bearer header of each request is the credential its calls
-// present to the catalog. Handler does no exposure check: Serve and
-// ListenAndServe do.
+// present to the catalog. In front of the SDK's handler it refuses a
+// request with more than one Authorization header, enforces the session
+// binding and ties each call's context to its HTTP request (see the
+// package doc). Handler does no exposure check: Serve and ListenAndServe
+// do.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Close stops the notification goroutine and closes every session of the
-// server at once: a call still in flight may lose its answer (for a
-// graceful stop, end the context of Serve first). It does not stop the
-// catalog's consumers. Serving after Close returns ErrClosed. Close is
-// idempotent and returns nil.
+// Close stops the notification goroutine, ends the context of every call
+// in flight (and of every call that starts later), and closes every
+// session of the server at once: a call still in flight may lose its
+// answer (for a graceful stop, end the context of Serve first). It waits
+// for the sessions to close at most Options.ShutdownTimeout, whatever
+// route bodies do: a body that ignores its context keeps running, and its
+// session finishes closing when it returns. It does not stop the catalog's
+// consumers. Serving after Close returns ErrClosed. Close is idempotent
+// and returns nil.
 func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.note.close()
-		s.closeSessions()
+		ctx, cancel := context.WithTimeout(context.Background(), s.grace)
+		defer cancel()
+		s.closeSessions(ctx, ErrClosed, true)
 	})
 	return nil
 }
 
-// closeSessions closes every session and waits for the closes.
-func (s *Server) closeSessions() {
-	var wg sync.WaitGroup
+// closeSessions ends every call in flight, closes every session, and
+// waits for the closes until ctx ends. With closing set, calls that start
+// later begin cancelled.
+func (s *Server) closeSessions(ctx context.Context, cause error, closing bool) bool {
+	s.calls.cancelAll(cause, closing)
+	var all []*mcp.ServerSession
 	for ss := range s.mcp.Sessions() {
-		wg.Go(func() { _ = ss.Close() })
+		all = append(all, ss)
 	}
-	wg.Wait()
+	return s.closeBounded(ctx, all)
 }
 
 // ServeTransport serves one session over t until the peer disconnects
 // (it returns what the session ended with, nil for a clean close) or ctx
-// ends (it closes the session and returns nil). Sessions served this way
-// present no credential unless Options.Credential gives one.
+// ends (it ends the session's calls, closes the session, and returns nil,
+// after at most Options.ShutdownTimeout whatever route bodies do).
+// Sessions served this way present no credential unless
+// Options.Credential gives one.
 func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	if s.closed.Load() {
 		return ErrClosed
@@ -263,8 +307,12 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	case err := <-ended:
 		return err
 	case <-ctx.Done():
-		_ = ss.Close()
-		<-ended
+		s.calls.cancelSession(ss, errSessionEnded)
+		bound, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.grace)
+		defer cancel()
+		if s.closeBounded(bound, []*mcp.ServerSession{ss}) {
+			<-ended
+		}
 		return nil
 	}
 }

@@ -50,7 +50,10 @@
 // takes a hold on it ([Ref.Enter], [Ref.Exit]) for the few instructions
 // between its liveness check and the entry becoming visible: a death that
 // begins then waits for the hold before it completes, so "the owner was
-// alive" and "the entry is visible" are one atomic step. Every Release,
+// alive" and "the entry is visible" are one atomic step. An Exit with no
+// hold to release panics and changes nothing, rather than leave a count
+// below zero that every later death of the token would wait on forever,
+// holding the process-wide death clock unsettled. Every Release,
 // the losing one of a race included, returns only once the token reads
 // dead.
 //

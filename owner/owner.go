@@ -25,6 +25,7 @@ type cell struct {
 	holds atomic.Int32 // Enter calls not yet matched by Exit
 	id    uint64
 	done  chan struct{}
+	hooks atomic.Pointer[hooks] // holders and after-death functions; see hooks.go
 }
 
 // lastID numbers cells process-wide; IDs start at 1.
@@ -49,12 +50,17 @@ func (c *cell) kill() bool {
 	for c.holds.Load() != 0 {
 		runtime.Gosched()
 	}
+	holders, after := c.seal()
+	waitHolders(holders)
 	c.state.Store(stateDead)
 	close(c.done)
 	if testHookDeathFlipped != nil {
 		testHookDeathFlipped()
 	}
 	clock.Add(deathCompleted)
+	for _, f := range after {
+		go f()
+	}
 	return true
 }
 
@@ -124,7 +130,7 @@ func (t *Token) Release() {
 
 // Releaser returns a function that kills the token as Release does, but
 // that does not keep the token reachable. A goroutine that must be able to
-// end its owner (a bridge whose route body panicked) holds the function
+// end its owner (a dispatcher whose route body panicked) holds the function
 // rather than the Token, so that dropping the Token still kills it. The
 // function is idempotent and safe for concurrent use.
 func (t *Token) Releaser() func() {
@@ -205,8 +211,31 @@ func (r Ref) Enter() bool {
 	return true
 }
 
-// Exit releases a hold taken by a successful Enter.
-func (r Ref) Exit() { r.c.holds.Add(-1) }
+// Exit releases a hold taken by a successful Enter. It is safe to call
+// concurrently with Enter, Exit and the token's death.
+//
+// An Exit with no hold to release panics and changes nothing: a count taken
+// below zero would make the token's death wait forever, and with it the
+// process-wide death clock (see [Deaths]) and everything that waits for it
+// to settle. Holds are counted, not named, so an unmatched Exit is caught
+// only when no hold at all is outstanding; one that releases another
+// caller's hold is caught later, by an Exit that then finds none.
+func (r Ref) Exit() {
+	if r.c == nil {
+		panic("owner: Exit on the zero Ref, which cannot be entered")
+	}
+	// Compare-and-swap rather than add and undo: even a transient -1 would
+	// let a concurrent Enter's hold be counted as zero by a dying token.
+	for {
+		n := r.c.holds.Load()
+		if n <= 0 {
+			panic("owner: Exit without a matching Enter")
+		}
+		if r.c.holds.CompareAndSwap(n, n-1) {
+			return
+		}
+	}
+}
 
 // ID returns a process-unique identifier of the token behind r. IDs grow
 // monotonically with minting order, so an ID can serve as a fencing token

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/livereg/livereg/bindsec"
@@ -98,7 +99,7 @@ func startDemo(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Consumer, 
 		Name: "whoami", Title: "Who am I",
 		Description: "Reports the subject and roles of the bearer token presented; needs a token.",
 	}, bindsec.Plan{}, func(_ context.Context, c catalog.Call) (catalog.Result, error) {
-		roles := strings.Join(c.Principal.Roles, ", ")
+		roles := strings.Join(slices.Collect(c.Principal.Roles()), ", ")
 		if roles == "" {
 			roles = "none"
 		}

@@ -8,14 +8,23 @@
 // Usage:
 //
 //	livereg-mcp [-addr host:port] [-path /mcp] [-stdio] [-conformance]
-//	            [-tokens spec] [-url-file file] [-log-level level] [-log-json]
+//	            [-tokens-file file | -tokens spec] [-url-file file]
+//	            [-log-level level] [-log-json] [-shutdown-timeout d]
 //
-// Bearer tokens come from -tokens or, when it is empty, from the
-// LIVEREG_MCP_TOKENS environment variable (preferred: a command line is
-// visible to every user of the machine). The spec is a comma-separated list
-// of TOKEN=SUBJECT[:ROLE[+ROLE...]] entries, for example
+// Bearer tokens come from -tokens-file (a file only its owner may read or
+// write; it is refused otherwise), from -tokens, or, when neither is set,
+// from the LIVEREG_MCP_TOKENS environment variable. Prefer the file or the
+// variable: a command line, -tokens included, is visible to every user of
+// the machine in ps. The spec is a list of TOKEN@SUBJECT[:ROLE[+ROLE...]]
+// entries separated by commas or newlines; a file may hold '#' comment
+// lines. A TOKEN is an RFC 6750 bearer token of at least 16 bytes (base64
+// padding included), which never contains '@', so the first '@' of an
+// entry ends the token. For example
 //
-//	LIVEREG_MCP_TOKENS='s3cret=alice:admin+ops,other=bob' livereg-mcp
+//	LIVEREG_MCP_TOKENS='0bc3f1e7a9d24c58b6e2@alice:admin+ops,dG9rZW4tZm9yLWJvYg==@bob' livereg-mcp
+//
+// Errors about the spec or the command line never quote what was given,
+// since it may be a token.
 //
 // Without tokens only public routes answer and the server refuses to listen
 // on a non-loopback address. SIGINT or SIGTERM shuts it down gracefully.
@@ -51,7 +60,9 @@ type config struct {
 	addr, path      string
 	stdio           bool
 	conformance     bool
-	tokens          string
+	tokens          string // the token spec, from whichever source
+	tokensFile      string
+	tokensOnCmdline bool // the spec came from -tokens, which ps shows
 	urlFile         string
 	logLevel        slog.Level
 	logJSON         bool
@@ -61,58 +72,81 @@ type config struct {
 func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("livereg-mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package's own errors quote the argument they choke on,
+	// which may be a token: they are discarded and replaced (flagError).
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() { usage(fs, stderr) }
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8931", "TCP address to serve streamable HTTP on")
 	fs.StringVar(&cfg.path, "path", "/mcp", "URL path of the MCP endpoint")
 	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one session over stdin/stdout instead of HTTP")
 	fs.BoolVar(&cfg.conformance, "conformance", false, "also start the fixtures of the MCP conformance suite")
-	fs.StringVar(&cfg.tokens, "tokens", "", "bearer tokens, TOKEN=SUBJECT[:ROLE[+ROLE...]],... (default $"+tokensEnv+")")
+	fs.StringVar(&cfg.tokens, "tokens", "", "bearer tokens, "+tokenSpecHelp+" (default $"+tokensEnv+
+		"); visible to every user of the machine in ps: prefer -tokens-file or $"+tokensEnv)
+	fs.StringVar(&cfg.tokensFile, "tokens-file", "", "read the bearer tokens from this file, which only its owner may read or write (mode 0600)")
 	fs.StringVar(&cfg.urlFile, "url-file", "", "write the endpoint URL to this file once listening")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.BoolVar(&cfg.logJSON, "log-json", false, "log JSON lines instead of text")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", mcpserve.DefaultShutdownTimeout, "bound on the graceful shutdown")
 	if err := fs.Parse(args); err != nil {
-		return config{}, err
+		if errors.Is(err, flag.ErrHelp) {
+			return config{}, err // the flag package printed the usage
+		}
+		return config{}, flagError(fs, err)
 	}
 	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		// Not quoted: a stray argument is often the second half of a
+		// -tokens value that a space split.
+		return config{}, fmt.Errorf("%d unexpected argument(s) after the flags (not shown: one may be a token); run with -h", fs.NArg())
 	}
-	if cfg.tokens == "" {
+	switch {
+	case cfg.tokensFile != "" && cfg.tokens != "":
+		return config{}, errors.New("-tokens and -tokens-file are mutually exclusive")
+	case cfg.tokensFile != "":
+		spec, err := readTokensFile(cfg.tokensFile)
+		if err != nil {
+			return config{}, err
+		}
+		cfg.tokens = spec
+	case cfg.tokens == "":
 		cfg.tokens = getenv(tokensEnv)
+	default:
+		cfg.tokensOnCmdline = true
 	}
 	return cfg, nil
 }
 
-// parseTokens reads a token spec; nil means no tokens. Errors never quote
-// a token.
-func parseTokens(spec string) (*bindsec.StaticTokens, error) {
-	spec = strings.TrimSpace(spec)
-	if spec == "" {
-		return nil, nil
+// flagError rewrites a flag parsing error so that it names at most a flag
+// this command defines, never the value or the unknown argument given.
+func flagError(fs *flag.FlagSet, err error) error {
+	msg := err.Error()
+	if _, name, ok := strings.Cut(msg, "needs an argument: -"); ok && fs.Lookup(name) != nil {
+		return fmt.Errorf("flag -%s needs an argument", name)
 	}
-	table := map[string]bindsec.Principal{}
-	for i, entry := range strings.Split(spec, ",") {
-		token, who, ok := strings.Cut(strings.TrimSpace(entry), "=")
-		token = strings.TrimSpace(token)
-		if !ok || token == "" || strings.ContainsAny(token, " \t") {
-			return nil, fmt.Errorf("tokens: entry %d is not TOKEN=SUBJECT[:ROLE[+ROLE...]]", i+1)
+	if _, rest, ok := strings.Cut(msg, " for flag -"); ok {
+		if name, _, _ := strings.Cut(rest, ":"); fs.Lookup(name) != nil {
+			return fmt.Errorf("invalid value for flag -%s (not shown: it may be a token); run with -h", name)
 		}
-		subject, roles, _ := strings.Cut(who, ":")
-		pr := bindsec.Principal{Subject: strings.TrimSpace(subject)}
-		if pr.Subject == "" {
-			return nil, fmt.Errorf("tokens: entry %d has no subject", i+1)
-		}
-		for r := range strings.SplitSeq(roles, "+") {
-			if r = strings.TrimSpace(r); r != "" {
-				pr.Roles = append(pr.Roles, r)
-			}
-		}
-		if _, dup := table[token]; dup {
-			return nil, fmt.Errorf("tokens: entry %d repeats a token", i+1)
-		}
-		table[token] = pr
 	}
-	return bindsec.NewStaticTokens(table), nil
+	return errors.New("unknown flag or bad flag syntax (not shown: it may be a token); run with -h")
+}
+
+// usage prints -h.
+func usage(fs *flag.FlagSet, w io.Writer) {
+	fmt.Fprintf(w, `Usage: livereg-mcp [flags]
+
+Serves MCP over streamable HTTP (or stdio with -stdio) from a livereg catalog.
+
+Bearer tokens: -tokens-file FILE (mode 0600), or $%s, or -tokens. A command
+line, -tokens included, is visible to every user of the machine in ps: prefer
+the file or the environment variable. The spec is
+%s;
+a TOKEN is an RFC 6750 bearer token of at least %d bytes.
+
+Flags:
+`, tokensEnv, tokenSpecHelp, minTokenLen)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 func newLogger(cfg config, w io.Writer) *slog.Logger {
@@ -134,6 +168,9 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	if tokens != nil {
 		auth = tokens
 		log.Info("bearer tokens configured", "count", tokens.Len())
+		if cfg.tokensOnCmdline {
+			log.Warn("bearer tokens were given with -tokens: every user of this machine can read them in ps; use -tokens-file or $" + tokensEnv)
+		}
 	}
 	cat, err := catalog.New(catalog.Config{Authenticator: auth})
 	if err != nil {
@@ -169,7 +206,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		return srv.ServeStdio(ctx)
 	}
 	if err := srv.CheckListenAddress(ctx, cfg.addr); err != nil {
-		return fmt.Errorf("%w (set -tokens or $%s, or listen on 127.0.0.1)", err, tokensEnv)
+		return fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -178,7 +215,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	// Checked again on what was bound: a name may resolve differently now.
 	if err := srv.CheckExposure(ln.Addr()); err != nil {
 		_ = ln.Close()
-		return fmt.Errorf("%w (set -tokens or $%s, or listen on 127.0.0.1)", err, tokensEnv)
+		return fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
 	}
 	url := "http://" + ln.Addr().String() + cfg.path
 	log.Info("serving streamable HTTP", "addr", ln.Addr().String(), "url", url,

@@ -69,28 +69,6 @@ func TestParseArgs(t *testing.T) {
 	}
 }
 
-func TestParseTokens(t *testing.T) {
-	st, err := parseTokens(" s3cret = alice:admin+ops , other=bob ")
-	if err != nil || st.Len() != 2 {
-		t.Fatalf("parseTokens = %v, %v", st, err)
-	}
-	pr, err := st.Authenticate(context.Background(), "s3cret")
-	if err != nil || pr.Subject != "alice" || !slices.Equal(pr.Roles, []string{"admin", "ops"}) {
-		t.Errorf("s3cret = %+v, %v", pr, err)
-	}
-	if st, err := parseTokens(""); st != nil || err != nil {
-		t.Errorf("empty spec = %v, %v", st, err)
-	}
-	for _, bad := range []string{"lonely-secret", "=alice", "x=", "dup=a,dup=b"} {
-		_, err := parseTokens(bad)
-		if err == nil {
-			t.Errorf("parseTokens(%q) accepted", bad)
-		} else if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "dup") {
-			t.Errorf("parseTokens(%q) error quotes the token: %v", bad, err)
-		}
-	}
-}
-
 // started is a run in progress.
 type started struct {
 	url    string
@@ -166,14 +144,14 @@ func firstText(t *testing.T, r *mcp.CallToolResult) string {
 func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	dir := t.TempDir()
 	urlFile := filepath.Join(dir, "url")
-	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", conformance: true, tokens: "tok=alice:admin", urlFile: urlFile})
+	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", conformance: true, tokens: aliceToken + "@alice:admin", urlFile: urlFile})
 	if b, err := os.ReadFile(urlFile); err != nil || strings.TrimSpace(string(b)) != s.url {
 		t.Errorf("url file = %q, %v; want %q", b, err, s.url)
 	}
 	if !strings.HasSuffix(s.url, "/mcp") {
 		t.Errorf("url %q does not end in /mcp", s.url)
 	}
-	anon, alice := connect(t, s.url, ""), connect(t, s.url, "tok")
+	anon, alice := connect(t, s.url, ""), connect(t, s.url, aliceToken)
 	ctx := ctxGuard(t)
 
 	var names []string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,12 @@ import (
 type bodyChecker struct{ t *tally }
 
 func (c bodyChecker) bodyRan(rec *record, a callArgs) {
+	// Invariant 8 holds for every body, whenever its call began: Stop
+	// returns nil only once no body runs and none can start.
+	c.t.check(InvBodyAfterStop, 1)
+	if rec.stopped.Load() {
+		c.t.violate(InvBodyAfterStop, "body of %s (%s) started after its consumer's Stop had returned", rec.tag, rec.ns.name)
+	}
 	if a.Seq == 0 {
 		return // a call that did not say when it began cannot be judged
 	}
@@ -41,7 +48,7 @@ func (c authChecker) bodyRan(rec *record, a callArgs, pr bindsec.Principal) {
 	if a.Cred != credValid.String() || pr.Subject != subjectValid || !pr.HasRole(roleCall) {
 		c.t.violate(InvUnauthenticatedBody,
 			"body of %s (%s, plan needs role %q) ran for a call with credential %q, principal %q roles %v",
-			rec.tag, rec.ns.name, roleCall, a.Cred, pr.Subject, pr.Roles)
+			rec.tag, rec.ns.name, roleCall, a.Cred, pr.Subject, slices.Collect(pr.Roles()))
 	}
 }
 
@@ -104,6 +111,24 @@ func (c deadEntryChecker) callEnded(s callSnapshot, o outcome) {
 	}
 	c.t.violate(InvDeadEntryReturned, "a call to %s that began at %d got %s, but %s: resolve returned a dead entry",
 		s.ns.name, s.begin, o, who)
+}
+
+// oneWinner checks invariant 9 on a finished call: when the call's name had
+// a live holder throughout and no start on the name overlapped the call,
+// a successful call must have run that holder's body, which answers with
+// its tag, and no other consumer's.
+func (c deadEntryChecker) oneWinner(s callSnapshot, o outcome, res catalog.Result) {
+	if o != outcomeOK || s.holder == nil || s.starts&countMask != 0 || s.ns.starts.Load() != s.starts {
+		return
+	}
+	if s.holder.death.Load() != 0 {
+		return // the holder died during the call: invariants 1 and 5 judge it
+	}
+	c.t.check(InvOneWinner, 1)
+	if tag := resultText(res); tag != s.holder.tag {
+		c.t.violate(InvOneWinner, "a call to %s that began at %d, while %s held it and lived, ran the body of %q",
+			s.ns.name, s.begin, s.holder.tag, tag)
+	}
 }
 
 // startSnapshot is what a start read about its name and the catalog's

@@ -38,6 +38,7 @@ func bugName(b bug) string {
 		bugStopRemovesPlan: "stop removes any plan", bugNoAuth: "no auth", bugCapOvershoot: "cap overshoot",
 		bugSlotsNotFreed: "slots not freed", bugListDead: "dead listed", bugGoneForDead: "resolve returns dead",
 		bugDupDead: "dead incumbent blocks", bugLeak: "leak", bugSlotLeak: "slot leak",
+		bugBodyAfterStop: "body after stop", bugStaleBody: "stale body",
 	}[b]
 }
 
@@ -122,6 +123,44 @@ func TestCheckerBodyAfterDeath(t *testing.T) {
 				verdict(t, w, k, InvBodyAfterDeath)
 			})
 		}
+	}
+}
+
+// Invariant 8: once Stop has returned, no body of the consumer starts, not
+// even for a call that finds the route still there.
+func TestCheckerBodyAfterStop(t *testing.T) {
+	for _, k := range kinds(bugBodyAfterStop) {
+		t.Run(k.name, func(t *testing.T) {
+			w := newTestWorld(t, k, testConfig())
+			ns := w.names[0]
+			h := mustStart(t, w, ns, true)
+			assert.Equal(t, outcomeOK, w.call(context.Background(), ns, credValid, allOps()))
+			require.NoError(t, h.k.Stop(context.Background()))
+			h.rec.stopped.Store(true)
+			o := w.call(context.Background(), ns, credValid, allOps())
+			if !k.buggy {
+				assert.Equal(t, outcomeUnknown, o)
+			}
+			<-h.done
+			verdict(t, w, k, InvBodyAfterStop)
+		})
+	}
+}
+
+// Invariant 9: while one consumer holds a name and lives, calls to the
+// name run its body, not a dead predecessor's.
+func TestCheckerOneWinner(t *testing.T) {
+	for _, k := range kinds(bugStaleBody) {
+		t.Run(k.name, func(t *testing.T) {
+			w := newTestWorld(t, k, testConfig())
+			ns := w.names[0]
+			first := mustStart(t, w, ns, true)
+			endBy(t, w, first, shapeCancel)
+			second := mustStart(t, w, ns, true)
+			assert.Equal(t, outcomeOK, w.call(context.Background(), ns, credValid, allOps()))
+			verdict(t, w, k, InvOneWinner)
+			require.NoError(t, second.k.Stop(context.Background()))
+		})
 	}
 }
 

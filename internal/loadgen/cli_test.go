@@ -26,7 +26,7 @@ func TestParseArgs(t *testing.T) {
 			assert.Equal(t, DefaultConfig(), c)
 		}, ""},
 		{"everything", []string{"-resolvers", "3", "-consumers", "5", "-names", "7", "-cap", "2", "-duration", "3s",
-			"-seed", "9", "-json", "out.json", "-mix", "drop=0,late=10", "-missing-plan", "deny", "-hold", "1ms", "-route-workers", "1"},
+			"-seed", "9", "-json", "out.json", "-mix", "drop=0,late=10", "-missing-plan", "deny", "-hold", "1ms", "-max-concurrent", "1"},
 			func(t *testing.T, c Config) {
 				assert.Equal(t, 3, c.Resolvers)
 				assert.Equal(t, 5, c.Consumers)
@@ -40,7 +40,7 @@ func TestParseArgs(t *testing.T) {
 				assert.Equal(t, DefaultMix.Stop, c.Mix.Stop, "keys not given keep their defaults")
 				assert.Equal(t, bindsec.Deny, c.MissingPlan)
 				assert.Equal(t, time.Millisecond, c.Hold)
-				assert.Equal(t, 1, c.RouteWorkers)
+				assert.Equal(t, 1, c.MaxConcurrent)
 			}, ""},
 		{"ops alone runs until ops", []string{"-ops", "1000"}, func(t *testing.T, c Config) {
 			assert.EqualValues(t, 1000, c.Ops)

@@ -18,20 +18,20 @@ import (
 // Config is one run's settings. The zero value is not valid; start from
 // DefaultConfig.
 type Config struct {
-	Resolvers    int           // goroutines calling and listing tools
-	Consumers    int           // goroutines starting and ending consumers
-	Names        int           // distinct tool names the consumers draw from
-	Cap          int           // the catalog's tool cap
-	Duration     time.Duration // run length; 0 with Ops set means until Ops
-	Ops          int64         // resolver operations (calls + listings) to run; 0: no limit
-	Seed         uint64        // seed of every worker's random choices
-	Hold         time.Duration // longest a consumer is kept before it is ended
-	RouteWorkers int           // bridge goroutines per route (catalog.WithWorkers)
-	MissingPlan  bindsec.MissingPlanMode
-	Mix          Mix
-	JSONPath     string // write the report as JSON here; "-" for stdout
-	MCP          bool   // drive calls and listings through an MCP client too
-	Target       string // URL of a running MCP server (loopback only); implies MCP
+	Resolvers     int           // goroutines calling and listing tools
+	Consumers     int           // goroutines starting and ending consumers
+	Names         int           // distinct tool names the consumers draw from
+	Cap           int           // the catalog's tool cap
+	Duration      time.Duration // run length; 0 with Ops set means until Ops
+	Ops           int64         // resolver operations (calls + listings) to run; 0: no limit
+	Seed          uint64        // seed of every worker's random choices
+	Hold          time.Duration // longest a consumer is kept before it is ended
+	MaxConcurrent int           // bodies of a route at once (catalog.WithMaxConcurrent); 0: no limit
+	MissingPlan   bindsec.MissingPlanMode
+	Mix           Mix
+	JSONPath      string // write the report as JSON here; "-" for stdout
+	MCP           bool   // drive calls and listings through an MCP client too
+	Target        string // URL of a running MCP server (loopback only); implies MCP
 }
 
 // Mix holds the relative weights of the death shapes and of the resolver
@@ -52,15 +52,14 @@ var DefaultMix = Mix{Stop: 35, Cancel: 25, Panic: 20, Drop: 20, Call: 90, List: 
 // (takeovers, duplicates) and on the cap in every run.
 func DefaultConfig() Config {
 	return Config{
-		Resolvers:    4,
-		Consumers:    12,
-		Names:        12,
-		Cap:          8,
-		Duration:     10 * time.Second,
-		Hold:         10 * time.Millisecond,
-		RouteWorkers: 2,
-		MissingPlan:  bindsec.PassThrough,
-		Mix:          DefaultMix,
+		Resolvers:   4,
+		Consumers:   12,
+		Names:       12,
+		Cap:         8,
+		Duration:    10 * time.Second,
+		Hold:        10 * time.Millisecond,
+		MissingPlan: bindsec.PassThrough,
+		Mix:         DefaultMix,
 	}
 }
 
@@ -142,7 +141,7 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many resolver operations (calls + listings); 0 means no limit")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of every worker's random choices (0: pick one and print it); goroutine interleaving still varies between runs")
 	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "longest time a consumer is kept before it is ended (uniformly random up to this)")
-	fs.IntVar(&cfg.RouteWorkers, "route-workers", cfg.RouteWorkers, "bridge goroutines per route, how many calls a route body runs at once")
+	fs.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "at most this many bodies of a route run at once (catalog.WithMaxConcurrent); 0, the default, sets no limit")
 	missing := fs.String("missing-plan", "pass", "what a route without a live plan does: pass (ADR-0068's pass-through, the adversarial setting) or deny")
 	mix := fs.String("mix", "", "shares, as key=value,...; keys not given keep their defaults:\n"+mixHelp())
 	fs.StringVar(&cfg.JSONPath, "json", "", "also write the report as JSON to `FILE` (\"-\" for stdout)")
@@ -217,8 +216,8 @@ func (c Config) Validate() error {
 		return errors.New("-duration 0 needs -ops: the run would never end")
 	case c.Hold < 0:
 		return fmt.Errorf("-hold %v: want 0 or more", c.Hold)
-	case c.RouteWorkers < 1 || c.RouteWorkers > 1024:
-		return fmt.Errorf("-route-workers %d: want 1 to 1024", c.RouteWorkers)
+	case c.MaxConcurrent < 0 || c.MaxConcurrent > 1024:
+		return fmt.Errorf("-max-concurrent %d: want 0 (no limit) to 1024", c.MaxConcurrent)
 	}
 	if c.Target != "" {
 		if err := checkLoopbackURL(c.Target); err != nil {

@@ -75,6 +75,21 @@
 //     beyond a tolerance (see [GrowthTolerance]), did not return to their
 //     baseline after every consumer ended, or a dropped consumer was never
 //     collected.
+//  8. body_after_stop: a route body started after its consumer's Stop had
+//     returned nil, whenever its call began. Stop closes the route, then
+//     waits for the bodies already admitted, so this is exact: no body of a
+//     stopped consumer can see its Stop returned.
+//  9. one_winner: a successful call, made while one consumer held the name
+//     and lived and no start on the name overlapped the call, ran another
+//     consumer's body (the body answers with its owner's tag).
+//
+// What the catalog promises about deaths other than Stop is stronger than
+// invariant 1: a body is admitted only while its owner lives, whenever its
+// call began, even one that waited for a slot. Its linearization point is
+// the admission, which happens inside the catalog; a body cannot observe it
+// (its owner may die in the instructions between the admission and the
+// body's first line), so no sound loadgen check exists for it. The
+// catalog's deterministic tests pin it instead (catalog/admission_test.go).
 //
 // Every check also counts how often it could have fired; a report shows
 // both numbers, because a checker that never checks proves nothing.

@@ -52,6 +52,13 @@ const (
 	// counter drifts above what is held while staying within the cap: only
 	// the quiet check can see it (invariant 4).
 	bugSlotLeak
+	// bugBodyAfterStop: Stop returns at once and ends the consumer a
+	// moment later, so calls still reach its body (invariant 8).
+	bugBodyAfterStop
+	// bugStaleBody: bodies are cached by name and the cache is never
+	// invalidated, so a restart under a name keeps serving the first
+	// consumer's body (invariant 9).
+	bugStaleBody
 )
 
 // noticesDeathBugs lists the bugs of a system that does not notice deaths
@@ -73,6 +80,8 @@ type fakeSystem struct {
 	entries map[string]*fakeEntry
 	plans   map[string]fakePlan
 	slots   int
+	// bodyCache is the stale-body fault's cache, name → first body.
+	bodyCache map[string]catalog.ToolHandler
 
 	closed chan struct{}
 	leaked [][]byte
@@ -84,6 +93,10 @@ type fakeEntry struct {
 	h       catalog.ToolHandler
 	ref     owner.Ref
 	release func()
+	// closed (under fakeSystem.mu) refuses new calls once Stop began;
+	// inflight counts the calls let in, which Stop waits for.
+	closed   bool
+	inflight sync.WaitGroup
 }
 
 type fakePlan struct {
@@ -95,6 +108,7 @@ func newFake(capacity int, bugs bug) *fakeSystem {
 	return &fakeSystem{
 		cap: capacity, bugs: bugs, auth: Authenticator(), mode: bindsec.PassThrough,
 		entries: map[string]*fakeEntry{}, plans: map[string]fakePlan{}, closed: make(chan struct{}),
+		bodyCache: map[string]catalog.ToolHandler{},
 	}
 }
 
@@ -112,6 +126,7 @@ type fakeConsumer struct {
 	f       *fakeSystem
 	tok     *owner.Token
 	name    string
+	e       *fakeEntry
 	stopped atomic.Bool
 }
 
@@ -146,16 +161,24 @@ func (f *fakeSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec.Pl
 		}
 		f.slots++
 	}
-	f.entries[t.Name] = &fakeEntry{tool: t, h: h, ref: ref, release: tok.Releaser()}
+	if f.has(bugStaleBody) {
+		if old, ok := f.bodyCache[t.Name]; ok {
+			h = old
+		} else {
+			f.bodyCache[t.Name] = h
+		}
+	}
+	e := &fakeEntry{tool: t, h: h, ref: ref, release: tok.Releaser()}
+	f.entries[t.Name] = e
 	f.plans[t.Name] = fakePlan{p: p, ref: ref}
 	if !f.has(noticesDeathBugs) {
 		go f.reclaimOnDeath(t.Name, ref)
 	}
-	return &fakeConsumer{f: f, tok: tok, name: t.Name}, nil
+	return &fakeConsumer{f: f, tok: tok, name: t.Name, e: e}, nil
 }
 
 // reclaimOnDeath removes the owner's entry and plan when it dies, as the
-// catalog's bridge does.
+// catalog does when a death runs its reclaim.
 func (f *fakeSystem) reclaimOnDeath(name string, ref owner.Ref) {
 	select {
 	case <-ref.Done():
@@ -188,8 +211,18 @@ func (k *fakeConsumer) Stop(context.Context) error {
 	if !k.stopped.CompareAndSwap(false, true) {
 		return nil
 	}
+	if k.f.has(bugBodyAfterStop) {
+		time.AfterFunc(5*time.Millisecond, k.stop)
+		return nil
+	}
+	k.stop()
+	return nil
+}
+
+func (k *fakeConsumer) stop() {
 	f, ref := k.f, k.tok.Ref()
 	f.mu.Lock()
+	k.e.closed = true
 	if f.has(bugUnconditionalStop) {
 		if _, ok := f.entries[k.name]; ok {
 			delete(f.entries, k.name)
@@ -200,13 +233,13 @@ func (k *fakeConsumer) Stop(context.Context) error {
 		f.removeLocked(k.name, ref)
 	}
 	f.mu.Unlock()
+	k.e.inflight.Wait() // Stop drains the calls it let in
 	k.tok.Release()
 	f.mu.Lock()
 	if pl, ok := f.plans[k.name]; ok && (pl.ref.Same(ref) || f.has(bugStopRemovesPlan)) {
 		delete(f.plans, k.name)
 	}
 	f.mu.Unlock()
-	return nil
 }
 
 func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (res catalog.Result, err error) {
@@ -217,6 +250,13 @@ func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMes
 			f.removeLocked(name, e.ref)
 		}
 		e = nil
+	}
+	if e != nil && e.closed {
+		e = nil
+	}
+	if e != nil {
+		e.inflight.Add(1)
+		defer e.inflight.Done()
 	}
 	pl, hasPlan := f.plans[name]
 	f.mu.Unlock()

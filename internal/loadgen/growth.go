@@ -20,8 +20,8 @@ type Sample struct {
 // the minimum over the last quarter of the remaining samples is compared
 // with the maximum over their first quarter: growth is flagged only when
 // every late sample is above every early one by more than the tolerance,
-// so that the ebb and flow of live consumers (each with its bridge
-// goroutines) and garbage collection timing do not count, while a leak
+// so that the ebb and flow of live consumers and in-flight calls and
+// garbage collection timing do not count, while a leak
 // that adds a goroutine or a few bytes per start does. At the end, after
 // every consumer has ended, goroutines must be back within EndGoroutines of
 // the count before the run, and the live heap within the heap tolerance of

@@ -69,6 +69,8 @@ func TestRunCatchesFaults(t *testing.T) {
 		{bugListDead, InvDeadEntryReturned},
 		{bugDupDead, InvDuplicateWithDeadIncumbent},
 		{bugLeak, InvResourceGrowth},
+		{bugBodyAfterStop, InvBodyAfterStop},
+		{bugStaleBody, InvOneWinner},
 	}
 	for _, tt := range tests {
 		t.Run(bugName(tt.bug), func(t *testing.T) {

@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -43,6 +45,9 @@ type record struct {
 	death atomic.Uint64
 	shape atomic.Int32
 	probe atomic.Uint64 // the last probe nonce the body saw
+	// stopped is set once the consumer's Stop has returned nil: from then
+	// on no body of its may start (invariant 8).
+	stopped atomic.Bool
 }
 
 func (r *record) deathShape() shape { return shape(r.shape.Load()) }
@@ -159,4 +164,52 @@ func encodeArgs(seq uint64, cred credClass, panicID, probe uint64) []byte {
 		b = strconv.AppendUint(b, probe, 10)
 	}
 	return append(b, '}')
+}
+
+// decodeArgs reads what encodeArgs wrote without reflection, in the order
+// it wrote it; anything else (arguments a client re-encoded) goes through
+// encoding/json.
+func decodeArgs(raw []byte, a *callArgs) error {
+	if fastDecodeArgs(raw, a) {
+		return nil
+	}
+	*a = callArgs{}
+	return json.Unmarshal(raw, a)
+}
+
+func fastDecodeArgs(b []byte, a *callArgs) bool {
+	num := func(key string) (uint64, bool) {
+		if !bytes.HasPrefix(b, []byte(key)) {
+			return 0, false
+		}
+		b = b[len(key):]
+		i := 0
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		n, err := strconv.ParseUint(string(b[:i]), 10, 64)
+		b = b[i:]
+		return n, err == nil
+	}
+	var ok bool
+	if a.Seq, ok = num(`{"seq":`); !ok || !bytes.HasPrefix(b, []byte(`,"cred":"`)) {
+		return false
+	}
+	b = b[len(`,"cred":"`):]
+	end := bytes.IndexByte(b, '"')
+	if end < 0 {
+		return false
+	}
+	a.Cred, b = string(b[:end]), b[end+1:]
+	if bytes.HasPrefix(b, []byte(`,"panic":`)) {
+		if a.Panic, ok = num(`,"panic":`); !ok {
+			return false
+		}
+	}
+	if bytes.HasPrefix(b, []byte(`,"probe":`)) {
+		if a.Probe, ok = num(`,"probe":`); !ok {
+			return false
+		}
+	}
+	return string(b) == "}"
 }

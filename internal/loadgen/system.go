@@ -33,9 +33,9 @@ type Consumer interface {
 // CatalogSystem drives a real *catalog.Catalog.
 type CatalogSystem struct {
 	Cat *catalog.Catalog
-	// Workers is passed to catalog.WithWorkers for every route; 0 keeps the
-	// catalog's default.
-	Workers int
+	// MaxConcurrent is passed to catalog.WithMaxConcurrent for every
+	// route; 0 leaves routes without a limit, the catalog's default.
+	MaxConcurrent int
 }
 
 // The loadgen's credentials. The authenticator knows all but bogus; only
@@ -54,9 +54,9 @@ const (
 // one.
 func Authenticator() bindsec.Authenticator {
 	return bindsec.NewStaticTokens(map[string]bindsec.Principal{
-		tokenValid:   {Subject: subjectValid, Roles: []string{roleCall}},
-		tokenNoRole:  {Subject: "loadgen-norole", Roles: []string{"loadgen.other"}},
-		tokenExpired: {Subject: "loadgen-expired", Roles: []string{roleCall}, Expires: time.Unix(1, 0)},
+		tokenValid:   bindsec.NewPrincipal(subjectValid, roleCall),
+		tokenNoRole:  bindsec.NewPrincipal("loadgen-norole", "loadgen.other"),
+		tokenExpired: bindsec.NewPrincipal("loadgen-expired", roleCall).WithExpires(time.Unix(1, 0)),
 	})
 }
 
@@ -71,7 +71,7 @@ func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &CatalogSystem{Cat: cat, Workers: cfg.RouteWorkers}, nil
+	return &CatalogSystem{Cat: cat, MaxConcurrent: cfg.MaxConcurrent}, nil
 }
 
 // StartTool starts a consumer in the catalog. The *catalog.Consumer itself
@@ -79,8 +79,8 @@ func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 // catalog's owner handle.
 func (s *CatalogSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec.Plan, h catalog.ToolHandler) (Consumer, error) {
 	var opts []catalog.StartOption
-	if s.Workers > 0 {
-		opts = append(opts, catalog.WithWorkers(s.Workers))
+	if s.MaxConcurrent > 0 {
+		opts = append(opts, catalog.WithMaxConcurrent(s.MaxConcurrent))
 	}
 	k, err := s.Cat.StartTool(ctx, t, p, h, opts...)
 	if err != nil {

@@ -18,13 +18,16 @@ const (
 	InvDeadEntryReturned
 	InvDuplicateWithDeadIncumbent
 	InvResourceGrowth
-	numInvariants = int(InvResourceGrowth)
+	InvBodyAfterStop
+	InvOneWinner
+	numInvariants = int(InvOneWinner)
 )
 
 // Invariants lists every invariant in order.
 var Invariants = []Invariant{
 	InvBodyAfterDeath, InvLateStopRemovedSuccessor, InvUnauthenticatedBody, InvCapCounter,
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
+	InvBodyAfterStop, InvOneWinner,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -36,6 +39,8 @@ var invariantNames = [numInvariants + 1]string{
 	"dead_entry_returned",
 	"duplicate_with_dead_incumbent",
 	"resource_growth",
+	"body_after_stop",
+	"one_winner",
 }
 
 // String is the invariant's key in reports and JSON.

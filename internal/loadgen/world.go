@@ -2,7 +2,6 @@ package loadgen
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"runtime"
 	"sync/atomic"
@@ -134,7 +133,7 @@ func plan(rec *record) bindsec.Plan {
 func (w *world) handler(rec *record) catalog.ToolHandler {
 	return func(_ context.Context, c catalog.Call) (catalog.Result, error) {
 		var a callArgs
-		if err := json.Unmarshal(c.Arguments, &a); err != nil {
+		if err := decodeArgs(c.Arguments, &a); err != nil {
 			return catalog.ErrorResult("loadgen: bad arguments"), nil
 		}
 		w.body.bodyRan(rec, a)
@@ -196,11 +195,12 @@ func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *late
 	s.begin = w.tick()
 	args := encodeArgs(s.begin, cred, 0, 0)
 	t0 := time.Now()
-	_, err := w.sys.CallTool(ctx, ns.name, args, cred.token())
+	res, err := w.sys.CallTool(ctx, ns.name, args, cred.token())
 	l.record(opCall, time.Since(t0))
 	o := classify(err)
 	w.outcomes[o].Add(1)
 	w.dead.callEnded(s, o)
+	w.dead.oneWinner(s, o, res)
 	if o == outcomeOther || o == outcomePanicked {
 		w.t.unexpected("call %s: %v", ns.name, err)
 	}
@@ -240,6 +240,8 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 		cancel()
 		if err != nil {
 			w.t.unexpected("stop %s (%s): %v", h.rec.tag, h.rec.ns.name, err)
+		} else {
+			h.rec.stopped.Store(true)
 		}
 	case shapeCancel:
 		h.cancel()

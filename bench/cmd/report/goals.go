@@ -15,12 +15,16 @@ type goal struct {
 	cmp      string // "<=", ">=" or ""
 	limit    float64
 	cpus     []int // the -cpu values it is judged at; nil for every one in the file
+	denCPU   int   // den's -cpu, when it is not the goal's (scaling goals); 0 otherwise
 }
 
 const (
 	nsOp     = "ns/op"
 	allocsOp = "allocs/op"
 )
+
+// dispatchPublic is the trivial-handler, public-plan dispatch workload.
+const dispatchPublic = "Dispatch/plan=public"
 
 // goals are the performance goals, in the order table.md shows them.
 var goals = []goal{
@@ -60,6 +64,28 @@ var goals = []goal{
 	{text: "PlanFor, 10,000 routes: within 1.3x of the raw map floor",
 		num: side{"PlanFor/n=10000", "livereg"}, den: side{"PlanFor/n=10000", "floor-map"},
 		unit: nsOp, cmp: "<=", limit: 1.3},
+	{text: "Dispatch, trivial handler, public plan: CallTool at most 2x its own parts run inline (Lookup + PlanFor + liveness + handler) at -cpu 1",
+		num: side{dispatchPublic, "livereg"}, den: side{dispatchPublic, "parts"},
+		unit: nsOp, cmp: "<=", limit: 2, cpus: []int{1}},
+	{text: "Dispatch, trivial handler, public plan: time per op at -cpu 2 at most 0.6x that at -cpu 1",
+		num: side{dispatchPublic, "livereg"}, den: side{dispatchPublic, "livereg"},
+		unit: nsOp, cmp: "<=", limit: 0.6, cpus: []int{2}, denCPU: 1},
+	{text: "Dispatch, trivial handler, public plan: 0 allocs/op",
+		num: side{dispatchPublic, "livereg"}, unit: allocsOp, cmp: "<=", limit: 0},
+	{text: "A 50 ms body, 200 callers, default options: at least 0.95x the calls per second of the body run directly (direct time / livereg time)",
+		num: side{"SlowBody/callers=200/body=50ms", "direct"}, den: side{"SlowBody/callers=200/body=50ms", "livereg"},
+		unit: nsOp, cmp: ">=", limit: 0.95},
+	{text: "A 50 ms body, 200 callers, default options: no call refused",
+		num: side{"SlowBody/callers=200/body=50ms", "livereg"}, unit: "refused/op", cmp: "<=", limit: 0},
+	{text: "tools/call end to end over the SDK's in-memory transport: mcpserve at most 1.1x the SDK's own AddTool",
+		num: side{"SDKCall", "livereg"}, den: side{"SDKCall", "sdk"},
+		unit: nsOp, cmp: "<=", limit: 1.1},
+	{text: "tools/list of 1,000 tools end to end: mcpserve against the SDK's own AddTool (report only)",
+		num: side{"SDKList/n=1000", "livereg"}, den: side{"SDKList/n=1000", "sdk"}, unit: nsOp},
+	{text: "10,000 idle consumers: at most 2 KiB each, route data included",
+		num: side{"Consumers/n=10000", "livereg"}, unit: "B/consumer", cmp: "<=", limit: 2048},
+	{text: "10,000 idle consumers: no goroutine of their own",
+		num: side{"Consumers/n=10000", "livereg"}, unit: "goroutines/consumer", cmp: "<=", limit: 0},
 }
 
 // verdict is one goal judged at one -cpu.
@@ -85,7 +111,11 @@ func judge(r *results) []verdict {
 			if g.den.impl == "" {
 				v.value, v.ok = r.median(num, g.unit)
 			} else {
-				v.value, v.ok = r.ratio(num, key{g.den.workload, cpu, g.den.impl}, g.unit)
+				dcpu := cpu
+				if g.denCPU != 0 {
+					dcpu = g.denCPU
+				}
+				v.value, v.ok = r.ratio(num, key{g.den.workload, dcpu, g.den.impl}, g.unit)
 			}
 			switch g.cmp {
 			case "<=":

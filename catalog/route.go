@@ -1,0 +1,212 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/internal/quote"
+	"github.com/livereg/livereg/owner"
+)
+
+// route is what the registry stores for a name: the route's description,
+// its body, and the gate its calls pass. It holds only a Ref of the owner
+// (and a releaser that does not keep the token alive), so that a dropped
+// Consumer's token can still be collected.
+type route struct {
+	cat  *Catalog
+	side *side
+	name string
+
+	tool     Tool
+	resource Resource
+	callTool ToolHandler    // set for a tool route
+	read     ResourceReader // set for a resource route
+	planned  bool           // the owner registered a security plan
+
+	ref     owner.Ref
+	release func() // kills the owner: an unwound consumer is a dead one
+
+	gate    gate
+	limit   *limiter // nil: no limit on concurrent bodies
+	retired atomic.Bool
+}
+
+// hooks are a catalog's test hooks (export_test.go); nil outside tests, so
+// that each costs the hot path one nil check.
+type hooks struct {
+	beforeReady  func(name string) // a start, after the route is set up, before it is ready
+	beforeRetire func(name string) // the reclaim of a dead owner's route, first thing
+	afterLookup  func(name string) // a call, between its lookup and its guard
+	beforeAdmit  func(name string) // a call, between its guard and the gate
+	beforeDrain  func(name string) // a Stop, after removing the entry, before draining
+	admitting    func()            // a call, between its announcement and its liveness check
+	held         func()            // a dying owner found an admission in progress
+	draining     func()            // a Stop's drain found bodies running and waits
+}
+
+// retire reclaims a dead owner's route entry and plan, once, owner-
+// conditionally: a successor's are never touched. It runs in a goroutine of
+// its own once the owner is dead (owner.Ref.AfterDeath).
+func (rt *route) retire() {
+	if !rt.retired.CompareAndSwap(false, true) {
+		return
+	}
+	if h := rt.cat.hooks; h != nil && h.beforeRetire != nil {
+		h.beforeRetire(rt.name)
+	}
+	rt.side.reg.UnregisterOwned(rt.name, rt.ref)
+	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
+	// Signal even when a listing or a lookup reclaimed the entry first:
+	// that reclaim moved the version but signalled nobody. A spurious
+	// wake-up costs a version comparison.
+	rt.cat.notify()
+}
+
+func (rt *route) gone() error {
+	return fmt.Errorf("catalog: %s %q: %w", rt.side.kind, rt.name, ErrRouteGone)
+}
+
+// admit takes a slot, if the route has a limit, then passes the gate. On
+// success the caller runs the body and then calls finish.
+func (rt *route) admit(ctx context.Context) (*stripe, error) {
+	if rt.limit != nil {
+		if err := rt.limit.acquire(ctx, rt.ref.Done(), rt); err != nil {
+			return nil, err
+		}
+	}
+	// After the slot: a call that waited for one while the owner died must
+	// find the death here.
+	s, ok := rt.gate.enter(rt.ref)
+	if !ok {
+		if rt.limit != nil {
+			rt.limit.release()
+		}
+		return nil, rt.gone()
+	}
+	return s, nil
+}
+
+// finish ends a body that admit admitted. Deferred directly, it recovers a
+// panicking body: the caller gets ErrRoutePanicked and the consumer dies,
+// since its code unwound.
+func (rt *route) finish(s *stripe, err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(fmt.Sprint(p)))
+		rt.release()
+	}
+	rt.gate.exit(s)
+	if rt.limit != nil {
+		rt.limit.release()
+	}
+}
+
+// CallTool calls the tool name with args, presenting credential (a bearer
+// token without its prefix; "" for none) to the route's plan, and runs the
+// tool's body on the calling goroutine. Errors: ErrUnknownTool,
+// ErrRouteGone, ErrRoutePanicked, ErrOverloaded (only for a route started
+// WithMaxConcurrent), a denial (see Denied), the context's error, or the
+// handler's own error.
+//
+// It is safe for concurrent use, lock-free when the route has no limit, and
+// does not allocate beyond what the handler does.
+//
+// The request is built once, in place, and the body runs in this frame, so
+// that the call and its result are copied no more than a direct call would.
+func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (res Result, err error) {
+	call := Call{Name: name, Arguments: args}
+	rt, err := c.resolve(ctx, &c.tools, name, credential, &call.Principal)
+	if err != nil {
+		return Result{}, err
+	}
+	s, err := rt.admit(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	defer rt.finish(s, &err)
+	call.Owner = rt.ref
+	return rt.callTool(ctx, call)
+}
+
+// ReadResource reads the resource uri, presenting credential to its plan.
+// It behaves as CallTool, with ErrUnknownResource.
+func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (res Contents, err error) {
+	read := Read{URI: uri}
+	rt, err := c.resolve(ctx, &c.resources, uri, credential, &read.Principal)
+	if err != nil {
+		return Contents{}, err
+	}
+	s, err := rt.admit(ctx)
+	if err != nil {
+		return Contents{}, err
+	}
+	defer rt.finish(s, &err)
+	read.Owner = rt.ref
+	res, err = rt.read(ctx, read)
+	if err == nil && res.URI == "" {
+		res.URI = uri
+	}
+	return res, err
+}
+
+// resolve looks the route up and guards it, setting *pr to the principal
+// the guard admitted.
+func (c *Catalog) resolve(ctx context.Context, s *side, name, credential string, pr *bindsec.Principal) (*route, error) {
+	rt, _, ok := s.reg.Lookup(name)
+	if !ok {
+		return nil, &unknownError{s.unknown, name}
+	}
+	if c.hooks != nil && c.hooks.afterLookup != nil {
+		c.hooks.afterLookup(name)
+	}
+	if err := c.guard(ctx, s, rt, credential, pr); err != nil {
+		return nil, err
+	}
+	if c.hooks != nil && c.hooks.beforeAdmit != nil {
+		c.hooks.beforeAdmit(name)
+	}
+	return rt, nil
+}
+
+// guard binds the request to the owner of the entry it resolved: it is
+// checked against that owner's plan and no other. A plan of another owner,
+// or none where the owner registered one, means the route is changing hands
+// or its owner is dying: the request fails with ErrRouteGone, neither
+// passed through nor judged by the newcomer's rules. Only a route whose
+// owner registered no plan at all falls under the missing-plan mode.
+//
+// A public plan of the entry's owner, the common case, is decided here
+// without building a principal: *pr stays the zero Principal.
+func (c *Catalog) guard(ctx context.Context, s *side, rt *route, credential string, pr *bindsec.Principal) error {
+	if !rt.planned {
+		if _, _, ok := s.book.Lookup(rt.name); ok {
+			return rt.gone()
+		}
+		_, err := s.book.MissingPlan(rt.name)
+		return err
+	}
+	p, po, ok := s.book.Lookup(rt.name)
+	if !ok || !po.Same(rt.ref) {
+		return rt.gone()
+	}
+	if p.Public {
+		return nil
+	}
+	var err error
+	*pr, err = s.book.Check(ctx, rt.name, p, credential, c.auth)
+	return err
+}
+
+// unknownError is ErrUnknownTool or ErrUnknownResource with the name asked
+// for. Unknown names are a busy server's commonest failure, so the error is
+// one small allocation, and the name is quoted (and truncated) only if the
+// message is read.
+type unknownError struct {
+	sentinel error
+	name     string
+}
+
+func (e *unknownError) Error() string { return e.sentinel.Error() + " " + quote.Name(e.name) }
+func (e *unknownError) Unwrap() error { return e.sentinel }
