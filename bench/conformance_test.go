@@ -308,7 +308,7 @@ func TestPlanConformance(t *testing.T) {
 				roles[0] = "changed" // plans are copied on registration
 				pr, err := b.Guard(ctx, "r", "good", auth)
 				require.NoError(t, err)
-				assert.Equal(t, "alice", pr.Subject)
+				assert.Equal(t, "alice", pr.Subject())
 				_, err = b.Guard(ctx, "r", "plain", auth)
 				require.ErrorIs(t, err, bindsec.ErrForbidden)
 				_, err = b.Guard(ctx, "r", "", auth)

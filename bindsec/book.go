@@ -180,7 +180,7 @@ func (b *Book) Guard(ctx context.Context, route, credential string, a Authentica
 func (b *Book) GuardOwned(ctx context.Context, route string, o owner.Ref, credential string, a Authenticator) (Principal, error) {
 	p, po, ok := b.Lookup(route)
 	if !ok || !po.Same(o) {
-		return Principal{}, fmt.Errorf("route %s: %w", quote.Name(route), ErrPlanOwner)
+		return Principal{}, &routeError{route, ErrPlanOwner}
 	}
 	return b.check(ctx, route, p, credential, a)
 }
@@ -199,19 +199,30 @@ func (b *Book) MissingPlan(route string) (Principal, error) {
 	if b.mode == PassThrough {
 		return Principal{}, nil
 	}
-	return Principal{}, fmt.Errorf("route %s: %w", quote.Name(route), ErrNoPlan)
+	return Principal{}, &routeError{route, ErrNoPlan}
 }
 
 func (b *Book) check(ctx context.Context, route string, p Plan, credential string, a Authenticator) (Principal, error) {
 	if p.Public {
 		return Principal{}, nil
 	}
-	pr, err := enforce(ctx, p, credential, a, b.now())
+	pr, err := enforce(ctx, p, credential, a, b.now)
 	if err != nil {
-		return Principal{}, fmt.Errorf("route %s: %w", quote.Name(route), err)
+		return Principal{}, &routeError{route, err}
 	}
 	return pr, nil
 }
+
+// routeError is a refusal on the guard's path, where a busy server meets
+// them often (every call with a bad credential): one small allocation, and
+// the route's name is quoted (and truncated) only if the message is read.
+type routeError struct {
+	route string
+	err   error
+}
+
+func (e *routeError) Error() string { return "route " + quote.Name(e.route) + ": " + e.err.Error() }
+func (e *routeError) Unwrap() error { return e.err }
 
 func wrap(op string, err error) error {
 	if err == nil {

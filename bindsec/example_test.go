@@ -29,7 +29,7 @@ func Example() {
 	_, err := book.Guard(ctx, "deploy", "", auth)
 	fmt.Println("no credential, unauthenticated:", errors.Is(err, bindsec.ErrUnauthenticated))
 	pr, err := book.Guard(ctx, "deploy", "tok-ops", auth)
-	fmt.Println("good token:", pr.Subject, err)
+	fmt.Println("good token:", pr.Subject(), err)
 	_, err = book.Guard(ctx, "status", "tok-ops", auth)
 	fmt.Println("route without a plan, denied:", errors.Is(err, bindsec.ErrNoPlan))
 
@@ -44,7 +44,7 @@ func Example() {
 	_, err = book.Guard(ctx, "deploy", "tok-ops", auth)
 	fmt.Println("B's plan still enforced, forbidden:", errors.Is(err, bindsec.ErrForbidden))
 	pr, err = book.Guard(ctx, "deploy", "tok-admin", auth)
-	fmt.Println("admin token:", pr.Subject, err)
+	fmt.Println("admin token:", pr.Subject(), err)
 	// Output:
 	// no credential, unauthenticated: true
 	// good token: ops-bot <nil>
@@ -59,12 +59,12 @@ func Example() {
 func ExampleNewStaticTokens() {
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
 		"tok-ci": bindsec.NewPrincipal("ci", "deploy"),
-		"":       {Subject: "anyone"},
+		"":       bindsec.NewPrincipal("anyone"),
 	})
 	fmt.Println("tokens:", auth.Len())
 
 	pr, err := auth.Authenticate(context.Background(), "tok-ci")
-	fmt.Println(pr.Subject, slices.Collect(pr.Roles()), err)
+	fmt.Println(pr.Subject(), slices.Collect(pr.Roles()), err)
 	_, err = auth.Authenticate(context.Background(), "tok-guess")
 	fmt.Println(err)
 	_, err = auth.Authenticate(context.Background(), "")

@@ -43,7 +43,7 @@ func TestAuthorize(t *testing.T) {
 		},
 		{name: "public admits an expired principal", plan: bindsec.Plan{Public: true}, pr: expiring(t0), now: t0},
 		{
-			name: "zero plan admits any authenticated principal", pr: bindsec.Principal{Subject: "x"}, now: t0,
+			name: "zero plan admits any authenticated principal", pr: bindsec.NewPrincipal("x"), now: t0,
 			comment: "the zero Plan is 'authenticated, no roles', not 'open'",
 		},
 		{name: "every role held", plan: bindsec.Plan{Roles: []string{"admin", "ops"}}, pr: admin, now: t0},
@@ -53,7 +53,7 @@ func TestAuthorize(t *testing.T) {
 			want: bindsec.ErrForbidden, naming: "billing",
 		},
 		{
-			name: "no roles at all", plan: bindsec.Plan{Roles: []string{"admin"}}, pr: bindsec.Principal{Subject: "x"}, now: t0,
+			name: "no roles at all", plan: bindsec.Plan{Roles: []string{"admin"}}, pr: bindsec.NewPrincipal("x"), now: t0,
 			want: bindsec.ErrForbidden, naming: "admin",
 		},
 		{
@@ -169,14 +169,14 @@ func TestStaticTokens(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, pr.Subject)
+			assert.Equal(t, tt.want, pr.Subject())
 			assert.Equal(t, staticTable()[tt.credential], pr)
 		})
 	}
 }
 
 func TestStaticTokensEmptyTable(t *testing.T) {
-	for _, table := range []map[string]bindsec.Principal{nil, {}, {"": {Subject: "nobody"}}} {
+	for _, table := range []map[string]bindsec.Principal{nil, {}, {"": bindsec.NewPrincipal("nobody")}} {
 		s := bindsec.NewStaticTokens(table)
 		assert.Zero(t, s.Len())
 		for _, cred := range []string{"", "x", tokAdmin} {
@@ -258,13 +258,13 @@ func TestStaticTokensCopyTheirInput(t *testing.T) {
 	s := bindsec.NewStaticTokens(table)
 
 	roles[0] = "root"
-	table[tokAdmin] = bindsec.Principal{Subject: "mallory"}
-	table[tokReader] = bindsec.Principal{Subject: "rex"}
+	table[tokAdmin] = bindsec.NewPrincipal("mallory")
+	table[tokReader] = bindsec.NewPrincipal("rex")
 	delete(table, tokAdmin)
 
 	pr, err := s.Authenticate(context.Background(), tokAdmin)
 	require.NoError(t, err)
-	assert.Equal(t, "ada", pr.Subject)
+	assert.Equal(t, "ada", pr.Subject())
 	assert.Equal(t, []string{"admin", "ops"}, slices.Collect(pr.Roles()))
 	_, err = s.Authenticate(context.Background(), tokReader)
 	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "a token added to the map afterwards is unknown")

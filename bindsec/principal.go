@@ -6,49 +6,89 @@ import (
 	"time"
 )
 
-// Principal is an authenticated caller. It is a small value, copied freely
-// and safe to share between goroutines.
+// Principal is an authenticated caller: a one-word handle to an identity
+// that nothing can change once made. It is copied freely, safe to share
+// between goroutines, and costs a route body nothing to receive: an
+// authenticator hands out the principal of its table entry itself, not a
+// copy. The zero Principal is nobody: no subject, no roles, never expires.
 //
-// Its roles are reachable only through methods. Every copy of a principal,
-// and the authenticator's own table entry it came from, share one roles
-// array that nothing can write after NewPrincipal made it: a route body that
-// receives a Principal cannot change what the credential grants to any
-// later request, and reading the roles costs no allocation per call.
+// Everything is reachable only through methods, so a route body that gets
+// a Principal cannot change what the credential grants to any later
+// request, however it misbehaves.
 type Principal struct {
-	// Subject names the caller, for the route body and for logs.
-	Subject string
-	// Expires is when the principal stops being valid, exclusive: it is
-	// expired when now >= Expires. The zero time never expires.
-	Expires time.Time
-
-	// roles is never written after NewPrincipal and never handed out.
-	roles []string
+	id *identity
 }
 
-// NewPrincipal returns a principal for subject holding roles. The roles are
-// copied: later changes to the caller's slice do not reach the principal.
+// identity is never written after NewPrincipal or WithExpires made it.
+type identity struct {
+	subject string
+	expires time.Time
+	roles   []string
+}
+
+// NewPrincipal returns a principal for subject holding roles, which never
+// expires. The roles are copied: later changes to the caller's slice do not
+// reach the principal.
 func NewPrincipal(subject string, roles ...string) Principal {
-	return Principal{Subject: subject, roles: slices.Clone(roles)}
+	return Principal{&identity{subject: subject, roles: slices.Clone(roles)}}
 }
 
-// WithExpires returns a copy of the principal that expires at t; it shares
-// the roles, which are immutable.
+// WithExpires returns a principal like pr that expires at t, exclusive: it
+// is expired when now >= t. The zero time never expires. pr is unchanged.
 func (pr Principal) WithExpires(t time.Time) Principal {
-	pr.Expires = t
-	return pr
+	id := identity{}
+	if pr.id != nil {
+		id = *pr.id
+	}
+	id.expires = t
+	return Principal{&id}
+}
+
+// Subject names the caller, for the route body and for logs.
+func (pr Principal) Subject() string {
+	if pr.id == nil {
+		return ""
+	}
+	return pr.id.subject
+}
+
+// Expires returns when the principal stops being valid; the zero time for
+// one that never does.
+func (pr Principal) Expires() time.Time {
+	if pr.id == nil {
+		return time.Time{}
+	}
+	return pr.id.expires
 }
 
 // Expired reports whether the principal has expired at now.
 func (pr Principal) Expired(now time.Time) bool {
-	return !pr.Expires.IsZero() && !now.Before(pr.Expires)
+	return pr.id != nil && !pr.id.expires.IsZero() && !now.Before(pr.id.expires)
 }
 
+// IsZero reports whether pr is the zero Principal, which public routes and
+// pass-through get.
+func (pr Principal) IsZero() bool { return pr.id == nil }
+
 // HasRole reports whether the principal holds role. It does not allocate.
-func (pr Principal) HasRole(role string) bool { return slices.Contains(pr.roles, role) }
+func (pr Principal) HasRole(role string) bool {
+	return pr.id != nil && slices.Contains(pr.id.roles, role)
+}
 
 // Roles yields the principal's roles in the order NewPrincipal got them.
 // Use slices.Collect for a copy of one's own.
-func (pr Principal) Roles() iter.Seq[string] { return slices.Values(pr.roles) }
+func (pr Principal) Roles() iter.Seq[string] {
+	var roles []string
+	if pr.id != nil {
+		roles = pr.id.roles
+	}
+	return slices.Values(roles)
+}
 
 // NumRoles returns how many roles the principal holds.
-func (pr Principal) NumRoles() int { return len(pr.roles) }
+func (pr Principal) NumRoles() int {
+	if pr.id == nil {
+		return 0
+	}
+	return len(pr.id.roles)
+}

@@ -47,7 +47,7 @@ func TestScenario1FailedDuplicateStartKeepsIncumbentPlan(t *testing.T) {
 		assert.ErrorIs(t, err, bindsec.ErrForbidden)
 		pr, err := b.GuardOwned(ctx, "tool", a.Ref(), tokAdmin, tokens)
 		require.NoError(t, err)
-		assert.Equal(t, "ada", pr.Subject)
+		assert.Equal(t, "ada", pr.Subject())
 	})
 }
 

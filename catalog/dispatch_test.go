@@ -395,7 +395,7 @@ func TestDenials(t *testing.T) {
 	var runs atomic.Int32
 	startTool(t, c, bg, "guarded", bindsec.Plan{Roles: []string{"a"}}, func(_ context.Context, call catalog.Call) (catalog.Result, error) {
 		runs.Add(1)
-		return catalog.TextResult(call.Principal.Subject), nil
+		return catalog.TextResult(call.Principal.Subject()), nil
 	})
 	tests := []struct {
 		credential string

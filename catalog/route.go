@@ -116,8 +116,8 @@ func (rt *route) finish(s *stripe, err *error) {
 // The request is built once, in place, and the body runs in this frame, so
 // that the call and its result are copied no more than a direct call would.
 func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (res Result, err error) {
-	call := Call{Name: name, Arguments: args}
-	rt, err := c.resolve(ctx, &c.tools, name, credential, &call.Principal)
+	var pr bindsec.Principal
+	rt, err := c.resolve(ctx, &c.tools, name, credential, &pr)
 	if err != nil {
 		return Result{}, err
 	}
@@ -126,8 +126,7 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 		return Result{}, err
 	}
 	defer rt.finish(s, &err)
-	call.Owner = rt.ref
-	return rt.callTool(ctx, call)
+	return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
 }
 
 // ReadResource reads the resource uri, presenting credential to its plan.

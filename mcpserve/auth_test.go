@@ -31,14 +31,14 @@ type guarded struct {
 func newGuarded(t *testing.T) *guarded {
 	g := &guarded{auth: bindsec.NewStaticTokens(map[string]bindsec.Principal{
 		goodToken:   bindsec.NewPrincipal("alice", "reader"),
-		noRoleToken: {Subject: "bob"},
+		noRoleToken: bindsec.NewPrincipal("bob"),
 	})}
 	g.cat = newCatalog(t, catalog.Config{Authenticator: g.auth})
 	plan := bindsec.Plan{Roles: []string{"reader"}}
 	k, err := g.cat.StartTool(context.Background(), catalog.Tool{Name: "guarded"}, plan,
 		func(_ context.Context, c catalog.Call) (catalog.Result, error) {
 			g.toolRuns.Add(1)
-			return catalog.TextResult("hello " + c.Principal.Subject), nil
+			return catalog.TextResult("hello " + c.Principal.Subject()), nil
 		})
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func (s *Server) bindingKey(r *http.Request) (string, error) {
 	case err != nil:
 		return anonymousKey, nil
 	}
-	return subjectKey + pr.Subject, nil
+	return subjectKey + pr.Subject(), nil
 }
 
 // sessionCreated records the principal that created ss, from the HTTP

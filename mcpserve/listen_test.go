@@ -124,7 +124,7 @@ func TestCheckListenAddress(t *testing.T) {
 var errMalformed = errors.New("malformed")
 
 func TestServeExposedWithAuthenticatorWarns(t *testing.T) {
-	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{"t": {Subject: "s"}})
+	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{"t": bindsec.NewPrincipal("s")})
 	cat := newCatalog(t, catalog.Config{Authenticator: auth})
 	startText(t, cat, context.Background(), "hello", "hi")
 	sink := newLogSink()

@@ -308,7 +308,7 @@ func TestOverloaded(t *testing.T) {
 
 func TestDenialTextLeaksNothing(t *testing.T) {
 	const secret = "s3cr3t-token-value"
-	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{secret: {Subject: "alice"}})
+	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{secret: bindsec.NewPrincipal("alice")})
 	cat := newCatalog(t, catalog.Config{Authenticator: auth})
 	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "admin"}, bindsec.Plan{Roles: []string{"admin"}},
 		func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.TextResult("ran"), nil })

@@ -18,7 +18,8 @@
 //     skipped, in one atomic load, when [owner.Deaths] proves no owner can
 //     have died since the last one.
 //   - [Registry.Resolve] and [Registry.ListReady] skip dead-owner entries and
-//     remove them.
+//     remove them (Resolve only when no listing holds writes off: it never
+//     waits).
 //   - [Registry.UnregisterOwned] removes an entry only when the caller's Ref
 //     is [owner.Ref.Same] as the entry's, so a late stop of a dead owner
 //     never deletes the entry of the successor that replaced it.
@@ -54,11 +55,42 @@
 // Listing needs a consistent view of the whole map, which a concurrent hash
 // map does not give. Every write therefore runs inside a write section that
 // is counted on one atomic word, as the owner package counts deaths: in
-// progress, then completed. A listing scans optimistically and keeps the
-// result only when no write and no owner death overlapped the scan;
-// otherwise it retries, and after a few failed tries it briefly holds new
-// writes off. The scan's result is cached: until the next write or death,
-// ListReady returns the same sorted slice without copying it.
+// progress, then completed. A listing reads that word settled, scans, and
+// keeps the scan only when the word has not moved; otherwise it scans
+// again, and after a few disturbed scans it briefly holds new writes off,
+// so writes delay a listing by a bounded number of scans.
+//
+// Owner deaths are not writes: nothing can hold them off, and they come
+// from the whole process, so they must not undo a listing, and whether one
+// holds never depends on the process-wide death clock. Its scan keeps
+// the ready entries whose owners read alive; then, with the write count
+// still unmoved, it reads those owners again, pass after pass, until a pass
+// finds no owner newly dead. The listing is that of the instant just before the
+// clean pass began. At that instant the map held exactly what the scan saw
+// (no write completed or was in progress between the scan's start and
+// then), every owner found dead earlier was dead (deaths are permanent),
+// and every owner found alive in the clean pass was alive (it was alive
+// later still). So a listing is linearizable at that instant, whatever
+// dies elsewhere and whenever. A pass that is not clean found an owner that
+// died during it or the one before; that happens at most twice per
+// distinct owner of a listed entry, so even when every owner in the
+// registry is dying a listing ends after at most twice that many passes,
+// plus one. Reclaiming the dead entries it passed over comes after the
+// listing's instant, each reclaim a step of its own.
+//
+// The result is cached. A cached listing is still the registry's listing
+// while the write count has not moved and its listed owners are alive
+// (the entries it left out were not ready, which only a write changes, or
+// dead, which lasts). Its owners' liveness comes from the death clock in
+// O(1) while no owner anywhere has died since the listing last saw them
+// alive, and otherwise from one pass over the listed owners. Listers that
+// find the cache stale share one rebuild. The first change drops the
+// cache, so it never keeps a removed entry's value reachable.
+//
+// Lookups never wait. When one meets a dead entry while a listing holds
+// writes off, it misses without reclaiming it: a miss is right at any
+// instant at which the name still maps to that entry, which it checks with
+// a second load.
 //
 // The registry starts no goroutines and uses no timers: liveness comes from
 // the owners' tokens alone.

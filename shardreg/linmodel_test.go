@@ -102,7 +102,7 @@ type linOutput struct {
 //
 // Everything but the timing of reclaims stays exact, and so does what an
 // operation promises about reclaims by its own linearization point (see
-// linStep): Resolve removes the dead entry it meets; ErrCapReached needs
+// linStep): ErrCapReached needs
 // every held entry live; Prune leaves no entry of an owner that was dead at
 // its call, and counts no more removals than there were reclaims since;
 // ListReady lists no dead entry, and promises no more.
@@ -229,14 +229,11 @@ func linStep(capacity int, s linState, in linInput, out linOutput) (bool, linSta
 		}
 		return out.ok == ok, s
 	case linResolve:
-		// Resolve removes the dead entry it meets, by its own point. When
-		// a register replaced that entry before Resolve could remove it,
-		// Resolve took effect before the replacement.
-		if s.isDead(cur) {
-			s.reclaim(int(in.name))
-			return !out.ok, s
-		}
-		if !cur.present || !cur.ready {
+		// Resolve misses a dead entry. It may reclaim it too, or leave it
+		// when a listing holds writes off, so that it never waits: the
+		// reclaim is a step of its own, which the set construction
+		// supplies.
+		if !cur.present || !cur.ready || s.isDead(cur) {
 			return !out.ok, s
 		}
 		return out.ok && out.entry == cur, s

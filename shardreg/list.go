@@ -6,75 +6,140 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/livereg/livereg/owner"
 )
 
 // DefaultPageSize is the page size Page uses when asked for none.
 const DefaultPageSize = 100
 
-// snapshot is a cached ListReady result and the state it was read in.
-type snapshot[V any] struct {
-	at   stamp
-	list []Entry[V]
-}
-
 // ListReady returns the ready entries of live owners, sorted by name, as one
-// consistent snapshot. Dead-owner entries it finds are reclaimed first.
+// consistent snapshot. Dead-owner entries it finds are reclaimed after it
+// has taken its snapshot, each as a step of its own.
 //
 // The returned slice is shared and read-only: callers must not modify it.
-// While nothing changes (no register, unregister, ready flip or owner
-// death) every call returns the same slice, in O(1) and without allocating.
+//
+// Cost: while nothing in the registry changes, every call returns the same
+// slice without allocating: in O(1) while no owner anywhere dies, and
+// after a death anywhere in one pass over the listed entries' owners (one
+// load per run of entries of one owner), once, however many owners outside
+// the listing die. After a change, the first call rebuilds the listing: one
+// scan of the map, one pass over the ready entries' owners, and a sort.
+// Callers that find the cache stale while a rebuild runs wait for it and
+// share the next rebuild's result instead of each running their own, so
+// that writers meet one listing at a time, once for all the listers
+// waiting. A rebuild completes in bounded time under any rate of writes
+// and deaths: see the package doc.
 func (r *Registry[V]) ListReady() []Entry[V] {
-	if s := r.snap.Load(); s != nil && r.unchangedSince(s.at) {
-		return s.list
+	if list, ok := r.cached(); ok {
+		return list
 	}
-	list, at, dead := r.scanReady()
-	if len(dead) > 0 {
-		for _, e := range dead {
-			r.removeIfCurrent(e.name, e)
+	// Any rebuild that begins from here on is taken during this call, so
+	// its listing is a right answer for this call too, even once a write
+	// has made it stale.
+	r.listWaiters.Add(1)
+	began := r.rebuilds.Load()
+	r.fire(hookListWait)
+	r.listMu.Lock()
+	defer r.listMu.Unlock()
+	waiters := r.listWaiters.Add(-1)
+	if r.rebuilds.Load() != began {
+		list := r.shared
+		if waiters == 0 {
+			// The last waiter served lets go of the shared listing, so
+			// that it keeps no removed entry reachable.
+			r.shared = nil
 		}
-		list, at, _ = r.scanReady()
+		return list
 	}
-	r.snap.Store(&snapshot[V]{at: at, list: list})
+	// The rebuild that held listMu began before this call read the count,
+	// and may well have cached what this call needs.
+	if list, ok := r.cached(); ok {
+		return list
+	}
+	r.rebuilds.Add(1)
+	list := r.rebuild()
+	// Listers that came to wait before the count moved were counted
+	// before this load; those counted after it read the new count and
+	// rebuild themselves.
+	r.shared = nil
+	if r.listWaiters.Load() > 0 {
+		r.shared = list
+	}
 	return list
 }
 
-// unchangedSince reports whether the registry and the owners are exactly as
-// they were at a: no write section open or completed, no death in progress
-// or completed since.
-func (r *Registry[V]) unchangedSince(a stamp) bool {
-	if r.seq.Load() != a.version<<sectionBits {
-		return false
+// cached returns the cached listing when it is still the registry's
+// listing now.
+//
+// A cached snapshot was the listing at an instant when the map held exactly
+// what it holds while seq reads the snapshot's version settled: no write
+// completed since, and none is in progress. The entries it did not list were
+// not ready, which only a write changes, or dead, which lasts. So it is
+// still the listing at the instant of the seq load below if each listed
+// owner was still alive then. Two ways to know that:
+//
+//   - the death clock reads settled and unchanged since a reading that was
+//     taken before those owners were last seen alive: no death can have
+//     begun since (see owner.Deaths), in O(1);
+//   - each listed owner reads alive now, hence also at the earlier seq
+//     load: deaths are permanent. The clock is read first, so when every
+//     owner is alive the snapshot is stamped with the new reading, and the
+//     next call is O(1) again until the clock moves.
+func (r *Registry[V]) cached() ([]Entry[V], bool) {
+	s := r.snap.Load()
+	if s == nil || r.seq.Load() != s.version<<sectionBits {
+		return nil, false
 	}
 	d, settled := r.deaths()
-	return settled && d == a.deaths
+	if settled && s.deathsKnown && d == s.deaths {
+		return s.list, true
+	}
+	var last owner.Ref
+	for i := range s.list {
+		// One load per run of entries of one owner.
+		if o := s.list[i].Owner; o != last {
+			if !o.Alive() {
+				return nil, false
+			}
+			last = o
+		}
+	}
+	if settled {
+		// Losing the swap to a writer's drop (or to another refresh) is
+		// fine: the next call decides afresh.
+		fresh := *s
+		fresh.deaths, fresh.deathsKnown = d, true
+		r.snap.CompareAndSwap(s, &fresh)
+	}
+	return s.list, true
 }
 
-// scanReady reads one consistent, sorted view of the ready live entries,
-// and the dead-owner entries it passed over.
-func (r *Registry[V]) scanReady() (list []Entry[V], at stamp, dead []*entry[V]) {
-	var ready []*entry[V]
-	at = r.readConsistent(true, func() {
-		ready, dead = ready[:0], dead[:0]
-		r.m.Range(func(_ string, e *entry[V]) bool {
-			// Ready before liveness, as in Resolve.
-			isReady := e.ready.Load()
-			switch {
-			case !e.owner.Alive():
-				dead = append(dead, e)
-			case isReady:
-				ready = append(ready, e)
-			}
-			return true
-		})
-		r.fire(hookListScanned)
-	})
-	// Sorting pointers moves a word per swap instead of a whole Entry.
-	slices.SortFunc(ready, func(a, b *entry[V]) int { return strings.Compare(a.name, b.name) })
-	list = make([]Entry[V], len(ready))
-	for i, e := range ready {
-		list[i] = Entry[V]{Name: e.name, Value: e.value, Owner: e.owner, Ready: true}
+// rebuild takes a new snapshot, reclaims the dead entries it passed over,
+// and caches the snapshot. It runs under listMu.
+func (r *Registry[V]) rebuild() []Entry[V] {
+	s, dead := r.takeSnapshot()
+	reclaimed := uint64(0)
+	for _, e := range dead {
+		if r.removeIfCurrent(e.name, e) {
+			reclaimed++
+		}
 	}
-	return list, at, dead
+	// The reclaims removed only entries the snapshot does not list, so
+	// while they are the only changes since it was taken it is still the
+	// listing: stamp it with the version they left. Should any other write
+	// have completed, the version never reads that again, and the snapshot
+	// is dropped below.
+	s.version += reclaimed
+	r.fire(hookBeforeCacheStore)
+	r.snap.Store(s)
+	// A write that completed since the snapshot was taken may have looked
+	// for a cached listing to drop before this store (endWrite): drop it
+	// here instead, so that the cache never holds a removed entry.
+	if r.seq.Load() != s.version<<sectionBits {
+		r.snap.CompareAndSwap(s, nil)
+	}
+	return s.list
 }
 
 // Page returns one page of the ListReady view for cursor pagination, as in

@@ -26,6 +26,15 @@ type refModel struct {
 	// changes counts the changes a listing can see (inserts, replacements,
 	// removals, ready flips): what Version promises to track.
 	changes int
+	// listed is the last listing, which ListReady serves again, without
+	// reclaiming anything, while nothing changed and its owners live.
+	listed *refListing
+}
+
+// refListing is a listing ListReady may serve again, and when it was taken.
+type refListing struct {
+	items   []refItem
+	changes int
 }
 
 // refEntry is one entry of the model. owner indexes refModel.alive; -1 is
@@ -139,7 +148,19 @@ func (m *refModel) unregisterOwned(name string, o int) bool {
 	return true
 }
 
+// listReady serves the last listing while nothing changed since and every
+// owner it lists is alive: it is still the listing. Otherwise it sweeps the
+// dead entries, as a listing that takes a new snapshot does, and lists.
 func (m *refModel) listReady() []refItem {
+	if l := m.listed; l != nil && l.changes == m.changes {
+		live := true
+		for _, it := range l.items {
+			live = live && m.isAlive(it.owner)
+		}
+		if live {
+			return l.items
+		}
+	}
 	m.sweep()
 	var out []refItem
 	for _, name := range slices.Sorted(maps.Keys(m.entries)) {
@@ -147,6 +168,7 @@ func (m *refModel) listReady() []refItem {
 			out = append(out, refItem{name: name, value: e.value, owner: e.owner})
 		}
 	}
+	m.listed = &refListing{items: out, changes: m.changes}
 	return out
 }
 

@@ -293,10 +293,11 @@ func TestListingRetriesThenFreezes(t *testing.T) {
 		}
 	})
 	got := names(r.ListReady())
+	// Only a frozen scan starts the held-off write.
+	require.True(t, frozenSeen, "four disturbed scans must lead to a frozen one")
 	require.NoError(t, <-blocked, "the held-off write proceeds after the listing")
 	r.SetHook(nil)
 
-	assert.True(t, frozenSeen, "four disturbed scans must lead to a frozen one")
 	assert.Equal(t, []string{"a", "w1", "w2", "w3", "w4"}, got)
 	assert.Contains(t, names(r.ListReady()), "late")
 }

@@ -37,7 +37,8 @@ type Registry[V any] struct {
 	validate func(string) error
 	deaths   func() (uint64, bool) // owner.Deaths; a seam for tests
 	hook     func(hookPoint)       // nil outside tests
-	frozen   atomic.Bool           // a listing holds new writes off; see sections.go
+	scanned  func(name string)     // nil outside tests: called for each entry a listing scans
+	frozen   atomic.Bool           // a reader holds new writes off; see sections.go
 
 	_ [64]byte // keep the write-hot words below off the lines Resolve reads
 
@@ -46,10 +47,19 @@ type Registry[V any] struct {
 
 	_ [64]byte
 
-	gate    sync.Mutex                  // held by a listing while writes are frozen
-	sweepMu sync.Mutex                  // one sweep at a time
-	swept   atomic.Uint64               // death clock when the last full sweep began: c<<1|1, or 0
-	snap    atomic.Pointer[snapshot[V]] // cached ListReady result
+	// Read by every listing and every changing write, written only when a
+	// listing is cached or dropped: a line of its own.
+	snap atomic.Pointer[snapshot[V]] // cached ListReady result, nil after a change
+
+	_ [64]byte
+
+	gate   sync.Mutex // held by a reader while writes are frozen
+	listMu sync.Mutex // one listing rebuild at a time
+	shared []Entry[V] // under listMu: the last rebuild's listing, while listers wait for it
+	// Listers waiting for listMu, and rebuilds begun: see ListReady.
+	listWaiters, rebuilds atomic.Int64
+	sweepMu               sync.Mutex    // one sweep at a time
+	swept                 atomic.Uint64 // death clock when the last full sweep began: c<<1|1, or 0
 }
 
 // New makes an empty registry. It returns ErrInvalidOption for a bad option.
@@ -149,7 +159,7 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 			// name, the count and whether a sweep could help at one
 			// instant, with no write in between.
 			var full, current bool
-			r.readConsistent(false, func() {
+			r.readConsistent(func() {
 				cur, held = r.m.Load(name)
 				full = r.count.Load() >= r.cap
 				current = r.sweepIsCurrent()
@@ -298,9 +308,11 @@ func (r *Registry[V]) MarkReady(name string, o owner.Ref) bool {
 }
 
 // Resolve returns name's entry when it is ready and its owner alive. It
-// removes a dead-owner entry it meets, owner-conditionally: never the entry
-// that has replaced it meanwhile. On a hit it takes no lock and does not
-// allocate.
+// never waits, not even for a listing that holds writes off: it takes no
+// lock and does not allocate on a hit. A dead-owner entry it meets is
+// reclaimed, owner-conditionally (never the entry that has replaced it
+// meanwhile), unless a listing holds writes off at that moment; then the
+// entry is left to a later write, listing or sweep.
 func (r *Registry[V]) Resolve(name string) (Entry[V], bool) {
 	e, ok := r.live(name)
 	if !ok {
@@ -313,8 +325,8 @@ func (r *Registry[V]) Resolve(name string) (Entry[V], bool) {
 // the owner of name's entry when the entry is ready and its owner alive,
 // without building an Entry. Returning the two words in registers rather
 // than the whole Entry through the generic method's frame saves about a
-// fifth of a lookup. It reclaims a dead-owner entry it meets, as Resolve
-// does.
+// fifth of a lookup. It never waits, and reclaims a dead-owner entry it
+// meets as Resolve does.
 func (r *Registry[V]) Lookup(name string) (V, owner.Ref, bool) {
 	if e, ok := r.live(name); ok {
 		return e.value, e.owner, true
@@ -323,8 +335,9 @@ func (r *Registry[V]) Lookup(name string) (V, owner.Ref, bool) {
 	return zero, owner.Ref{}, false
 }
 
-// live finds name's entry when it is ready and its owner alive, reclaiming
-// a dead-owner entry it meets.
+// live finds name's entry when it is ready and its owner alive. It never
+// waits: a dead-owner entry it meets is reclaimed only when no reader holds
+// writes off.
 func (r *Registry[V]) live(name string) (*entry[V], bool) {
 	for {
 		e, ok := r.m.Load(name)
@@ -336,11 +349,17 @@ func (r *Registry[V]) live(name string) (*entry[V], bool) {
 		if e.owner.Alive() {
 			return e, ready
 		}
-		if r.removeIfCurrent(name, e) {
+		if r.tryRemoveIfCurrent(name, e) {
 			return nil, false
 		}
-		// The entry judged dead is no longer the name's: another owner
-		// replaced it meanwhile. Judge the name's entry, not a stale one.
+		// Not removed: another owner replaced e meanwhile, or a listing
+		// holds writes off. If the name still maps to e, a miss is right
+		// at this load: e is the name's and its owner's death lasts. e is
+		// still referenced here, so no new entry can reuse its address.
+		if cur, ok := r.m.Load(name); !ok || cur == e {
+			return nil, false
+		}
+		// Replaced: judge the name's entry, not a stale one.
 	}
 }
 
@@ -362,11 +381,26 @@ func (r *Registry[V]) removeIfCurrent(name string, e *entry[V]) bool {
 	return r.remove(name, func(cur *entry[V]) bool { return cur == e })
 }
 
+// tryRemoveIfCurrent is removeIfCurrent that gives up, without waiting,
+// when a reader holds writes off.
+func (r *Registry[V]) tryRemoveIfCurrent(name string, e *entry[V]) bool {
+	if !r.tryBeginWrite() {
+		return false
+	}
+	return r.removeInSection(name, func(cur *entry[V]) bool { return cur == e })
+}
+
 // remove removes name's entry if match approves it, under the bucket lock,
 // and reports whether it did.
 func (r *Registry[V]) remove(name string, match func(*entry[V]) bool) bool {
-	removed := false
 	r.beginWrite()
+	return r.removeInSection(name, match)
+}
+
+// removeInSection is remove inside a write section that the caller opened
+// and that it closes.
+func (r *Registry[V]) removeInSection(name string, match func(*entry[V]) bool) bool {
+	removed := false
 	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
 		if !loaded {
 			return nil, true

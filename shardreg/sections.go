@@ -9,12 +9,12 @@ import "runtime"
 // happens inside a section: it first adds one to the "in progress" half of
 // seq, makes the change, then moves itself to "completed" (or just leaves,
 // when it changed nothing). A reader that reads seq settled (nothing in
-// progress), scans, and reads the same settled seq again knows that no
-// write was visible during its scan, so the scan saw one instant's state.
-// It checks the owner death clock the same way, since a death changes what
-// a listing shows.
+// progress), reads, and reads the same settled seq again knows that no
+// write was visible in between, so it saw one instant's state of the map.
+// Owner deaths are not writes and do not move seq; listings deal with them
+// on their own (list.go).
 //
-// Under a steady stream of writes a scan may keep failing. After
+// Under a steady stream of writes a read may keep failing. After
 // optimisticScans tries the reader freezes: it sets frozen, which new writes
 // check after announcing themselves and back off from until the gate opens,
 // and waits for the writes already in progress to finish.
@@ -27,31 +27,49 @@ const (
 	optimisticScans = 4
 )
 
-// beginWrite opens a write section. Sections must not nest: a frozen
-// reader waits for every open section to close.
+// beginWrite opens a write section, waiting while a reader holds writes
+// off. Sections must not nest: a frozen reader waits for every open section
+// to close.
 func (r *Registry[V]) beginWrite() {
-	for {
-		r.seq.Add(sectionStarted)
-		if !r.frozen.Load() {
-			return
-		}
-		// A reader is freezing writes. Step back out of its way and wait
-		// for it; it saw this section either before it froze or not at
-		// all, since both sides announce themselves before they look.
-		r.seq.Add(sectionNoChange)
+	for !r.tryBeginWrite() {
+		r.fire(hookGateWait)
 		r.gate.Lock()
 		//lint:ignore SA2001 an empty critical section is the point: it waits for the reader
 		r.gate.Unlock()
 	}
 }
 
+// tryBeginWrite opens a write section unless a reader holds writes off,
+// and reports whether it did. It never waits: lookups use it to reclaim a
+// dead entry only when that costs them nothing.
+func (r *Registry[V]) tryBeginWrite() bool {
+	r.seq.Add(sectionStarted)
+	if !r.frozen.Load() {
+		return true
+	}
+	// A reader is freezing writes. Step back out of its way; it saw this
+	// section either before it froze or not at all, since both sides
+	// announce themselves before they look.
+	r.seq.Add(sectionNoChange)
+	return false
+}
+
 // endWrite closes a write section; changed says whether it changed anything
-// a reader could see, which bumps the version.
+// a reader could see, which bumps the version and drops the cached listing,
+// so that the cache never keeps a removed entry's value reachable. The drop
+// costs a writer one load of a line that only listings write, and a store
+// only for the first change after a listing was cached.
 func (r *Registry[V]) endWrite(changed bool) {
-	if changed {
-		r.seq.Add(sectionChanged)
-	} else {
+	if !changed {
 		r.seq.Add(sectionNoChange)
+		return
+	}
+	r.seq.Add(sectionChanged)
+	// After the version moved: a listing that stores its snapshot after
+	// this load sees the new version and drops the snapshot itself (see
+	// rebuild), so one of the two always drops it.
+	if r.snap.Load() != nil {
+		r.snap.Store(nil)
 	}
 }
 
@@ -62,69 +80,49 @@ func (r *Registry[V]) Version() uint64 {
 	return r.seq.Load() >> sectionBits
 }
 
-// stamp identifies the state a consistent read saw: the registry's
-// completed writes and, when the read cared, the completed owner deaths.
-type stamp struct {
-	version, deaths uint64
-}
-
-// readConsistent calls read until one call overlaps no write section (and,
-// with watchDeaths, no owner death), and returns the state it saw. read must
-// start from scratch on each call and must not write to the registry.
-func (r *Registry[V]) readConsistent(watchDeaths bool, read func()) stamp {
+// readConsistent calls read until one call overlaps no write section, and
+// returns the version it saw. read must start from scratch on each call
+// and must not write to the registry.
+func (r *Registry[V]) readConsistent(read func()) uint64 {
 	for range optimisticScans {
 		s1 := r.seq.Load()
-		d1, ok1 := r.deathClock(watchDeaths)
-		if s1&sectionMask != 0 || !ok1 {
+		if s1&sectionMask != 0 {
 			runtime.Gosched()
 			continue
 		}
 		read()
-		s2 := r.seq.Load()
-		d2, ok2 := r.deathClock(watchDeaths)
-		if s1 == s2 && ok2 && d1 == d2 {
-			return stamp{s1 >> sectionBits, d1}
+		if r.seq.Load() == s1 {
+			return s1 >> sectionBits
 		}
 	}
-	return r.readFrozen(watchDeaths, read)
+	r.freeze()
+	defer r.thaw()
+	read()
+	return r.seq.Load() >> sectionBits
 }
 
-// readFrozen holds new writes off, waits for open sections to close, and
-// reads. Owner deaths cannot be held off; a death during the read only
-// forces a re-read, which with writes frozen is cheap and soon succeeds.
-func (r *Registry[V]) readFrozen(watchDeaths bool, read func()) stamp {
+// freeze holds new writes off and waits for the open sections to close.
+// From its return until thaw no write can complete, so the completed half
+// of seq stands still; its in-progress half may still flicker with writers
+// that announce themselves, see the freeze and step back without writing.
+func (r *Registry[V]) freeze() {
 	r.gate.Lock()
-	defer r.gate.Unlock()
 	r.frozen.Store(true)
-	defer r.frozen.Store(false)
 	for r.seq.Load()&sectionMask != 0 {
 		runtime.Gosched()
 	}
-	s := r.seq.Load()
-	for {
-		d1, ok1 := r.deathClock(watchDeaths)
-		if !ok1 {
-			runtime.Gosched()
-			continue
-		}
-		read()
-		if d2, ok2 := r.deathClock(watchDeaths); ok2 && d1 == d2 {
-			return stamp{s >> sectionBits, d1}
-		}
-	}
 }
 
-func (r *Registry[V]) deathClock(watch bool) (uint64, bool) {
-	if !watch {
-		return 0, true
-	}
-	return r.deaths()
+// thaw lets the writes that freeze held off go on.
+func (r *Registry[V]) thaw() {
+	r.frozen.Store(false)
+	r.gate.Unlock()
 }
 
 // Len returns the number of entries held, dead ones that have not been
 // reclaimed yet included: exactly what the cap counts.
 func (r *Registry[V]) Len() int {
 	var n int64
-	r.readConsistent(false, func() { n = r.count.Load() })
+	r.readConsistent(func() { n = r.count.Load() })
 	return int(n)
 }

@@ -103,7 +103,7 @@ func startDemo(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Consumer, 
 		if roles == "" {
 			roles = "none"
 		}
-		return catalog.TextResult(fmt.Sprintf("subject: %s; roles: %s", c.Principal.Subject, roles)), nil
+		return catalog.TextResult(fmt.Sprintf("subject: %s; roles: %s", c.Principal.Subject(), roles)), nil
 	})
 	s.resource(catalog.Resource{
 		URI: "livereg://about", Name: "about", MIMEType: "text/markdown",

@@ -34,12 +34,12 @@ func TestParseTokens(t *testing.T) {
 		t.Fatalf("parseTokens = %v, %v", st, err)
 	}
 	pr, err := authenticate(t, st, aliceToken)
-	if err != nil || pr.Subject != "alice" || !slices.Equal(slices.Collect(pr.Roles()), []string{"admin", "ops"}) {
+	if err != nil || pr.Subject() != "alice" || !slices.Equal(slices.Collect(pr.Roles()), []string{"admin", "ops"}) {
 		t.Errorf("alice = %+v, %v", pr, err)
 	}
 	// The padding is part of the token, and a subject may hold '@'.
 	pr, err = authenticate(t, st, bobToken)
-	if err != nil || pr.Subject != "bob@example.com" || pr.NumRoles() != 0 {
+	if err != nil || pr.Subject() != "bob@example.com" || pr.NumRoles() != 0 {
 		t.Errorf("bob = %+v, %v", pr, err)
 	}
 	if _, err := authenticate(t, st, strings.TrimRight(bobToken, "=")); err == nil {

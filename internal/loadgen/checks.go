@@ -45,10 +45,10 @@ func (c authChecker) bodyRan(rec *record, a callArgs, pr bindsec.Principal) {
 		return
 	}
 	c.t.check(InvUnauthenticatedBody, 1)
-	if a.Cred != credValid.String() || pr.Subject != subjectValid || !pr.HasRole(roleCall) {
+	if a.Cred != credValid.String() || pr.Subject() != subjectValid || !pr.HasRole(roleCall) {
 		c.t.violate(InvUnauthenticatedBody,
 			"body of %s (%s, plan needs role %q) ran for a call with credential %q, principal %q roles %v",
-			rec.tag, rec.ns.name, roleCall, a.Cred, pr.Subject, slices.Collect(pr.Roles()))
+			rec.tag, rec.ns.name, roleCall, a.Cred, pr.Subject(), slices.Collect(pr.Roles()))
 	}
 }
 
