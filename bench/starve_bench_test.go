@@ -12,10 +12,10 @@ import (
 )
 
 // The workloads below measure what owner deaths elsewhere in the process,
-// and listers, cost a registry's listings and writes: the starvation cases
-// of issue 21, where a listing validated against the process-wide death
-// clock never returned once unrelated owners died faster than it scanned,
-// and writers queued behind every lister. They run livereg only: the
+// and listers, cost a registry's listings and writes: the starvation cases,
+// where a listing validated against the process-wide death clock never
+// returned once unrelated owners died faster than it scanned, and writers
+// queued behind every lister. They run livereg only: the
 // baselines hold a lock while they list, and cannot starve that way.
 
 // BenchmarkListReadyUnrelatedDeaths lists n ready entries right after a

@@ -90,7 +90,8 @@
 //   - A route body that panicked ([catalog.ErrRoutePanicked]) is a tool
 //     execution error: a result with isError true and a generic text (the
 //     panic value is logged, not sent). For resources/read it is -32603.
-//   - A full route queue ([catalog.ErrOverloaded]) is JSON-RPC error
+//   - A route started catalog.WithMaxConcurrent with every slot taken and
+//     its waiting room full ([catalog.ErrOverloaded]) is JSON-RPC error
 //     [CodeOverloaded] with data {"reason":"overloaded","retryable":true}: it
 //     is the server's condition, not the tool's answer, and a client should
 //     back off rather than show it to a model.

@@ -48,7 +48,8 @@ const (
 	// CodeDenied: a resources/read refused by the resource's plan. (A denied
 	// tools/call is a tool result with isError instead.)
 	CodeDenied int64 = -32043
-	// CodeOverloaded: the route's queue was full; retry later.
+	// CodeOverloaded: every slot of a route with a concurrency limit was
+	// taken and its waiting room full; retry later.
 	CodeOverloaded int64 = -32029
 )
 
@@ -86,7 +87,9 @@ type Options struct {
 	// negative is invalid.
 	NotifyWindow time.Duration
 	// PageSize is how many tools or resources one list page holds. 0 means
-	// the catalog's default (100); negative is invalid.
+	// the SDK's own default, mcp.DefaultPageSize (1,000), so that a client
+	// walks a listing in as many round trips as it would with tools added
+	// to the SDK directly; negative is invalid.
 	PageSize int
 	// Credential, if set, extracts the credential of a request, replacing
 	// the default (the bearer token of the HTTP Authorization header). It
@@ -199,7 +202,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		auth:      auth,
 		bind:      auth && opts.Credential == nil && !hopts.Stateless,
 		cred:      opts.Credential,
-		page:      opts.PageSize,
+		page:      cmpOr(opts.PageSize, mcp.DefaultPageSize),
 		path:      opts.Path,
 		grace:     cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
 		maxResult: cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
@@ -233,7 +236,7 @@ func orString(s, def string) string {
 	return s
 }
 
-func cmpOr[T time.Duration | int64](d, def T) T {
+func cmpOr[T time.Duration | int64 | int](d, def T) T {
 	if d == 0 {
 		return def
 	}

@@ -57,6 +57,22 @@
 // the losing one of a race included, returns only once the token reads
 // dead.
 //
+// A dispatcher needs the same for every call it admits, on a path where a
+// shared counter would cost too much: [Ref.Hold] attaches a [Holder] whose
+// count the dispatcher keeps itself (striped across cache lines), and a
+// death that begins waits until the holder reports nothing held. The holder
+// announces an admission before it reads the owner's liveness; the death
+// flips the cell to dying before it asks the holder; so one of the two
+// always sees the other.
+//
+// # After the death
+//
+// [Ref.AfterDeath] runs a function once the token is dead, on a goroutine of
+// its own, whichever path killed it, the way [context.AfterFunc] does for a
+// context. A registry reclaims a dead owner's entries that way without a
+// goroutine of its own waiting on [Ref.Done]: an idle consumer costs no
+// goroutine at all.
+//
 // # Representation
 //
 // A Token points to a small liveness cell (state, id, done channel); every Ref
