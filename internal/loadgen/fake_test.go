@@ -52,8 +52,9 @@ const (
 	// counter drifts above what is held while staying within the cap: only
 	// the quiet check can see it (invariant 4).
 	bugSlotLeak
-	// bugBodyAfterStop: Stop returns at once and ends the consumer a
-	// moment later, so calls still reach its body (invariant 8).
+	// bugBodyAfterStop: Stop returns at once and ends the consumer only
+	// after one more call has run its body (or a second has passed), so
+	// a call after Stop reaches the body every time (invariant 8).
 	bugBodyAfterStop
 	// bugStaleBody: bodies are cached by name and the cache is never
 	// invalidated, so a restart under a name keeps serving the first
@@ -97,6 +98,10 @@ type fakeEntry struct {
 	// inflight counts the calls let in, which Stop waits for.
 	closed   bool
 	inflight sync.WaitGroup
+	// late, under the body-after-stop fault, is closed by the first body
+	// that runs after Stop returned; nil otherwise.
+	late     chan struct{}
+	lateOnce sync.Once
 }
 
 type fakePlan struct {
@@ -212,7 +217,18 @@ func (k *fakeConsumer) Stop(context.Context) error {
 		return nil
 	}
 	if k.f.has(bugBodyAfterStop) {
-		time.AfterFunc(5*time.Millisecond, k.stop)
+		k.f.mu.Lock()
+		k.e.late = make(chan struct{})
+		late := k.e.late
+		k.f.mu.Unlock()
+		go func() {
+			select {
+			case <-late:
+			case <-time.After(time.Second):
+			case <-k.f.closed:
+			}
+			k.stop()
+		}()
 		return nil
 	}
 	k.stop()
@@ -254,9 +270,11 @@ func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMes
 	if e != nil && e.closed {
 		e = nil
 	}
+	var late chan struct{}
 	if e != nil {
 		e.inflight.Add(1)
 		defer e.inflight.Done()
+		late = e.late
 	}
 	pl, hasPlan := f.plans[name]
 	f.mu.Unlock()
@@ -296,6 +314,9 @@ func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMes
 		}
 	}()
 	f.bodies.Add(1)
+	if late != nil {
+		defer e.lateOnce.Do(func() { close(late) })
+	}
 	return e.h(ctx, catalog.Call{Name: name, Arguments: args, Principal: pr})
 }
 

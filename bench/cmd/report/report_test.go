@@ -109,6 +109,8 @@ func TestMarkdown(t *testing.T) {
 	assert.Contains(t, md, "| 1.33x | <= 1.3x | **no** |")
 	assert.Contains(t, md, "| livereg | 120.5 |")
 	assert.NotContains(t, md, "| Memory/n=1000000 | 1 |", "the memory workload is not a timing row")
+	assert.NotContains(t, md, "Dispatch, trivial handler", "a goal about workloads the run did not have is left out")
+	assert.Contains(t, md, "Resolve hit, 10,000 entries: 0 allocs/op", "a goal about a workload the run had stays")
 }
 
 func TestSVG(t *testing.T) {
