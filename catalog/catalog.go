@@ -34,6 +34,9 @@ type Config struct {
 	// nil *StaticTokens in the interface) is refused with
 	// ErrInvalidConfig: it would look configured and fail every call.
 	Authenticator bindsec.Authenticator
+	// Claimer, if set, claims every route's name beyond this catalog while
+	// its consumer starts (see Claimer). nil: the catalog is all there is.
+	Claimer Claimer
 }
 
 // Catalog holds the tool and resource routes of an MCP server. All methods
@@ -47,6 +50,7 @@ type Catalog struct {
 	toolList         atomic.Pointer[projection[Tool]]
 	resourceList     atomic.Pointer[projection[Resource]]
 	hooks            *hooks // test hooks; nil otherwise
+	claimer          Claimer
 }
 
 // side is one namespace of routes: tools by name, or resources by URI, each
@@ -69,7 +73,7 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.MissingPlan != bindsec.Deny && cfg.MissingPlan != bindsec.PassThrough {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
-	c := &Catalog{auth: cfg.Authenticator}
+	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer}
 	var err error
 	c.tools, err = newSide("tool", ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
 	if err != nil {
@@ -144,7 +148,13 @@ func (c *Catalog) StartTool(ctx context.Context, t Tool, p bindsec.Plan, h ToolH
 	}
 	t.InputSchema = bytes.Clone(t.InputSchema)
 	t.OutputSchema = bytes.Clone(t.OutputSchema)
-	rt := &route{tool: t, callTool: h}
+	// Compiled once, here, before anything is registered: a schema that
+	// does not compile leaves nothing behind.
+	schemas, err := compileTool(t)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: start tool %q: %w: %w", t.Name, ErrInvalidRoute, err)
+	}
+	rt := &route{tool: t, callTool: h, schemas: schemas}
 	return c.start(ctx, &c.tools, t.Name, p, rt, opts)
 }
 
@@ -199,6 +209,7 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	fail := func(err error) (*Consumer, error) {
 		s.book.UnregisterPlanOwned(name, ref)
 		tok.Release()
+		rt.releaseFleet()
 		return nil, wrap(err)
 	}
 
@@ -221,6 +232,12 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 			s.reg.UnregisterOwned(name, ref)
 			return fail(err)
 		}
+	}
+	// 4b. The name fleet-wide, if a claimer is configured: a refusal
+	// leaves the local entry to be removed like any other failure.
+	if err := c.claim(ctx, rt); err != nil {
+		s.reg.UnregisterOwned(name, ref)
+		return fail(err)
 	}
 	// 5. The gate joins the owner's death, which from now on waits out
 	// the admissions in progress; the death reclaims the route. Then ready.
@@ -276,6 +293,7 @@ func (k *Consumer) Stop(ctx context.Context) error {
 	err := rt.gate.drain(ctx)
 	k.tok.Release()
 	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
+	rt.releaseFleet()
 	return err
 }
 

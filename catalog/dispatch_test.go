@@ -240,7 +240,9 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	var diedAt atomic.Int64 // clock value when the death was observed
 	var bodies, late atomic.Int64
 	handler := func(_ context.Context, call catalog.Call) (catalog.Result, error) {
-		began, _ := strconv.ParseInt(string(call.Arguments), 10, 64)
+		var args struct{ N int64 }
+		_ = json.Unmarshal(call.Arguments, &args)
+		began := args.N
 		if d := diedAt.Load(); d != 0 && d < began {
 			late.Add(1)
 		}
@@ -260,7 +262,7 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 		for range n {
 			go func() {
 				began := clock.Add(1)
-				_, err := c.CallTool(bg, "slow", json.RawMessage(strconv.FormatInt(began, 10)), "")
+				_, err := c.CallTool(bg, "slow", json.RawMessage(`{"n":`+strconv.FormatInt(began, 10)+`}`), "")
 				errs <- err
 			}()
 		}
@@ -319,24 +321,24 @@ func TestOverloadedAndWaitingCancel(t *testing.T) {
 	open := func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(func() { open(); _ = k.Stop(bg) })
 	first := make(chan error, 1)
-	go func() { _, err := c.CallTool(bg, "busy", json.RawMessage(`1`), ""); first <- err }()
+	go func() { _, err := c.CallTool(bg, "busy", json.RawMessage(`{"n":1}`), ""); first <- err }()
 	<-started // the one slot is taken
 
 	queuedCtx, cancelQueued := context.WithCancel(bg)
 	queued := make(chan error, 1)
-	go func() { _, err := c.CallTool(queuedCtx, "busy", json.RawMessage(`2`), ""); queued <- err }()
+	go func() { _, err := c.CallTool(queuedCtx, "busy", json.RawMessage(`{"n":2}`), ""); queued <- err }()
 	require.Eventually(t, func() bool { return k.Waiting() == 1 }, 10*time.Second, time.Millisecond)
 
-	_, err = c.CallTool(bg, "busy", json.RawMessage(`3`), "")
+	_, err = c.CallTool(bg, "busy", json.RawMessage(`{"n":3}`), "")
 	assert.ErrorIs(t, err, catalog.ErrOverloaded, "the waiting room of one is full")
 
 	cancelQueued()
 	assert.ErrorIs(t, <-queued, context.Canceled)
 	open()
 	require.NoError(t, <-first)
-	res, err := c.CallTool(bg, "busy", json.RawMessage(`4`), "")
+	res, err := c.CallTool(bg, "busy", json.RawMessage(`{"n":4}`), "")
 	require.NoError(t, err)
-	assert.Equal(t, "4", res.Content[0].Text)
+	assert.Equal(t, `{"n":4}`, res.Content[0].Text)
 	assert.Equal(t, int32(2), runs.Load(), "the abandoned call's body never ran")
 }
 

@@ -55,4 +55,15 @@
 // reclaim once, in a goroutine of its own ([owner.Ref.AfterDeath]), so
 // listings and [Catalog.Version] show a crashed consumer promptly and an
 // idle consumer costs no goroutine at all.
+//
+// # Schemas, typed tools, and talking back
+//
+// StartTool compiles a tool's input and output schemas once, with
+// github.com/google/jsonschema-go; a call's arguments are checked before
+// its body runs (ErrInvalidArguments) and its result after
+// (ErrInvalidResult). No schema reference is ever fetched. [TypedTool]
+// infers the schemas from Go types and decodes and encodes for the body.
+// A body reports progress and log messages to its caller through
+// [Call.ReportProgress] and [Call.Log]; the caller supplies a [Client]
+// ([WithClient]), as package mcpserve does for MCP clients.
 package catalog

@@ -30,6 +30,16 @@ var (
 	// ErrInvalidRoute: a Tool or Resource given to Start is malformed (a
 	// nil handler, an input schema that is not a JSON object).
 	ErrInvalidRoute = errors.New("catalog: invalid route")
+	// ErrInvalidArguments: a call's arguments are not a JSON object, or
+	// its tool's input schema refuses them; it also wraps the validator's
+	// error. The body did not run. MCP answers this with JSON-RPC error
+	// -32602.
+	ErrInvalidArguments = errors.New("catalog: invalid arguments")
+	// ErrInvalidResult: a tool that declares an output schema returned a
+	// result (not a tool error) whose StructuredContent the schema refuses,
+	// or none; it also wraps the validator's error. The body ran. MCP
+	// reports it as a tool error.
+	ErrInvalidResult = errors.New("catalog: invalid result")
 
 	// ErrDuplicate, ErrCapReached, ErrInvalidName and ErrDeadOwner are the
 	// registry's, returned by Start.

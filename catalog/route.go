@@ -23,6 +23,7 @@ type route struct {
 	tool     Tool
 	resource Resource
 	callTool ToolHandler    // set for a tool route
+	schemas  toolSchemas    // a tool route's, compiled at start
 	read     ResourceReader // set for a resource route
 	planned  bool           // the owner registered a security plan
 
@@ -32,6 +33,7 @@ type route struct {
 	gate    gate
 	limit   *limiter // nil: no limit on concurrent bodies
 	retired atomic.Bool
+	fleet   fleetHold // the name's claim beyond this catalog, if any
 }
 
 // hooks are a catalog's test hooks (export_test.go); nil outside tests, so
@@ -59,6 +61,7 @@ func (rt *route) retire() {
 	}
 	rt.side.reg.UnregisterOwned(rt.name, rt.ref)
 	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
+	rt.releaseFleet()
 	// Signal even when a listing or a lookup reclaimed the entry first:
 	// that reclaim moved the version but signalled nobody. A spurious
 	// wake-up costs a version comparison.
@@ -105,28 +108,54 @@ func (rt *route) finish(s *stripe, err *error) {
 
 // CallTool calls the tool name with args, presenting credential (a bearer
 // token without its prefix; "" for none) to the route's plan, and runs the
-// tool's body on the calling goroutine. Errors: ErrUnknownTool,
-// ErrRouteGone, ErrRoutePanicked, ErrOverloaded (only for a route started
-// WithMaxConcurrent), a denial (see Denied), the context's error, or the
-// handler's own error.
+// tool's body on the calling goroutine. The arguments are checked against
+// the tool's input schema after the plan admits the call and before the
+// body runs, and the result against its output schema, if it has one (see
+// schema.go's comment). Options: WithClient. Errors: ErrUnknownTool,
+// ErrInvalidArguments, ErrRouteGone, ErrRoutePanicked, ErrOverloaded (only
+// for a route started WithMaxConcurrent), ErrInvalidResult, a denial (see
+// Denied), the context's error, or the handler's own error.
 //
 // It is safe for concurrent use, lock-free when the route has no limit, and
-// does not allocate beyond what the handler does.
+// does not allocate beyond what the handler does when the tool's input
+// schema asks only for an object and it has no output schema. Other
+// schemas cost a decoding of the arguments (and of the result) and a
+// validation per call.
 //
 // The request is built once, in place, and the body runs in this frame, so
 // that the call and its result are copied no more than a direct call would.
-func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (res Result, err error) {
+func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessage, credential string, opts ...CallOption) (res Result, err error) {
 	var pr bindsec.Principal
 	rt, err := c.resolve(ctx, &c.tools, name, credential, &pr)
 	if err != nil {
 		return Result{}, err
+	}
+	// Before the gate: a call with bad arguments holds no slot, and Stop
+	// need not wait for its validation. Absent arguments to a tool that
+	// asks only for an object, the commonest call, skip even the call.
+	if len(args) != 0 || rt.schemas.in != nil {
+		if err := rt.checkArgs(args); err != nil {
+			return Result{}, err
+		}
+	}
+	var cl *Client
+	for _, o := range opts {
+		if o.client != nil {
+			cl = o.client
+		}
 	}
 	s, err := rt.admit(ctx)
 	if err != nil {
 		return Result{}, err
 	}
 	defer rt.finish(s, &err)
-	return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
+	res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref, Client: cl})
+	if err == nil && rt.schemas.out != nil {
+		if err = rt.checkResult(&res); err != nil {
+			res = Result{}
+		}
+	}
+	return res, err
 }
 
 // ReadResource reads the resource uri, presenting credential to its plan.

@@ -14,9 +14,11 @@ type Tool struct {
 	Title       string
 	Description string
 	// InputSchema is the JSON Schema of the arguments, a JSON object. Empty
-	// means {"type":"object"}.
+	// means {"type":"object"}. StartTool compiles it, and every call's
+	// arguments are checked against it before the body runs.
 	InputSchema json.RawMessage
-	// OutputSchema, if set, is the JSON Schema of StructuredContent.
+	// OutputSchema, if set, is the JSON Schema of StructuredContent, which
+	// every result that is not a tool error must then match.
 	OutputSchema json.RawMessage
 }
 
@@ -39,6 +41,9 @@ type Call struct {
 	// not end when the owner dies; a body that must stop working once its
 	// consumer is gone selects on Owner.Done() beside ctx.Done().
 	Owner owner.Ref
+	// Client is what the body can report progress and log messages to
+	// (ReportProgress, Log); nil when the caller takes neither.
+	Client *Client
 }
 
 // Content is one item of a tool result. Type is "text", "image", "audio" or

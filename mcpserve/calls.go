@@ -57,6 +57,9 @@ type httpRequest struct {
 	// principal is the binding key of the request's credential (see
 	// bindingKey); "" when sessions are not bound.
 	principal string
+	// slot is the session slot the request reserved, if it may create a
+	// session; the session its initialize creates claims it.
+	slot *slot
 }
 
 // sessionCalls is what the server knows of one session.
@@ -78,9 +81,9 @@ func newCalls() *calls {
 
 // openRequest registers an HTTP request and returns the number to put in
 // requestHeader and the function to call when the request has ended.
-func (c *calls) openRequest(ctx context.Context, principal string) (string, func()) {
+func (c *calls) openRequest(ctx context.Context, principal string, sl *slot) (string, func()) {
 	id := strconv.FormatUint(c.next.Add(1), 36)
-	c.requests.Store(id, &httpRequest{ctx: ctx, principal: principal})
+	c.requests.Store(id, &httpRequest{ctx: ctx, principal: principal, slot: sl})
 	return id, func() { c.requests.Delete(id) }
 }
 
@@ -101,15 +104,23 @@ func (c *calls) request(h http.Header) (hr *httpRequest, ok bool) {
 	return nil, true
 }
 
-// session returns the calls of ss, registering ss with the given binding
-// key if it is new. A registered session is forgotten when it ends.
-func (c *calls) session(ss *mcp.ServerSession, principal string) *sessionCalls {
+// sessionWith returns the calls of ss, registering ss with the given
+// binding key if it is new. A registered session is forgotten when it
+// ends, and then ended (its session slot's release), if set, is called;
+// ended is called at once if ss was registered already.
+func (c *calls) sessionWith(ss *mcp.ServerSession, principal string, ended func()) *sessionCalls {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sessionLocked(ss, principal)
+	if sc, ok := c.sessions[ss]; ok {
+		if ended != nil {
+			ended()
+		}
+		return sc
+	}
+	return c.sessionLocked(ss, principal, ended)
 }
 
-func (c *calls) sessionLocked(ss *mcp.ServerSession, principal string) *sessionCalls {
+func (c *calls) sessionLocked(ss *mcp.ServerSession, principal string, ended func()) *sessionCalls {
 	if sc, ok := c.sessions[ss]; ok {
 		return sc
 	}
@@ -125,6 +136,9 @@ func (c *calls) sessionLocked(ss *mcp.ServerSession, principal string) *sessionC
 		delete(c.sessions, ss)
 		if c.byID[sc.id] == sc {
 			delete(c.byID, sc.id)
+		}
+		if ended != nil {
+			ended()
 		}
 	}()
 	return sc
@@ -157,7 +171,7 @@ func (c *calls) start(ctx context.Context, req mcp.Request) (context.Context, fu
 	var sc *sessionCalls
 	c.mu.Lock()
 	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
-		sc = c.sessionLocked(s, "")
+		sc = c.sessionLocked(s, "", nil)
 	}
 	if c.closed {
 		cancel(ErrClosed)

@@ -97,7 +97,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if p == nil {
 		return nil, invalidParams("tools/call: missing params", nil)
 	}
-	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, s.credential(ctx, req))
+	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, s.credential(ctx, req), catalog.WithClient(callClient(req)))
 	if err != nil {
 		return s.toolError(ctx, p.Name, err)
 	}
@@ -122,6 +122,13 @@ func (s *Server) toolError(ctx context.Context, name string, err error) (mcp.Res
 		return errorResult(fmt.Sprintf("tool %s failed: internal error", q)), nil
 	case errors.Is(err, catalog.ErrUnknownTool):
 		return nil, invalidParams(fmt.Sprintf("unknown tool %s", q), nil)
+	case errors.Is(err, catalog.ErrInvalidArguments):
+		// The catalog's message names the tool and cuts the validator's
+		// message short; it is the client's own input that is quoted.
+		return nil, invalidParams(err.Error(), nil)
+	case errors.Is(err, catalog.ErrInvalidResult):
+		s.log.Error("mcpserve: tool result does not match its output schema; not sent", "tool", q, "err", err)
+		return errorResult(fmt.Sprintf("tool %s failed: its result does not match its output schema", q)), nil
 	case errors.Is(err, catalog.ErrRouteGone):
 		return nil, invalidParams(fmt.Sprintf("tool %s is gone: its consumer stopped before the call reached it", q),
 			map[string]any{"reason": "route_gone", "retryable": true})

@@ -80,6 +80,11 @@
 //     for unknown tools. The route-gone error carries data
 //     {"reason":"route_gone","retryable":true}: a retry may reach a successor.
 //     Unknown and gone resources are -32602 as well, with the URI in data.
+//   - Arguments that are not an object or that the tool's input schema
+//     refuses ([catalog.ErrInvalidArguments]) are -32602 with the
+//     validator's message, cut short; the body does not run. A result that
+//     breaks the tool's output schema ([catalog.ErrInvalidResult]) is a tool
+//     result with isError true and a generic text; the server logs it.
 //   - A denial by the route's plan ([catalog.Denied]: no or bad credential,
 //     missing role, expired principal, or a route started without a plan in
 //     the catalog's Deny mode) of a tools/call is a tool result with
@@ -104,6 +109,14 @@
 //   - A result larger than [Options.MaxResultBytes] is not sent: a tool
 //     result with isError true, or for resources/read -32603, whose text
 //     states the limit; the server logs it at WARN.
+//
+// # Progress and logs
+//
+// A tool body's [catalog.Call.ReportProgress] becomes notifications/progress
+// with the request's progress token, and nothing when the request carried
+// none; its [catalog.Call.Log] becomes notifications/message, sent only at
+// or above the level the session set with logging/setLevel. Both go out on
+// the request's session before its result.
 //
 // # Call contexts
 //
@@ -177,6 +190,23 @@
 // The streamable HTTP handler keeps the SDK's DNS-rebinding protection (a
 // loopback listener refuses non-loopback Host headers) unless
 // [Options.HTTP] turns it off.
+//
+// What a client that anyone can reach could exhaust is bounded. An HTTP
+// session idle for [Options.SessionTimeout] is closed, since most clients
+// never DELETE theirs, and at most [Options.MaxSessions] are held: at the
+// cap an initialize gets HTTP 503 ([ErrTooManySessions]) and live
+// sessions are untouched. A POST without a session ID reserves a slot
+// before the SDK sees it (one atomic add), the session its initialize
+// creates claims the slot, and the slot comes back when that session
+// ends. Beyond loopback, [CredentialAuto] has every HTTP request,
+// initialize included, carry a token the authenticator accepts (401
+// otherwise), so that strangers cannot open sessions at all. A
+// cross-origin browser request gets 403 unless its origin is in
+// [Options.AllowedOrigins] (Go's [http.CrossOriginProtection], applied to
+// every method). Serve applies [Limits]: header, body, idle and per-write
+// timeouts and a header size bound; the write timeout bounds each write,
+// not a response, so that calls and standalone streams last as long as
+// they need.
 //
 // # Concurrency
 //

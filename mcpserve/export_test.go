@@ -1,9 +1,19 @@
 package mcpserve
 
-import "github.com/livereg/livereg/catalog"
+import (
+	"time"
+
+	"github.com/livereg/livereg/catalog"
+)
 
 // NewWithWindow is New with the coalescing wait replaced, so that a test
 // decides when a window ends.
 func NewWithWindow(cat *catalog.Catalog, opts Options, window func(stop <-chan struct{}) bool) (*Server, error) {
 	return newServer(cat, opts, window)
 }
+
+// SessionTimeoutOf is the idle session timeout s gave the SDK (0: never).
+func SessionTimeoutOf(s *Server) time.Duration { return s.idle }
+
+// LimitsOf is the HTTP limits s resolved from its options.
+func LimitsOf(s *Server) Limits { return s.limits }

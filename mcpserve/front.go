@@ -22,32 +22,53 @@ const (
 	subjectKey   = "subject:"
 )
 
+// front returns the front of the streamable HTTP handler; exposed is set
+// by Serve for a listener beyond loopback (see CredentialAuto).
+func (s *Server) front(exposed bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.serveHTTP(w, r, exposed) })
+}
+
 // serveHTTP is the front of the streamable HTTP handler. Before the SDK
 // sees a request it
 //
 //   - refuses one that carries more than one Authorization header (400): a
 //     proxy in front might judge the other one than the catalog would;
+//   - refuses a cross-origin request from an origin not allowed (403);
+//   - where the credential policy asks for one, refuses a request without
+//     a credential the authenticator accepts (401);
 //   - with sessions bound (an authenticator, the default credential, a
 //     stateful handler), refuses a request on a session that the same
 //     principal did not create (403), so that nobody else can use or end
 //     it, and an unknown session (404);
 //   - ends the calls in flight on a session that its principal DELETEs, so
 //     that the SDK's session close, which waits for them, does not hang;
+//   - reserves a session slot for a POST that may create a session, and
+//     refuses it at Options.MaxSessions (503);
 //   - numbers each POST in requestHeader, so that a call's context ends
 //     with the request that carried it.
-func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool) {
 	if len(r.Header.Values("Authorization")) > 1 {
 		http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
 		return
 	}
+	if err := s.checkOrigin(r); err != nil {
+		http.Error(w, "Forbidden: cross-origin request from an origin not allowed", http.StatusForbidden)
+		return
+	}
 	r.Header.Del(requestHeader)
-	principal, err := s.bindingKey(r)
+	require := s.needsCredential(r, exposed)
+	principal, authenticated, err := s.bindingKey(r, require)
 	if err != nil {
 		s.logAuthPanic(err, "http")
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
 		return
 	}
-	if id := r.Header.Get(sessionIDHeader); id != "" && s.bind {
+	if require && !authenticated {
+		refuseUnauthenticated(w)
+		return
+	}
+	id := r.Header.Get(sessionIDHeader)
+	if id != "" && s.bind {
 		sc, ok := s.calls.sessionByID(id)
 		if !ok {
 			http.Error(w, "session not found", http.StatusNotFound)
@@ -67,7 +88,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if r.Method == http.MethodPost {
-		n, done := s.calls.openRequest(r.Context(), principal)
+		var sl *slot
+		if id == "" && s.stateful {
+			if sl = s.slots.reserve(); sl == nil {
+				s.refuseSession(w)
+				return
+			}
+			defer sl.release() // unless the session it created claimed it
+		}
+		n, done := s.calls.openRequest(r.Context(), principal, sl)
 		defer done()
 		r.Header.Set(requestHeader, n)
 	}
@@ -76,24 +105,33 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 // bindingKey returns what a request's session is bound to: "" when
 // sessions are not bound, otherwise the subject the request's bearer token
-// authenticates as, or anonymousKey for no token or an unknown one. An
-// authenticator that panics is an error.
-func (s *Server) bindingKey(r *http.Request) (string, error) {
+// authenticates as, or anonymousKey for no token or an unknown one; and
+// whether the token authenticated. It calls the authenticator only when
+// sessions are bound or force is set. An authenticator that panics is an
+// error.
+func (s *Server) bindingKey(r *http.Request, force bool) (key string, authenticated bool, err error) {
+	if !s.bind && !force {
+		return "", false, nil
+	}
+	key = anonymousKey
 	if !s.bind {
-		return "", nil
+		key = ""
 	}
 	cred := bearer(r.Header)
 	if cred == "" {
-		return anonymousKey, nil
+		return key, false, nil
 	}
 	pr, err := bindsec.Authenticate(r.Context(), s.cat.Authenticator(), cred)
 	switch {
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
-		return "", err
+		return "", false, err
 	case err != nil:
-		return anonymousKey, nil
+		return key, false, nil
 	}
-	return subjectKey + pr.Subject(), nil
+	if !s.bind {
+		return "", true, nil
+	}
+	return subjectKey + pr.Subject(), true, nil
 }
 
 // sessionCreated records the principal that created ss, from the HTTP
@@ -104,12 +142,16 @@ func (s *Server) sessionCreated(req mcp.Request) {
 		return
 	}
 	principal := ""
+	var release func()
 	if ex := req.GetExtra(); ex != nil {
 		if hr, _ := s.calls.request(ex.Header); hr != nil {
 			principal = hr.principal
+			if hr.slot.claim() {
+				release = func() { s.slots.open.Add(-1) }
+			}
 		}
 	}
-	s.calls.session(ss, principal)
+	s.calls.sessionWith(ss, principal, release)
 }
 
 // logAuthPanic logs an authenticator's panic. It logs the panic value only

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"time"
 )
 
 // ListenAndServe listens on the TCP address addr and serves the streamable
@@ -54,21 +53,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	if !isLocal(ln.Addr()) {
-		s.log.Warn("mcpserve: serving on a non-loopback address; every non-public route needs a bearer token",
-			"addr", ln.Addr().String())
+		msg := "mcpserve: serving on a non-loopback address; every HTTP request, initialize included, needs a bearer token"
+		if s.credPolicy == CredentialPerRoute {
+			msg = "mcpserve: serving on a non-loopback address; every non-public route needs a bearer token"
+		}
+		s.log.Warn(msg, "addr", ln.Addr().String())
 	}
-	var h http.Handler = s.handler
+	// Beyond loopback, CredentialAuto asks every request for a credential.
+	var h = s.front(!isLocal(ln.Addr()))
 	if s.path != "" {
 		mux := http.NewServeMux()
 		mux.Handle(s.path, h)
 		h = mux
 	}
 	var posts inflight
-	hs := &http.Server{
-		Handler:           posts.track(h),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
+	hs := s.httpServer(posts.track(h))
+	hs.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {

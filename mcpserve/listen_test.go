@@ -128,7 +128,9 @@ func TestServeExposedWithAuthenticatorWarns(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{Authenticator: auth})
 	startText(t, cat, context.Background(), "hello", "hi")
 	sink := newLogSink()
-	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: slog.New(sink)})
+	// Per route: this test is about the warning; the credential every
+	// request needs beyond loopback by default is TestCredentialPolicy's.
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: slog.New(sink), RequireCredential: mcpserve.CredentialPerRoute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,27 @@ type Options struct {
 	// limit, and the server logs it. 0 means DefaultMaxResultBytes;
 	// negative is invalid.
 	MaxResultBytes int64
+	// SessionTimeout closes an HTTP session that received no request for
+	// this long (a call in progress counts as activity; an open standalone
+	// stream does not). 0 means HTTP.SessionTimeout if set, else
+	// DefaultSessionTimeout; negative means never.
+	SessionTimeout time.Duration
+	// MaxSessions caps the HTTP sessions held at once. At the cap an
+	// initialize gets HTTP 503 with Retry-After ([ErrTooManySessions]) and
+	// live sessions are untouched. 0 means DefaultMaxSessions; negative
+	// means no cap.
+	MaxSessions int
+	// RequireCredential says which HTTP requests, initialize included,
+	// must carry a bearer token the catalog's authenticator accepts; the
+	// zero value requires one beyond loopback (see CredentialAuto).
+	RequireCredential CredentialPolicy
+	// AllowedOrigins lists the browser origins ("https://app.example")
+	// whose cross-origin requests are served. Any other cross-origin
+	// request gets 403, as the transport specification asks.
+	AllowedOrigins []string
+	// Limits are the HTTP server timeouts and sizes Serve and
+	// ListenAndServe apply; the zero value is the defaults.
+	Limits Limits
 }
 
 // Server serves one catalog over MCP. It is safe for concurrent use. Make
@@ -137,6 +158,12 @@ type Server struct {
 	maxResult  int64
 	note       *notifier
 	calls      *calls
+	slots      sessionSlots
+	credPolicy CredentialPolicy
+	origins    *http.CrossOriginProtection
+	limits     Limits
+	stateful   bool // the HTTP handler keeps sessions
+	idle       time.Duration
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -191,26 +218,47 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		Capabilities: &mcp.ServerCapabilities{
 			Tools:     &mcp.ToolCapabilities{ListChanged: true},
 			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			// Route bodies log to the client (catalog.Call.Log).
+			//lint:ignore SA1019 deprecated as of protocol 2026-07-28, still served to the clients that use it.
+			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
 	hopts := httpOptions(opts.HTTP, log)
+	hopts.SessionTimeout = sessionTimeout(opts.SessionTimeout, hopts.SessionTimeout)
+	if opts.RequireCredential < CredentialAuto || opts.RequireCredential > CredentialPerRoute {
+		return nil, fmt.Errorf("%w: unknown credential policy %d", ErrInvalidOptions, opts.RequireCredential)
+	}
+	origins, err := crossOrigin(opts.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	limits, err := opts.Limits.resolve()
+	if err != nil {
+		return nil, err
+	}
 	auth := bindsec.Configured(cat.Authenticator())
 	s := &Server{
-		cat:       cat,
-		mcp:       srv,
-		log:       log,
-		auth:      auth,
-		bind:      auth && opts.Credential == nil && !hopts.Stateless,
-		cred:      opts.Credential,
-		page:      cmpOr(opts.PageSize, mcp.DefaultPageSize),
-		path:      opts.Path,
-		grace:     cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
-		maxResult: cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
-		calls:     newCalls(),
+		cat:        cat,
+		mcp:        srv,
+		log:        log,
+		auth:       auth,
+		bind:       auth && opts.Credential == nil && !hopts.Stateless,
+		cred:       opts.Credential,
+		page:       cmpOr(opts.PageSize, mcp.DefaultPageSize),
+		path:       opts.Path,
+		grace:      cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
+		maxResult:  cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
+		calls:      newCalls(),
+		slots:      sessionSlots{max: int64(cmpOr(opts.MaxSessions, DefaultMaxSessions))},
+		credPolicy: opts.RequireCredential,
+		stateful:   !hopts.Stateless,
+		idle:       hopts.SessionTimeout,
+		origins:    origins,
+		limits:     limits,
 	}
 	srv.AddReceivingMiddleware(s.receive)
 	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
-	s.handler = http.HandlerFunc(s.serveHTTP)
+	s.handler = s.front(false)
 	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
 	go s.note.run()
 	return s, nil

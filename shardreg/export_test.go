@@ -12,14 +12,15 @@ import (
 type HookPoint = hookPoint
 
 const (
-	HookBeforeInsert     = hookBeforeInsert
-	HookInsideInsert     = hookInsideInsert
-	HookSweepBegan       = hookSweepBegan
-	HookListScanned      = hookListScanned
-	HookLivenessPass     = hookLivenessPass
-	HookListWait         = hookListWait
-	HookBeforeCacheStore = hookBeforeCacheStore
-	HookGateWait         = hookGateWait
+	HookBeforeInsert      = hookBeforeInsert
+	HookInsideInsert      = hookInsideInsert
+	HookSweepBegan        = hookSweepBegan
+	HookListScanned       = hookListScanned
+	HookLivenessPass      = hookLivenessPass
+	HookListWait          = hookListWait
+	HookBeforeCacheStore  = hookBeforeCacheStore
+	HookGateWait          = hookGateWait
+	HookUnregisterChecked = hookUnregisterChecked
 )
 
 // SetHook makes the registry call fn at every hook point. Set it before the

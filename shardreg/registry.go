@@ -370,8 +370,10 @@ func (r *Registry[V]) UnregisterOwned(name string, o owner.Ref) bool {
 	if cur, ok := r.m.Load(name); !ok || !cur.owner.Same(o) {
 		return false
 	}
+	r.fire(hookUnregisterChecked)
 	// Ownership, not the entry read above, decides under the lock: the
-	// owner may have replaced its own entry meanwhile (Overwrite).
+	// owner may have replaced its own entry meanwhile (Overwrite), or died
+	// and been succeeded by another owner's takeover.
 	return r.remove(name, func(e *entry[V]) bool { return e.owner.Same(o) })
 }
 

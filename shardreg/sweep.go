@@ -56,14 +56,15 @@ func (r *Registry[V]) sweepLocked() int {
 type hookPoint uint8
 
 const (
-	hookBeforeInsert     hookPoint = iota // after an insert's checks, before its Compute
-	hookInsideInsert                      // in the Compute, after the owner was found alive
-	hookSweepBegan                        // after a sweep read the death clock
-	hookListScanned                       // after a listing's scan, before it is validated
-	hookLivenessPass                      // before each pass of a listing over its owners
-	hookListWait                          // before a listing waits for the one rebuilding the cache
-	hookBeforeCacheStore                  // after a listing's rebuild, before it is cached
-	hookGateWait                          // before a write waits for a reader holding writes off
+	hookBeforeInsert      hookPoint = iota // after an insert's checks, before its Compute
+	hookInsideInsert                       // in the Compute, after the owner was found alive
+	hookSweepBegan                         // after a sweep read the death clock
+	hookListScanned                        // after a listing's scan, before it is validated
+	hookLivenessPass                       // before each pass of a listing over its owners
+	hookListWait                           // before a listing waits for the one rebuilding the cache
+	hookBeforeCacheStore                   // after a listing's rebuild, before it is cached
+	hookGateWait                           // before a write waits for a reader holding writes off
+	hookUnregisterChecked                  // after UnregisterOwned's lock-free owner check passed, before its Compute
 )
 
 func (r *Registry[V]) fire(p hookPoint) {

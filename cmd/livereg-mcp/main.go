@@ -2,14 +2,24 @@
 // livereg catalog: streamable HTTP at /mcp (default 127.0.0.1:8931) or stdio.
 //
 // It starts a few demo consumers (the tools echo, stats and whoami, and the
-// resource livereg://about); with -conformance it also starts the fixture
-// tools and resources that the official MCP conformance suite calls.
+// resource livereg://about), and a demo of what livereg is for: the public
+// tool fortune, owned by a consumer that the admin-only tools demo_crash
+// (by stop, cancel, panic or drop) and demo_restart end and start again,
+// so that a client sees it leave the listing, receives list_changed, and
+// sees the restart take the name over; ops_report needs the role ops.
+// With -conformance it also starts the fixture tools and resources that
+// the official MCP conformance suite calls.
 //
 // Usage:
 //
 //	livereg-mcp [-addr host:port] [-path /mcp] [-stdio] [-conformance]
 //	            [-tokens-file file | -tokens spec] [-url-file file]
-//	            [-log-level level] [-log-json] [-shutdown-timeout d]
+//	            [-metrics host:port] [-log-level level] [-log-json]
+//	            [-shutdown-timeout d]
+//
+// For a wildcard -addr (0.0.0.0, [::]) it logs, and writes to -url-file,
+// the loopback URL, which a client on the machine can use, and logs the
+// machine's addresses. -metrics serves Prometheus metrics at /metrics.
 //
 // Bearer tokens come from -tokens-file (a file only its owner may read or
 // write; it is refused otherwise), from -tokens, or, when neither is set,
@@ -27,7 +37,9 @@
 // since it may be a token.
 //
 // Without tokens only public routes answer and the server refuses to listen
-// on a non-loopback address. SIGINT or SIGTERM shuts it down gracefully.
+// on a non-loopback address; with tokens, a non-loopback listener answers
+// only requests that carry one, initialize included. SIGINT or SIGTERM
+// shuts it down gracefully, and the process then exits 0.
 package main
 
 import (
@@ -41,6 +53,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +80,9 @@ type config struct {
 	logLevel        slog.Level
 	logJSON         bool
 	shutdownTimeout time.Duration
+	metricsAddr     string
+	// onMetrics, if set, is called with the metrics URL once it listens.
+	onMetrics func(url string)
 }
 
 func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -86,6 +102,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	fs.StringVar(&cfg.urlFile, "url-file", "", "write the endpoint URL to this file once listening")
 	fs.TextVar(&cfg.logLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
 	fs.BoolVar(&cfg.logJSON, "log-json", false, "log JSON lines instead of text")
+	fs.StringVar(&cfg.metricsAddr, "metrics", "", "also serve Prometheus metrics at http://ADDR/metrics (host:port; off if empty)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", mcpserve.DefaultShutdownTimeout, "bound on the graceful shutdown")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -180,6 +197,14 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	consumers, err := startDemo(cctx, cat)
+	if err == nil {
+		var v *victim
+		var more []*catalog.Consumer
+		if v, more, err = startVictimDemo(cctx, cat, log); err == nil {
+			defer v.stop(context.Background())
+			consumers = append(consumers, more...)
+		}
+	}
 	if err == nil && cfg.conformance {
 		var more []*catalog.Consumer
 		more, err = startConformance(cctx, cat)
@@ -217,9 +242,32 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		_ = ln.Close()
 		return fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
 	}
-	url := "http://" + ln.Addr().String() + cfg.path
+	url, wildcard := endpointURL(ln.Addr(), cfg.path)
+	if wildcard {
+		log.Info("listening on every interface; from this machine use the loopback URL",
+			"addr", ln.Addr().String(), "interfaces", interfaceAddrs())
+	}
 	log.Info("serving streamable HTTP", "addr", ln.Addr().String(), "url", url,
 		"tools", stats.Tools, "resources", stats.Resources, "conformance", cfg.conformance)
+	metricsDone := make(chan error, 1)
+	if cfg.metricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("metrics: %w", err)
+		}
+		murl, _ := endpointURL(mln.Addr(), "/metrics")
+		if !isLoopback(mln.Addr()) {
+			log.Warn("metrics are served beyond loopback without authentication", "addr", mln.Addr().String())
+		}
+		log.Info("serving metrics", "url", murl)
+		go func() { metricsDone <- serveMetrics(ctx, mln, cat, srv, log) }()
+		if cfg.onMetrics != nil {
+			cfg.onMetrics(murl)
+		}
+	} else {
+		metricsDone <- nil
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ctx, ln) }()
 	if cfg.urlFile != "" {
@@ -231,10 +279,49 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		ready(url)
 	}
 	err = <-errc
-	if err == nil {
-		log.Info("stopped")
+	if err != nil {
+		// Serve failed on its own: the metrics listener must not outlive it.
+		return err
 	}
-	return err
+	if err := <-metricsDone; err != nil {
+		log.Warn("metrics server failed", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func isLoopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
+// endpointURL is the URL a client on this machine can use to reach a
+// listener bound to addr. For a wildcard bind (0.0.0.0, [::]) that is the
+// loopback address: the wildcard itself is no address to connect to, and
+// the SDK's DNS-rebinding protection refuses a non-loopback Host header
+// on a loopback connection. wildcard reports that case.
+func endpointURL(addr net.Addr, path string) (url string, wildcard bool) {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + addr.String() + path, false
+	}
+	// Go's wildcard listeners are dual-stack, so 127.0.0.1 reaches a
+	// "[::]" bind as well as a "0.0.0.0" one.
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port)) + path, true
+}
+
+// interfaceAddrs lists the machine's addresses, for the log line of a
+// wildcard bind.
+func interfaceAddrs() []string {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(as))
+	for _, a := range as {
+		out = append(out, a.String())
+	}
+	return out
 }
 
 func stopAll(ks []*catalog.Consumer) {

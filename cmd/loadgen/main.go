@@ -10,7 +10,8 @@
 //	        [-cap N] [-mix k=v,...] [-seed N] [-json FILE] [-mcp [-target URL]]
 //
 // Exit status: 0 when no invariant was violated and no error seen, 1 with
-// the violations listed, 2 for bad flags. Run loadgen -h for every flag;
+// the violations listed, 2 for bad flags, 3 when interrupted before the
+// end with no violation so far (the report says INCOMPLETE, never PASS). Run loadgen -h for every flag;
 // package internal/loadgen documents the invariants and how each is
 // checked.
 package main

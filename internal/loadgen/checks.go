@@ -308,6 +308,29 @@ func callRetry(ctx context.Context, sys System, name string, args []byte, cred s
 	}
 }
 
+// startWon checks invariant 9 at a start: rec's start on ns succeeded, and
+// no other consumer whose start on the name succeeded may still be a
+// winner. Checked after both starts returned: another winner whose owner is
+// alive now, and whose Stop has not begun, was alive with its entry in
+// place throughout rec's start (deaths are permanent, and only its own Stop
+// removes a live owner's entry), so rec's start must have been refused as a
+// duplicate. Exact, whatever the interleaving of the two starts.
+func (c deadEntryChecker) startWon(ns *nameState, rec *record) {
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	c.t.check(InvOneWinner, 1)
+	kept := ns.winners[:0]
+	for _, other := range ns.winners {
+		if other.stopping.Load() || isClosed(other.done) {
+			continue // it no longer holds the name, or may not
+		}
+		c.t.violate(InvOneWinner, "the start of %s on %s succeeded while %s, whose start had succeeded and which still lives, held the name",
+			rec.tag, ns.name, other.tag)
+		kept = append(kept, other)
+	}
+	ns.winners = append(kept, rec)
+}
+
 func resultText(r catalog.Result) string {
 	if len(r.Content) == 0 {
 		return ""

@@ -38,7 +38,7 @@ func bugName(b bug) string {
 		bugStopRemovesPlan: "stop removes any plan", bugNoAuth: "no auth", bugCapOvershoot: "cap overshoot",
 		bugSlotsNotFreed: "slots not freed", bugListDead: "dead listed", bugGoneForDead: "resolve returns dead",
 		bugDupDead: "dead incumbent blocks", bugLeak: "leak", bugSlotLeak: "slot leak",
-		bugBodyAfterStop: "body after stop", bugStaleBody: "stale body",
+		bugBodyAfterStop: "body after stop", bugStaleBody: "stale body", bugLiveTakeover: "live takeover",
 	}[b]
 }
 
@@ -160,6 +160,28 @@ func TestCheckerOneWinner(t *testing.T) {
 			assert.Equal(t, outcomeOK, w.call(context.Background(), ns, credValid, allOps()))
 			verdict(t, w, k, InvOneWinner)
 			require.NoError(t, second.k.Stop(context.Background()))
+		})
+	}
+}
+
+// Invariant 9, at starts: a second start on a name whose holder lives and
+// is not stopping is refused; two winners at once are caught whichever of
+// them returned first.
+func TestCheckerTwoWinners(t *testing.T) {
+	for _, k := range kinds(bugLiveTakeover) {
+		t.Run(k.name, func(t *testing.T) {
+			w := newTestWorld(t, k, testConfig())
+			ns := w.names[0]
+			first := mustStart(t, w, ns, true)
+			second, err := w.start(ns, true, allOps())
+			if !k.buggy {
+				require.ErrorIs(t, err, catalog.ErrDuplicate)
+			}
+			verdict(t, w, k, InvOneWinner)
+			require.NoError(t, first.k.Stop(context.Background()))
+			if second != nil {
+				require.NoError(t, second.k.Stop(context.Background()))
+			}
 		})
 	}
 }

@@ -19,6 +19,10 @@ const (
 	ExitOK         = 0 // no violations and no errors
 	ExitViolations = 1 // violations or errors, listed in the report
 	ExitUsage      = 2 // bad flags
+	// ExitIncomplete: interrupted (SIGINT, SIGTERM) before the run's
+	// duration, with no violation seen so far. Not a pass: the run did not
+	// do what was asked, and a script must not take it for one.
+	ExitIncomplete = 3
 )
 
 // Main is cmd/loadgen: it parses args, runs, prints the report to stdout
@@ -64,8 +68,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			return ExitViolations
 		}
 	}
-	if rep.Failed() {
+	return exitCode(rep)
+}
+
+// exitCode is the exit status a report calls for: violations win over an
+// interruption, which is never a pass.
+func exitCode(r *Report) int {
+	switch {
+	case r.Failed():
 		return ExitViolations
+	case r.Interrupted:
+		return ExitIncomplete
 	}
 	return ExitOK
 }

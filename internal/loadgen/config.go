@@ -192,7 +192,7 @@ func mixHelp() string {
 func writeHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintf(w, "loadgen hammers an in-process livereg catalog while consumers die in every\n"+
 		"way ADR-0068 names, checks the ADR's invariants as it runs, and reports.\n"+
-		"Exit status: 0 no violations, 1 violations found (listed), 2 bad flags.\n\n%s\n\n", UsageLine)
+		"Exit status: 0 no violations, 1 violations found (listed), 2 bad flags,\n3 interrupted before the end with no violation so far (INCOMPLETE).\n\n%s\n\n", UsageLine)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 }

@@ -82,6 +82,19 @@
 //  9. one_winner: a successful call, made while one consumer held the name
 //     and lived and no start on the name overlapped the call, ran another
 //     consumer's body (the body answers with its owner's tag).
+//  10. list_changed (-mcp with the in-process server only): the end of a
+//     started consumer, by any death or a Stop, was not followed within
+//     the server's coalescing window plus a generous margin (3 s) by a
+//     tools/list_changed on every client session that was already
+//     receiving notifications when the end began; or, in the probe at the
+//     end of the run, the listing after that notification still showed
+//     the route. During the run any later notification satisfies the
+//     check, since other changes keep the server notifying; so at the end,
+//     with nothing else changing, the probe starts a consumer, lets the
+//     window run out, and ends it by a cancel and then by a Stop, each
+//     the only change, so that a server that forgets one kind of end is
+//     caught every run. Listings after an observed death are invariant 5's
+//     throughout.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

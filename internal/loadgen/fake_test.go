@@ -60,6 +60,10 @@ const (
 	// invalidated, so a restart under a name keeps serving the first
 	// consumer's body (invariant 9).
 	bugStaleBody
+	// bugLiveTakeover: a start replaces the name's entry even when its
+	// owner is alive, as two takeovers that both read the same dead
+	// incumbent would (invariant 9).
+	bugLiveTakeover
 )
 
 // noticesDeathBugs lists the bugs of a system that does not notice deaths
@@ -145,7 +149,7 @@ func (f *fakeSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec.Pl
 		go func() { <-f.closed }()
 	}
 	cur := f.entries[t.Name]
-	if cur != nil && (cur.ref.Alive() || f.has(bugDupDead)) {
+	if cur != nil && (cur.ref.Alive() || f.has(bugDupDead)) && !f.has(bugLiveTakeover) {
 		if f.has(bugCapOvershoot) {
 			f.slots++
 		}

@@ -36,6 +36,14 @@ type mcpDriver struct {
 	sessions [numCreds]*mcp.ClientSession // one per credential class
 
 	targetTools atomic.Pointer[[]string] // the target's tool names, from its last listing
+
+	// noted, if set, is told of each tools/list_changed by the index of the
+	// session it arrived on (invariant 10). Only an in-process server's
+	// notifications are followed: a target's consumers are not the run's.
+	noted func(session int)
+	// mute, if set, drops the notifications for which it returns true, as
+	// if the server had never sent them: a test seam.
+	mute func(session int) bool
 }
 
 // mcpCodeOverloaded is mcpserve's JSON-RPC code for a full route queue.
@@ -80,14 +88,24 @@ func (d *mcpDriver) start(ctx context.Context) error {
 		endpoint = "http://" + ln.Addr().String() + "/mcp"
 	}
 	d.tr = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
-	client := mcp.NewClient(&mcp.Implementation{Name: "livereg-loadgen", Version: "dev"}, &mcp.ClientOptions{Logger: discardLogger})
 	for c := range numCreds {
+		// One client per session, so that a notification's handler knows
+		// which session it arrived on.
+		opts := &mcp.ClientOptions{Logger: discardLogger}
+		if d.noted != nil {
+			opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
+				if d.mute == nil || !d.mute(int(c)) {
+					d.noted(int(c))
+				}
+			}
+		}
+		client := mcp.NewClient(&mcp.Implementation{Name: "livereg-loadgen", Version: "dev"}, opts)
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   endpoint,
 			HTTPClient: &http.Client{Transport: bearerTransport{d.tr, c.token()}},
-			// Requests and responses only: list_changed notifications are
-			// not what the loadgen measures.
-			DisableStandaloneSSE: true,
+			// The standalone stream carries list_changed; without a
+			// checker for them, requests and responses only.
+			DisableStandaloneSSE: d.noted == nil,
 		}, nil)
 		if err != nil {
 			d.close()
@@ -239,22 +257,12 @@ func (w *world) mcpCallTarget(ctx context.Context, d *mcpDriver, rng *rand.Rand,
 func (w *world) mcpList(ctx context.Context, d *mcpDriver, l *latencies) {
 	begin := w.tick()
 	t0 := time.Now()
-	var tools []catalog.Tool
-	cursor := ""
-	for {
-		res, err := d.sessions[credValid].ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
-		if err != nil {
-			if ctx.Err() == nil {
-				w.t.unexpected("mcp tools/list: %v", err)
-			}
-			return
+	tools, err := d.listAll(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.t.unexpected("mcp tools/list: %v", err)
 		}
-		for _, t := range res.Tools {
-			tools = append(tools, catalog.Tool{Name: t.Name, Title: t.Title})
-		}
-		if cursor = res.NextCursor; cursor == "" {
-			break
-		}
+		return
 	}
 	l.record(opMCPList, time.Since(t0))
 	if d.target != "" {
@@ -267,6 +275,25 @@ func (w *world) mcpList(ctx context.Context, d *mcpDriver, l *latencies) {
 	}
 	if n := w.dead.listed(begin, tools); n > 0 {
 		w.unchecked.Add(int64(n))
+	}
+}
+
+// listAll walks every page of tools/list on the session with valid
+// credentials.
+func (d *mcpDriver) listAll(ctx context.Context) ([]catalog.Tool, error) {
+	var tools []catalog.Tool
+	cursor := ""
+	for {
+		res, err := d.sessions[credValid].ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range res.Tools {
+			tools = append(tools, catalog.Tool{Name: t.Name, Title: t.Title})
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			return tools, nil
+		}
 	}
 }
 

@@ -40,6 +40,8 @@ func TestRunMCP(t *testing.T) {
 	assert.Positive(t, rep.Ops["mcp_list"].Count)
 	assert.Positive(t, rep.MCPCallOutcomes["ok"], "%v", rep.MCPCallOutcomes)
 	assert.Positive(t, rep.MCPCallOutcomes["denied"]+rep.MCPCallOutcomes["unknown"], "%v", rep.MCPCallOutcomes)
+	// The end-of-run probe alone checks invariant 10 three times.
+	assert.GreaterOrEqual(t, rep.Checks[InvListChanged.String()], int64(3))
 }
 
 // -target drives a running server at a loopback URL.

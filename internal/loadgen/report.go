@@ -208,6 +208,8 @@ func (r *Report) WriteText(out io.Writer) {
 	switch {
 	case r.Failed():
 		fmt.Fprintf(out, "\nFAIL: %d violations, %d errors\n", r.TotalViolations(), r.Errors)
+	case r.Interrupted:
+		fmt.Fprintf(out, "\nINCOMPLETE: interrupted after %.2fs; 0 violations so far\n", r.DurationS)
 	default:
 		fmt.Fprintf(out, "\nPASS: 0 violations\n")
 	}

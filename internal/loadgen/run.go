@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/livereg/livereg/mcpserve"
 )
 
 // RunOptions are the parts of a run that are not its Config.
@@ -23,11 +25,15 @@ type RunOptions struct {
 	// QuietTimeout bounds the end-of-run wait for dead entries to be
 	// reclaimed; 0 means 2 s.
 	QuietTimeout time.Duration
+	// notifyMargin overrides notifyMargin when set: a test that makes
+	// notifications go missing need not wait the generous default.
+	notifyMargin time.Duration
 }
 
 // Intervals of the run's helpers.
 const (
 	probeInterval    = 5 * time.Millisecond  // cap counter samples
+	notifyInterval   = 5 * time.Millisecond  // judging pending list_changed
 	gcInterval       = 10 * time.Millisecond // GC while drops are pending
 	progressInterval = 250 * time.Millisecond
 	quietTimeout     = 2 * time.Second // default for dead entries to be reclaimed
@@ -73,11 +79,20 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	runtime.GC()
 	w.growth.setBaseline(w.growth.read())
 	if d := opts.mcp; d != nil {
+		if d.cat != nil {
+			margin := notifyMargin
+			if opts.notifyMargin > 0 {
+				margin = opts.notifyMargin
+			}
+			w.notes = newNotifyChecker(w.t, w.tick, int(numCreds), mcpserve.DefaultNotifyWindow+margin)
+			d.noted = w.notes.noted
+		}
 		// Started after the baseline and closed before the end check,
 		// so that its connections count as the run's own goroutines.
 		if err := d.start(ctx); err != nil {
 			w.t.unexpected("%v", err)
 			opts.mcp = nil
+			w.notes = nil
 		} else {
 			for i := range cfg.Resolvers {
 				l := book.worker(false, opMCPCall, opMCPList)
@@ -91,6 +106,9 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	bg.Go(func() { w.prober(bgCtx, probeInterval) })
 	bg.Go(func() { w.gcHelper(bgCtx, gcInterval) })
 	bg.Go(func() { w.growth.sampleLoop(bgCtx, sampleInterval(cfg.Duration)) })
+	if w.notes != nil {
+		bg.Go(func() { w.notes.loop(bgCtx, notifyInterval) })
+	}
 
 	began := time.Now()
 	if opts.Progress != nil {
@@ -158,6 +176,12 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	}
 	w.capc.quiet(context.Background(), w.sys, 0, quiet, "after every consumer ended")
 
+	if w.notes != nil {
+		// Judged while the sessions are still connected: every end's
+		// deadline passes within the margin.
+		w.notes.drain()
+		w.notifyProbe(context.Background(), opts.mcp, mcpserve.DefaultNotifyWindow, consumerLat)
+	}
 	if opts.mcp != nil {
 		opts.mcp.close()
 	}

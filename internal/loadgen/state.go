@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -48,6 +49,10 @@ type record struct {
 	// stopped is set once the consumer's Stop has returned nil: from then
 	// on no body of its may start (invariant 8).
 	stopped atomic.Bool
+	// stopping is set before Stop is called; done is the owner's Done,
+	// set once the start succeeded (invariant 9's start check).
+	stopping atomic.Bool
+	done     <-chan struct{}
 }
 
 func (r *record) deathShape() shape { return shape(r.shape.Load()) }
@@ -87,6 +92,9 @@ type nameState struct {
 	name   string
 	holder atomic.Pointer[record] // the consumer whose start on the name last succeeded
 	starts atomic.Uint64          // begun<<32 | in flight
+
+	mu      sync.Mutex
+	winners []*record // consumers whose start on the name succeeded and that may still hold it
 }
 
 func newNames(n int) []*nameState {

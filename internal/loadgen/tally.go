@@ -20,14 +20,15 @@ const (
 	InvResourceGrowth
 	InvBodyAfterStop
 	InvOneWinner
-	numInvariants = int(InvOneWinner)
+	InvListChanged
+	numInvariants = int(InvListChanged)
 )
 
 // Invariants lists every invariant in order.
 var Invariants = []Invariant{
 	InvBodyAfterDeath, InvLateStopRemovedSuccessor, InvUnauthenticatedBody, InvCapCounter,
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
-	InvBodyAfterStop, InvOneWinner,
+	InvBodyAfterStop, InvOneWinner, InvListChanged,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -41,6 +42,7 @@ var invariantNames = [numInvariants + 1]string{
 	"resource_growth",
 	"body_after_stop",
 	"one_winner",
+	"list_changed",
 }
 
 // String is the invariant's key in reports and JSON.

@@ -78,6 +78,7 @@ type world struct {
 	capc   capChecker
 	late   lateStopChecker
 	growth *growthChecker
+	notes  *notifyChecker // invariant 10; nil unless an in-process MCP server runs
 
 	starts, takeovers, capRejections, duplicates atomic.Int64
 	lateStops, lateChecks, lateInconclusive      atomic.Int64
@@ -182,6 +183,8 @@ func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 	if prev := ns.holder.Load(); prev != nil && prev.death.Load() != 0 && prev.deathShape().crash() {
 		w.takeovers.Add(1)
 	}
+	rec.done = k.Done()
+	w.dead.startWon(ns, rec)
 	ns.holder.Store(rec)
 	ns.starts.Add(countOneOut)
 	return &held{k: k, done: k.Done(), rec: rec, cancel: cancel}, nil
@@ -231,10 +234,21 @@ func (w *world) observeDeath(rec *record, sh shape) {
 // the shape the consumer actually died by (a panic that could not be
 // delivered falls back to a cancel), or shapeNone if it did not die.
 func (w *world) end(h *held, sh shape, l *latencies) shape {
+	if w.notes != nil {
+		// Which sessions must hear of the end is settled before it
+		// begins: see notifyChecker.
+		listening := w.notes.listening()
+		defer func() {
+			if at := h.rec.death.Load(); at != 0 {
+				w.notes.ended(h.rec, at, listening)
+			}
+		}()
+	}
 	switch sh {
 	case shapeStop:
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		t0 := time.Now()
+		h.rec.stopping.Store(true)
 		err := h.k.Stop(ctx)
 		l.record(opStop, time.Since(t0))
 		cancel()

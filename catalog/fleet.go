@@ -1,0 +1,83 @@
+package catalog
+
+import (
+	"context"
+	"sync"
+
+	"github.com/livereg/livereg/owner"
+)
+
+// A Claimer claims route names beyond this catalog: across the replicas of
+// a server that runs as many processes, say (package etcdfleet). A catalog
+// configured with one asks it, while a consumer starts, after the route is
+// registered locally and before it is ready, to claim the name for the
+// consumer fleet-wide; the start fails if the claim does. The catalog calls
+// the returned release exactly once, when the consumer stops, dies by any
+// path, or fails to start after the claim.
+//
+// Claim is called concurrently, from the goroutines that start consumers;
+// it may block on the network, bounded by ctx (the consumer's context).
+// Errors: ErrDuplicate (another owner holds the name elsewhere),
+// ErrCapReached, ErrInvalidName (the name cannot be claimed there), or the
+// claimer's own, each wrapped; Start returns them wrapped again with the
+// route. On error the claimer must leave nothing claimed.
+type Claimer interface {
+	Claim(ctx context.Context, c Claim) (Release, error)
+}
+
+// Release gives a claim up. It must be fenced: it removes the claim only
+// while it is still the one Claim made, never a successor's. It runs once,
+// from Stop or from the goroutine that reclaims a dead owner's route; it
+// may block on the network, bounded by the claimer.
+type Release func()
+
+// Claim is what a catalog asks a Claimer to claim.
+type Claim struct {
+	// Kind is "tool" or "resource".
+	Kind string
+	// Name is the tool name or resource URI, valid for the catalog.
+	Name string
+	// Owner is the consumer's owner.
+	Owner owner.Ref
+	// Kill kills the consumer, as a crash would: a claimer that loses its
+	// claims without a release (a lost session) calls it so that no
+	// consumer serves a name it no longer holds. It does not keep the
+	// consumer alive, and calling it again, or after the death, does
+	// nothing.
+	Kill func()
+	// Tool describes a tool route, Resource a resource route: what another
+	// replica needs to list the route.
+	Tool     Tool
+	Resource Resource
+}
+
+// fleetHold is a route's fleet claim; the zero value holds none.
+type fleetHold struct {
+	once    sync.Once
+	release Release
+}
+
+// claim asks c's claimer, if any, to claim rt's name. It runs before the
+// route joins its owner's death, so that rt.retire sees the release.
+func (c *Catalog) claim(ctx context.Context, rt *route) error {
+	if c.claimer == nil {
+		return nil
+	}
+	cl := Claim{Kind: rt.side.kind, Name: rt.name, Owner: rt.ref, Kill: rt.release, Tool: rt.tool, Resource: rt.resource}
+	rel, err := c.claimer.Claim(ctx, cl)
+	if err != nil {
+		return err
+	}
+	rt.fleet.release = rel
+	return nil
+}
+
+// releaseFleet gives up rt's fleet claim, if it has one, once. A second
+// caller waits for the first to finish, so that Stop returns only once the
+// name is free fleet-wide, whichever of Stop and the reclaim came first.
+func (rt *route) releaseFleet() {
+	if rt.fleet.release == nil {
+		return
+	}
+	rt.fleet.once.Do(rt.fleet.release)
+}

@@ -1,0 +1,119 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// TypedHandler is a typed tool's body: it gets the call's arguments decoded
+// into In (after the input schema accepted them) and returns its output,
+// which becomes the result's structured content. It runs as a ToolHandler
+// does. An error it returns reaches the caller as a ToolHandler's does
+// (package mcpserve sends it to the model as a tool error).
+type TypedHandler[In, Out any] func(ctx context.Context, c Call, in In) (Out, error)
+
+// TypedTool returns the Tool and ToolHandler that StartTool takes for a tool
+// whose arguments are an In and whose output is an Out, the way the MCP Go
+// SDK's AddTool does:
+//
+//   - t.InputSchema, if empty, is inferred from In, and t.OutputSchema, if
+//     empty, from Out, with github.com/google/jsonschema-go (struct fields
+//     by their json tags; a jsonschema tag describes a field). A schema
+//     given in t wins. Out = any declares no output schema.
+//   - In (or what it points to) must infer to an object: a struct or a
+//     map with string keys; so must Out, unless it is any. Otherwise, or
+//     for a type with no schema (a channel, a func), TypedTool returns
+//     ErrInvalidRoute and the tool cannot start.
+//   - The handler decodes the arguments, which CallTool has checked against
+//     the input schema, into a fresh In (absent arguments leave it zero),
+//     calls h, and returns h's output as StructuredContent (as JSON) with
+//     the same JSON as a text item, for clients that predate structured
+//     content. CallTool checks it against the output schema.
+//
+// TypedTool infers the schemas once; the handler costs a decoding of the
+// arguments and an encoding of the output per call. It is safe for
+// concurrent use, and the handler as much as h is.
+func TypedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler, error) {
+	fail := func(err error) (Tool, ToolHandler, error) {
+		return Tool{}, nil, fmt.Errorf("catalog: typed tool %q: %w: %w", t.Name, ErrInvalidRoute, err)
+	}
+	if h == nil {
+		return fail(fmt.Errorf("nil handler"))
+	}
+	if len(t.InputSchema) == 0 {
+		s, err := inferObject[In]()
+		if err != nil {
+			return fail(fmt.Errorf("input type %v: %w", reflect.TypeFor[In](), err))
+		}
+		t.InputSchema = s
+	}
+	// A nil *T output encodes as null; the zero T is what it means.
+	var outZero any
+	hasOut := reflect.TypeFor[Out]() != reflect.TypeFor[any]()
+	if hasOut {
+		if rt := reflect.TypeFor[Out](); rt.Kind() == reflect.Pointer {
+			outZero = reflect.Zero(rt.Elem()).Interface()
+		}
+		if len(t.OutputSchema) == 0 {
+			s, err := inferObject[Out]()
+			if err != nil {
+				return fail(fmt.Errorf("output type %v: %w", reflect.TypeFor[Out](), err))
+			}
+			t.OutputSchema = s
+		}
+	}
+	body := func(ctx context.Context, c Call) (Result, error) {
+		var in In
+		if len(c.Arguments) > 0 {
+			if err := json.Unmarshal(c.Arguments, &in); err != nil {
+				// The schema accepted what In cannot hold: a schema given
+				// by hand that does not match In.
+				return Result{}, &schemaError{sentinel: ErrInvalidArguments, name: c.Name, cause: err}
+			}
+		}
+		out, err := h(ctx, c, in)
+		if err != nil {
+			return Result{}, err
+		}
+		var v any = out
+		if outZero != nil && reflect.ValueOf(out).IsNil() {
+			v = outZero
+		}
+		if !hasOut && v == nil {
+			return Result{Content: []Content{}}, nil
+		}
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return Result{}, fmt.Errorf("catalog: tool %q: encoding its output: %w", c.Name, err)
+		}
+		return Result{
+			Content:           []Content{{Type: "text", Text: string(raw)}},
+			StructuredContent: json.RawMessage(raw),
+		}, nil
+	}
+	return t, body, nil
+}
+
+// inferObject infers T's schema (that of the type T points to, if T is a
+// pointer) and checks that it describes an object.
+func inferObject[T any]() (json.RawMessage, error) {
+	rt := reflect.TypeFor[T]()
+	if rt == reflect.TypeFor[any]() {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	s, err := jsonschema.ForType(rt, &jsonschema.ForOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf("its schema is not an object (type %q): MCP arguments and structured content are JSON objects", s.Type)
+	}
+	return json.Marshal(s)
+}

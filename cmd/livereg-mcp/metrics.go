@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+// metrics is a Prometheus collector that reads the catalog's and the
+// server's counters when scraped, so that serving calls costs nothing
+// extra: Catalog.Stats and Server.SessionStats are snapshots taken on
+// demand. The core packages do not import client_golang; only this
+// command does.
+type metrics struct {
+	cat *catalog.Catalog
+	srv *mcpserve.Server
+
+	routes, slots, version               *prometheus.Desc
+	sessionsOpen, sessionsMax            *prometheus.Desc
+	sessionsOpened, sessionsRefusedTotal *prometheus.Desc
+}
+
+func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
+	kind := []string{"kind"}
+	return &metrics{
+		cat: cat, srv: srv,
+		routes:               prometheus.NewDesc("livereg_routes_live", "Ready routes of live consumers, per kind.", kind, nil),
+		slots:                prometheus.NewDesc("livereg_route_slots", "Catalog entries held against the caps, dead ones not yet reclaimed included, per kind.", kind, nil),
+		version:              prometheus.NewDesc("livereg_catalog_version", "The catalog's version; it moves on every change.", nil, nil),
+		sessionsOpen:         prometheus.NewDesc("livereg_mcp_sessions_open", "HTTP sessions held now.", nil, nil),
+		sessionsMax:          prometheus.NewDesc("livereg_mcp_sessions_max", "The cap on HTTP sessions; 0: none.", nil, nil),
+		sessionsOpened:       prometheus.NewDesc("livereg_mcp_sessions_opened_total", "HTTP sessions created.", nil, nil),
+		sessionsRefusedTotal: prometheus.NewDesc("livereg_mcp_sessions_refused_total", "Initializes refused at the session cap.", nil, nil),
+	}
+}
+
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{m.routes, m.slots, m.version, m.sessionsOpen, m.sessionsMax, m.sessionsOpened, m.sessionsRefusedTotal} {
+		ch <- d
+	}
+}
+
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	st := m.cat.Stats()
+	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(st.Tools), "tool")
+	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(st.Resources), "resource")
+	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.ToolSlots), "tool")
+	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.ResourceSlots), "resource")
+	ch <- prometheus.MustNewConstMetric(m.version, prometheus.GaugeValue, float64(st.Version))
+	ss := m.srv.SessionStats()
+	ch <- prometheus.MustNewConstMetric(m.sessionsOpen, prometheus.GaugeValue, float64(ss.Open))
+	ch <- prometheus.MustNewConstMetric(m.sessionsMax, prometheus.GaugeValue, float64(ss.Max))
+	ch <- prometheus.MustNewConstMetric(m.sessionsOpened, prometheus.CounterValue, float64(ss.Opened))
+	ch <- prometheus.MustNewConstMetric(m.sessionsRefusedTotal, prometheus.CounterValue, float64(ss.Refused))
+}
+
+// serveMetrics serves /metrics on ln in the Prometheus text format until
+// ctx ends. A registry of its own (not the global one) holds the livereg
+// collector and Go's runtime and process collectors.
+func serveMetrics(ctx context.Context, ln net.Listener, cat *catalog.Catalog, srv *mcpserve.Server, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newMetrics(cat, srv), collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
+	hs := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: mcpserve.DefaultReadHeaderTimeout,
+		ReadTimeout:       mcpserve.DefaultReadTimeout,
+		WriteTimeout:      mcpserve.DefaultWriteTimeout,
+		IdleTimeout:       mcpserve.DefaultIdleTimeout,
+		MaxHeaderBytes:    mcpserve.DefaultMaxHeaderBytes,
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

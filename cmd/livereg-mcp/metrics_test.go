@@ -1,0 +1,62 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// -metrics serves the catalog's and the sessions' counters in the
+// Prometheus text format.
+func TestMetricsEndpoint(t *testing.T) {
+	murl := make(chan string, 1)
+	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", metricsAddr: "127.0.0.1:0",
+		onMetrics: func(u string) { murl <- u }})
+	var url string
+	select {
+	case url = <-murl:
+	case <-time.After(guard):
+		t.Fatal("no metrics URL")
+	}
+	_ = connect(t, s.url, "")
+	body := scrape(t, url)
+	for _, want := range []string{
+		`livereg_routes_live{kind="tool"} 7`,
+		`livereg_routes_live{kind="resource"} 1`,
+		"livereg_mcp_sessions_open 1",
+		"livereg_mcp_sessions_opened_total 1",
+		"livereg_mcp_sessions_refused_total 0",
+		"livereg_mcp_sessions_max 1000",
+		"go_goroutines ",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if t.Failed() {
+		t.Logf("metrics:\n%s", body)
+	}
+}
+
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET %s = %d %s", url, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,200 @@
+package mcpserve
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of what bounds the HTTP sessions a Server holds.
+const (
+	// DefaultSessionTimeout closes an HTTP session that has received no
+	// request for this long. Ordinary clients (the TypeScript SDK's
+	// close(), the MCP Inspector) never send DELETE, so without a timeout
+	// every session they open is held until the process ends.
+	DefaultSessionTimeout = 10 * time.Minute
+	// DefaultMaxSessions caps the HTTP sessions held at once. A session
+	// costs about 15 KB at rest, so the cap bounds them near 15 MB.
+	DefaultMaxSessions = 1000
+)
+
+// ErrTooManySessions: an initialize arrived while Options.MaxSessions
+// sessions were open. It is answered with HTTP 503 and a Retry-After.
+var ErrTooManySessions = errors.New("mcpserve: session limit reached")
+
+// CredentialPolicy says which HTTP requests must carry a bearer token that
+// the catalog's authenticator accepts before the SDK sees them.
+type CredentialPolicy int
+
+const (
+	// CredentialAuto, the zero value, requires a valid credential on every
+	// HTTP request, initialize included, when the server is reached beyond
+	// loopback: Serve was given a listener that is not loopback, or the
+	// request arrived on a connection whose local address is not loopback.
+	// On loopback only the routes' plans ask for credentials. Without an
+	// authenticator nothing is required (Serve refuses to listen beyond
+	// loopback then).
+	CredentialAuto CredentialPolicy = iota
+	// CredentialAlways requires a valid credential on every HTTP request.
+	CredentialAlways
+	// CredentialPerRoute never requires one at the HTTP layer: anyone who
+	// reaches the server may open sessions, and each route's plan decides.
+	CredentialPerRoute
+)
+
+// sessionSlots counts the HTTP sessions held against Options.MaxSessions.
+// A POST that may create a session (it carries no session ID) reserves a
+// slot before the SDK sees it; the session its initialize creates claims
+// the slot, and the slot is returned when that session ends. A request
+// that created no session returns its slot when it ends.
+type sessionSlots struct {
+	max     int64 // <= 0: unlimited
+	open    atomic.Int64
+	opened  atomic.Uint64
+	refused atomic.Uint64
+}
+
+// slot is one reservation: reserved, then claimed by a session or released.
+type slot struct {
+	slots *sessionSlots
+	state atomic.Int32
+}
+
+const (
+	slotReserved int32 = iota
+	slotClaimed
+	slotReleased
+)
+
+// reserve takes a slot, or returns nil at the cap. A compare-and-swap
+// rather than an add and an undo, so that Open never reads above the cap.
+func (c *sessionSlots) reserve() *slot {
+	for {
+		n := c.open.Load()
+		if c.max > 0 && n >= c.max {
+			c.refused.Add(1)
+			return nil
+		}
+		if c.open.CompareAndSwap(n, n+1) {
+			return &slot{slots: c}
+		}
+	}
+}
+
+// claim hands the slot to the session being created; false if the request
+// already gave it back.
+func (sl *slot) claim() bool {
+	if sl == nil || !sl.state.CompareAndSwap(slotReserved, slotClaimed) {
+		return false
+	}
+	sl.slots.opened.Add(1)
+	return true
+}
+
+// release gives back a slot no session claimed.
+func (sl *slot) release() {
+	if sl != nil && sl.state.CompareAndSwap(slotReserved, slotReleased) {
+		sl.slots.open.Add(-1)
+	}
+}
+
+// SessionStats is a snapshot of the HTTP sessions of a Server.
+type SessionStats struct {
+	// Open is how many sessions are held now, counting initializes in
+	// progress.
+	Open int64
+	// Opened counts the sessions created since New.
+	Opened uint64
+	// Refused counts the initializes refused at Options.MaxSessions.
+	Refused uint64
+	// Max is the cap in force; 0 means none.
+	Max int64
+}
+
+// SessionStats reports the server's HTTP sessions: a few atomic loads,
+// safe for concurrent use.
+func (s *Server) SessionStats() SessionStats {
+	return SessionStats{
+		Open: s.slots.open.Load(), Opened: s.slots.opened.Load(),
+		Refused: s.slots.refused.Load(), Max: max(s.slots.max, 0),
+	}
+}
+
+// refuseSession answers an initialize at the session cap. Live sessions
+// are untouched; the client may retry once one ends.
+func (s *Server) refuseSession(w http.ResponseWriter) {
+	s.log.Warn("mcpserve: session limit reached; initialize refused", "max", s.slots.max)
+	w.Header().Set("Retry-After", "30")
+	http.Error(w, fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", ErrTooManySessions, s.slots.max),
+		http.StatusServiceUnavailable)
+}
+
+// needsCredential reports whether r must carry a valid credential under
+// the server's policy. exposed is set by Serve for a listener beyond
+// loopback.
+func (s *Server) needsCredential(r *http.Request, exposed bool) bool {
+	if !s.auth {
+		return false
+	}
+	switch s.credPolicy {
+	case CredentialAlways:
+		return true
+	case CredentialPerRoute:
+		return false
+	}
+	if exposed {
+		return true
+	}
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && local != nil && !isLocal(local)
+}
+
+// refuseUnauthenticated answers a request without a valid credential
+// where one is required (RFC 6750's 401 with a Bearer challenge).
+func refuseUnauthenticated(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+	http.Error(w, "Unauthorized: this server requires a valid bearer token on every request", http.StatusUnauthorized)
+}
+
+// crossOrigin builds the Origin check: Go's http.CrossOriginProtection,
+// which trusts requests without browser headers (Sec-Fetch-Site, Origin),
+// same-origin ones, and the origins listed.
+func crossOrigin(allowed []string) (*http.CrossOriginProtection, error) {
+	cop := http.NewCrossOriginProtection()
+	for _, o := range allowed {
+		if err := cop.AddTrustedOrigin(o); err != nil {
+			return nil, fmt.Errorf("%w: allowed origin: %v", ErrInvalidOptions, err)
+		}
+	}
+	return cop, nil
+}
+
+// checkOrigin applies the Origin check to every method. The MCP transport
+// asks servers to validate Origin on all incoming connections, and
+// CrossOriginProtection lets safe methods through, so GET (the standalone
+// stream) and DELETE are checked as if they were POSTs.
+func (s *Server) checkOrigin(r *http.Request) error {
+	if r.Method == http.MethodPost {
+		return s.origins.Check(r)
+	}
+	probe := r.Clone(r.Context())
+	probe.Method = http.MethodPost
+	return s.origins.Check(probe)
+}
+
+// sessionTimeout resolves Options.SessionTimeout against the SDK's own
+// option: ours wins when set, negative means never.
+func sessionTimeout(ours, sdk time.Duration) time.Duration {
+	switch {
+	case ours < 0:
+		return 0
+	case ours > 0:
+		return ours
+	case sdk != 0:
+		return sdk
+	}
+	return DefaultSessionTimeout
+}
