@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 
 	"github.com/livereg/livereg/bindsec"
@@ -34,6 +35,9 @@ type Config struct {
 	// nil *StaticTokens in the interface) is refused with
 	// ErrInvalidConfig: it would look configured and fail every call.
 	Authenticator bindsec.Authenticator
+	// Logger receives the catalog's warnings (a consumer dropped without
+	// Stop). nil means slog.Default().
+	Logger *slog.Logger
 	// Claimer, if set, claims every route's name beyond this catalog while
 	// its consumer starts (see Claimer). nil: the catalog is all there is.
 	Claimer Claimer
@@ -51,6 +55,8 @@ type Catalog struct {
 	resourceList     atomic.Pointer[projection[Resource]]
 	hooks            *hooks // test hooks; nil otherwise
 	claimer          Claimer
+	log              *slog.Logger
+	counts           counters
 }
 
 // side is one namespace of routes: tools by name, or resources by URI, each
@@ -73,7 +79,7 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.MissingPlan != bindsec.Deny && cfg.MissingPlan != bindsec.PassThrough {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
-	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer}
+	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, log: loggerOr(cfg.Logger)}
 	var err error
 	c.tools, err = newSide("tool", ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
 	if err != nil {
@@ -223,6 +229,7 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	// 3. The entry: the duplicate guard and the cap. Cleanup is
 	// owner-conditional, so a failed start leaves the incumbent's plan.
 	if err := s.reg.Register(name, rt, ref); err != nil {
+		c.countRefusal(err)
 		return fail(err)
 	}
 	// 4. The winner re-asserts its plan over whatever a losing contender
@@ -236,6 +243,7 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	// 4b. The name fleet-wide, if a claimer is configured: a refusal
 	// leaves the local entry to be removed like any other failure.
 	if err := c.claim(ctx, rt); err != nil {
+		c.countRefusal(err)
 		s.reg.UnregisterOwned(name, ref)
 		return fail(err)
 	}
@@ -253,6 +261,7 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 		s.reg.UnregisterOwned(name, ref)
 		return fail(ErrDeadOwner)
 	}
+	rt.readied()
 	c.notify()
 	return &Consumer{tok: tok, rt: rt}, nil
 }

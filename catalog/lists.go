@@ -95,15 +95,34 @@ type Stats struct {
 	Tools, Resources         int // ready routes of live owners
 	ToolSlots, ResourceSlots int // entries held against the caps
 	Version                  uint64
+	// Calls counts calls by outcome and Deaths started consumers' deaths
+	// by path, since New. A death's route is reclaimed, entry and plan,
+	// as it is counted, so Deaths less Deaths.Stop is also the dead
+	// entries reclaimed.
+	Calls  CallCounts
+	Deaths DeathCounts
+	// Duplicates and CapRefusals count starts refused with ErrDuplicate
+	// and ErrCapReached.
+	Duplicates, CapRefusals uint64
 }
 
 // Stats returns a summary of the catalog.
+//
+// The counters are read one by one, not at one instant: under load the
+// snapshot may count a call or a death in one field that it misses in a
+// neighbouring one. It costs a listing of each kind and a pass over 16
+// small stripes.
 func (c *Catalog) Stats() Stats {
+	calls, deaths := c.counted()
 	return Stats{
 		Tools:         len(c.tools.reg.ListReady()),
 		Resources:     len(c.resources.reg.ListReady()),
 		ToolSlots:     c.tools.reg.Len(),
 		ResourceSlots: c.resources.reg.Len(),
 		Version:       c.Version(),
+		Calls:         calls,
+		Deaths:        deaths,
+		Duplicates:    c.counts.duplicates.Load(),
+		CapRefusals:   c.counts.capRefusals.Load(),
 	}
 }

@@ -33,7 +33,9 @@ type route struct {
 	gate    gate
 	limit   *limiter // nil: no limit on concurrent bodies
 	retired atomic.Bool
-	fleet   fleetHold // the name's claim beyond this catalog, if any
+	// ready, panicked and counted serve the death counts (stats.go).
+	ready, panicked, counted atomic.Bool
+	fleet                    fleetHold // the name's claim beyond this catalog, if any
 }
 
 // hooks are a catalog's test hooks (export_test.go); nil outside tests, so
@@ -56,6 +58,7 @@ func (rt *route) retire() {
 	if !rt.retired.CompareAndSwap(false, true) {
 		return
 	}
+	rt.deathSeen()
 	if h := rt.cat.hooks; h != nil && h.beforeRetire != nil {
 		h.beforeRetire(rt.name)
 	}
@@ -97,6 +100,7 @@ func (rt *route) admit(ctx context.Context) (*stripe, error) {
 // since its code unwound.
 func (rt *route) finish(s *stripe, err *error) {
 	if p := recover(); p != nil {
+		rt.panicked.Store(true)
 		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(fmt.Sprint(p)))
 		rt.release()
 	}
@@ -125,6 +129,7 @@ func (rt *route) finish(s *stripe, err *error) {
 // The request is built once, in place, and the body runs in this frame, so
 // that the call and its result are copied no more than a direct call would.
 func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessage, credential string, opts ...CallOption) (res Result, err error) {
+	defer c.countCall(ctx, &err)
 	var pr bindsec.Principal
 	rt, err := c.resolve(ctx, &c.tools, name, credential, &pr)
 	if err != nil {
@@ -161,6 +166,7 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 // ReadResource reads the resource uri, presenting credential to its plan.
 // It behaves as CallTool, with ErrUnknownResource.
 func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (res Contents, err error) {
+	defer c.countCall(ctx, &err)
 	read := Read{URI: uri}
 	rt, err := c.resolve(ctx, &c.resources, uri, credential, &read.Principal)
 	if err != nil {

@@ -24,7 +24,7 @@ func TestDoneClosesOnlyAfterTheCellReadsDead(t *testing.T) {
 	var atClose any
 	func() {
 		defer func() { atClose = recover() }()
-		c.kill()
+		c.kill(Released)
 	}()
 	// The interrupted death counted itself as started and never completed:
 	// take it off the process-wide clock, or the clock never settles again.

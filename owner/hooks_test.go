@@ -129,3 +129,30 @@ func TestAfterDeathRacingRelease(t *testing.T) {
 		require.EqualValues(t, n, runs.Load())
 	}
 }
+
+// Each path to death records itself, and only once the token reads dead:
+// a Cause that a Ref reports alongside Alive() == false is the winner's.
+func TestCauseRecordsThePath(t *testing.T) {
+	rel := owner.New()
+	assert.Equal(t, owner.Alive, rel.Ref().Cause())
+	rel.Release()
+	assert.Equal(t, owner.Released, rel.Ref().Cause())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	can := owner.NewContext(ctx)
+	cancel()
+	<-can.Done()
+	assert.Equal(t, owner.Cancelled, can.Ref().Cause())
+	can.Release() // a later Release does not rewrite the cause
+	assert.Equal(t, owner.Cancelled, can.Ref().Cause())
+
+	pre := owner.NewContext(ctx) // minted from a context already done
+	assert.Equal(t, owner.Cancelled, pre.Ref().Cause())
+
+	dropped := owner.New().Ref()
+	awaitDeath(t, dropped)
+	assert.Equal(t, owner.Dropped, dropped.Cause())
+
+	assert.Equal(t, owner.Released, owner.Ref{}.Cause())
+	assert.Equal(t, "dropped", owner.Dropped.String())
+}

@@ -26,6 +26,7 @@ type cell struct {
 	id    uint64
 	done  chan struct{}
 	hooks atomic.Pointer[hooks] // holders and after-death functions; see hooks.go
+	cause atomic.Uint32         // how it died; set by the killer before the flip to dead
 }
 
 // lastID numbers cells process-wide; IDs start at 1.
@@ -38,11 +39,13 @@ func newCell() *cell {
 // kill makes the cell dead. Only the first caller does the work; the others
 // wait until it is done, so that every caller returns with the cell dead.
 // It reports whether this call was the one that killed it.
-func (c *cell) kill() bool {
+func (c *cell) kill(cause Cause) bool {
 	if !c.state.CompareAndSwap(stateAlive, stateDying) {
 		<-c.done
 		return false
 	}
+	// Before the death is visible: whoever sees the cell dead sees why.
+	c.cause.Store(uint32(cause))
 	clock.Add(deathStarted)
 	// Wait out the holds taken before the flip to dying: each covers a few
 	// instructions of a registry publishing an entry of this owner, which
@@ -93,10 +96,10 @@ func New() *Token {
 func NewContext(ctx context.Context) *Token {
 	c := newCell()
 	if ctx.Err() != nil {
-		c.kill()
+		c.kill(Cancelled)
 		return mint(c, nil)
 	}
-	stop := context.AfterFunc(ctx, func() { c.kill() })
+	stop := context.AfterFunc(ctx, func() { c.kill(Cancelled) })
 	return mint(c, stop)
 }
 
@@ -109,7 +112,7 @@ func mint(c *cell, stop func() bool) *Token {
 // dropped runs on the runtime's cleanup goroutine after a Token was
 // collected without being released. It must not block.
 func dropped(a cleanupArg) {
-	a.c.kill()
+	a.c.kill(Dropped)
 	if a.stop != nil {
 		a.stop()
 	}
@@ -121,7 +124,7 @@ func dropped(a cleanupArg) {
 // Done is closed. It also detaches the token from its context and cancels
 // the drop-path cleanup, so a released token costs nothing further.
 func (t *Token) Release() {
-	t.c.kill()
+	t.c.kill(Released)
 	if t.stop != nil {
 		t.stop()
 	}
@@ -136,7 +139,7 @@ func (t *Token) Release() {
 func (t *Token) Releaser() func() {
 	c, stop := t.c, t.stop
 	return func() {
-		c.kill()
+		c.kill(Released)
 		if stop != nil {
 			stop()
 		}

@@ -189,7 +189,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 			log.Warn("bearer tokens were given with -tokens: every user of this machine can read them in ps; use -tokens-file or $" + tokensEnv)
 		}
 	}
-	cat, err := catalog.New(catalog.Config{Authenticator: auth})
+	cat, err := catalog.New(catalog.Config{Authenticator: auth, Logger: log})
 	if err != nil {
 		return err
 	}

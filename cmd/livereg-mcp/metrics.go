@@ -26,6 +26,7 @@ type metrics struct {
 	srv *mcpserve.Server
 
 	routes, slots, version               *prometheus.Desc
+	calls, deaths, refusals              *prometheus.Desc
 	sessionsOpen, sessionsMax            *prometheus.Desc
 	sessionsOpened, sessionsRefusedTotal *prometheus.Desc
 }
@@ -37,6 +38,9 @@ func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
 		routes:               prometheus.NewDesc("livereg_routes_live", "Ready routes of live consumers, per kind.", kind, nil),
 		slots:                prometheus.NewDesc("livereg_route_slots", "Catalog entries held against the caps, dead ones not yet reclaimed included, per kind.", kind, nil),
 		version:              prometheus.NewDesc("livereg_catalog_version", "The catalog's version; it moves on every change.", nil, nil),
+		calls:                prometheus.NewDesc("livereg_calls_total", "Calls (tools/call and resources/read) by outcome.", []string{"outcome"}, nil),
+		deaths:               prometheus.NewDesc("livereg_consumer_deaths_total", "Deaths of started consumers by path; every death but a stop reclaimed a dead entry.", []string{"path"}, nil),
+		refusals:             prometheus.NewDesc("livereg_start_refusals_total", "Starts refused, by reason.", []string{"reason"}, nil),
 		sessionsOpen:         prometheus.NewDesc("livereg_mcp_sessions_open", "HTTP sessions held now.", nil, nil),
 		sessionsMax:          prometheus.NewDesc("livereg_mcp_sessions_max", "The cap on HTTP sessions; 0: none.", nil, nil),
 		sessionsOpened:       prometheus.NewDesc("livereg_mcp_sessions_opened_total", "HTTP sessions created.", nil, nil),
@@ -45,7 +49,7 @@ func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.routes, m.slots, m.version, m.sessionsOpen, m.sessionsMax, m.sessionsOpened, m.sessionsRefusedTotal} {
+	for _, d := range []*prometheus.Desc{m.routes, m.slots, m.version, m.calls, m.deaths, m.refusals, m.sessionsOpen, m.sessionsMax, m.sessionsOpened, m.sessionsRefusedTotal} {
 		ch <- d
 	}
 }
@@ -57,6 +61,21 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.ToolSlots), "tool")
 	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.ResourceSlots), "resource")
 	ch <- prometheus.MustNewConstMetric(m.version, prometheus.GaugeValue, float64(st.Version))
+	for _, c := range []struct {
+		outcome string
+		n       uint64
+	}{
+		{"ok", st.Calls.OK}, {"handler_error", st.Calls.HandlerError}, {"panicked", st.Calls.Panicked},
+		{"denied", st.Calls.Denied}, {"gone", st.Calls.Gone}, {"overloaded", st.Calls.Overloaded},
+		{"unknown", st.Calls.Unknown}, {"invalid", st.Calls.Invalid}, {"canceled", st.Calls.Canceled},
+	} {
+		ch <- prometheus.MustNewConstMetric(m.calls, prometheus.CounterValue, float64(c.n), c.outcome)
+	}
+	for path, n := range map[string]uint64{"stop": st.Deaths.Stop, "cancel": st.Deaths.Cancel, "panic": st.Deaths.Panic, "drop": st.Deaths.Drop} {
+		ch <- prometheus.MustNewConstMetric(m.deaths, prometheus.CounterValue, float64(n), path)
+	}
+	ch <- prometheus.MustNewConstMetric(m.refusals, prometheus.CounterValue, float64(st.Duplicates), "duplicate")
+	ch <- prometheus.MustNewConstMetric(m.refusals, prometheus.CounterValue, float64(st.CapRefusals), "cap")
 	ss := m.srv.SessionStats()
 	ch <- prometheus.MustNewConstMetric(m.sessionsOpen, prometheus.GaugeValue, float64(ss.Open))
 	ch <- prometheus.MustNewConstMetric(m.sessionsMax, prometheus.GaugeValue, float64(ss.Max))

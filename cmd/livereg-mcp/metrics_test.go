@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // -metrics serves the catalog's and the sessions' counters in the
@@ -20,7 +23,11 @@ func TestMetricsEndpoint(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("no metrics URL")
 	}
-	_ = connect(t, s.url, "")
+	cs := connect(t, s.url, "")
+	// One call that reaches no route: the catalog counts it by outcome.
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no-such-tool"}); err == nil {
+		t.Fatal("a call to an unknown tool succeeded")
+	}
 	body := scrape(t, url)
 	for _, want := range []string{
 		`livereg_routes_live{kind="tool"} 7`,
@@ -29,6 +36,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		"livereg_mcp_sessions_opened_total 1",
 		"livereg_mcp_sessions_refused_total 0",
 		"livereg_mcp_sessions_max 1000",
+		`livereg_calls_total{outcome="unknown"} 1`,
+		`livereg_calls_total{outcome="ok"} 0`,
+		`livereg_consumer_deaths_total{path="drop"} 0`,
+		`livereg_start_refusals_total{reason="duplicate"} 0`,
 		"go_goroutines ",
 	} {
 		if !strings.Contains(body, want) {

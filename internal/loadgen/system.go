@@ -3,6 +3,7 @@ package loadgen
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
@@ -67,6 +68,9 @@ func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 		MaxTools:      cfg.Cap,
 		MissingPlan:   cfg.MissingPlan,
 		Authenticator: Authenticator(),
+		// The run drops consumers on purpose, thousands of times: the
+		// catalog's warning for each would drown the report.
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return nil, err
