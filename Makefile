@@ -15,10 +15,12 @@ RESULTS     := bench/results
 
 ## test: vet, then the whole suite with and without the race detector.
 ## Both, because -race turns off the tiny allocator and so hides garbage
-## collection bugs that matter to owner/.
+## collection bugs that matter to owner/. etcdfleet/ is a module of its own
+## (it keeps etcd out of the core's dependencies), so it runs from there.
 test: vet
 	$(GO) test -count=1 ./...
 	$(GO) test -race -count=1 ./...
+	cd etcdfleet && $(GO) vet ./... && $(GO) test -count=1 ./... && $(GO) test -race -count=1 ./...
 
 ## race: the suite under the race detector only.
 race:
@@ -30,6 +32,7 @@ vet:
 ## lint: go vet and staticcheck (installed at a pinned version).
 lint: vet $(STATICCHECK)
 	$(STATICCHECK) ./...
+	cd etcdfleet && $(STATICCHECK) ./...
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2

@@ -98,7 +98,7 @@ func (rt *route) admit(ctx context.Context) (*stripe, error) {
 // finish ends a body that admit admitted. Deferred directly, it recovers a
 // panicking body: the caller gets ErrRoutePanicked and the consumer dies,
 // since its code unwound.
-func (rt *route) finish(s *stripe, err *error) {
+func (rt *route) finish(ctx context.Context, s *stripe, err *error) {
 	if p := recover(); p != nil {
 		rt.panicked.Store(true)
 		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(fmt.Sprint(p)))
@@ -108,6 +108,7 @@ func (rt *route) finish(s *stripe, err *error) {
 	if rt.limit != nil {
 		rt.limit.release()
 	}
+	rt.cat.countCall(ctx, *err)
 }
 
 // CallTool calls the tool name with args, presenting credential (a bearer
@@ -129,18 +130,17 @@ func (rt *route) finish(s *stripe, err *error) {
 // The request is built once, in place, and the body runs in this frame, so
 // that the call and its result are copied no more than a direct call would.
 func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessage, credential string, opts ...CallOption) (res Result, err error) {
-	defer c.countCall(ctx, &err)
 	var pr bindsec.Principal
 	rt, err := c.resolve(ctx, &c.tools, name, credential, &pr)
 	if err != nil {
-		return Result{}, err
+		return Result{}, c.refused(ctx, err)
 	}
 	// Before the gate: a call with bad arguments holds no slot, and Stop
 	// need not wait for its validation. Absent arguments to a tool that
 	// asks only for an object, the commonest call, skip even the call.
 	if len(args) != 0 || rt.schemas.in != nil {
 		if err := rt.checkArgs(args); err != nil {
-			return Result{}, err
+			return Result{}, c.refused(ctx, err)
 		}
 	}
 	var cl *Client
@@ -151,11 +151,16 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 	}
 	s, err := rt.admit(ctx)
 	if err != nil {
-		return Result{}, err
+		return Result{}, c.refused(ctx, err)
 	}
-	defer rt.finish(s, &err)
+	defer rt.finish(ctx, s, &err)
+	if rt.schemas.out == nil {
+		// Returned as it comes: the result is copied no more than a direct
+		// call would copy it.
+		return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref, Client: cl})
+	}
 	res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref, Client: cl})
-	if err == nil && rt.schemas.out != nil {
+	if err == nil {
 		if err = rt.checkResult(&res); err != nil {
 			res = Result{}
 		}
@@ -166,17 +171,16 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 // ReadResource reads the resource uri, presenting credential to its plan.
 // It behaves as CallTool, with ErrUnknownResource.
 func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (res Contents, err error) {
-	defer c.countCall(ctx, &err)
 	read := Read{URI: uri}
 	rt, err := c.resolve(ctx, &c.resources, uri, credential, &read.Principal)
 	if err != nil {
-		return Contents{}, err
+		return Contents{}, c.refused(ctx, err)
 	}
 	s, err := rt.admit(ctx)
 	if err != nil {
-		return Contents{}, err
+		return Contents{}, c.refused(ctx, err)
 	}
-	defer rt.finish(s, &err)
+	defer rt.finish(ctx, s, &err)
 	read.Owner = rt.ref
 	res, err = rt.read(ctx, read)
 	if err == nil && res.URI == "" {

@@ -62,15 +62,21 @@ type counters struct {
 	duplicates, capRefusals atomic.Uint64
 }
 
-// countCall counts one call by its error. Deferred first in CallTool and
-// ReadResource, it runs last, after a panicking body's error is set. One
+// countCall counts one call by its error: an admitted call from finish,
+// once a panicking body's error is set, and a refused one from refused. One
 // atomic add on a line of the calling stack's own, nothing more on success.
-func (c *Catalog) countCall(ctx context.Context, err *error) {
+func (c *Catalog) countCall(ctx context.Context, err error) {
 	o := outOK
-	if *err != nil {
-		o = classify(ctx, *err)
+	if err != nil {
+		o = classify(ctx, err)
 	}
 	c.counts.calls[stackHash()%callStripes].n[o].Add(1)
+}
+
+// refused counts a call that never reached its body and returns its error.
+func (c *Catalog) refused(ctx context.Context, err error) error {
+	c.countCall(ctx, err)
+	return err
 }
 
 func classify(ctx context.Context, err error) outcome {

@@ -1,0 +1,225 @@
+package etcdfleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+
+	"github.com/livereg/livereg/catalog"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// Record is the value of a claim's key: who holds the name and what the
+// route is, which is what another replica needs to list it.
+type Record struct {
+	Replica  string        `json:"replica"`
+	Owner    uint64        `json:"owner"`
+	Kind     string        `json:"kind"`
+	Tool     *ToolDesc     `json:"tool,omitempty"`
+	Resource *ResourceDesc `json:"resource,omitempty"`
+}
+
+// ToolDesc is a tool route as a claim records it.
+type ToolDesc struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema,omitempty"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+// ResourceDesc is a resource route as a claim records it.
+type ResourceDesc struct {
+	URI         string `json:"uri"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// Key returns the key that claims name for kind ("tool" or "resource"):
+// <prefix>/tools/<name> or <prefix>/resources/<uri>, the name path-escaped
+// so that a URI's slashes stay inside one segment and distinct names make
+// distinct keys. A key over MaxKeyBytes, or an unknown kind, gives
+// catalog.ErrInvalidName.
+func (r *Replica) Key(kind, name string) (string, error) {
+	var dir string
+	switch kind {
+	case "tool":
+		dir = "/tools/"
+	case "resource":
+		dir = "/resources/"
+	default:
+		return "", fmt.Errorf("%w: unknown kind %q", errInvalidName, kind)
+	}
+	if name == "" {
+		return "", fmt.Errorf("%w: empty name", errInvalidName)
+	}
+	key := r.cfg.Prefix + dir + url.PathEscape(name)
+	if len(key) > MaxKeyBytes {
+		return "", fmt.Errorf("%w: key of %d bytes after escaping, over %d", errInvalidName, len(key), MaxKeyBytes)
+	}
+	return key, nil
+}
+
+// claim is one name held by this replica for one local owner.
+type claim struct {
+	r    *Replica
+	key  string
+	rev  int64                // the key's create revision: the fence
+	sess *concurrency.Session // the session whose lease the key hangs on
+	kill func()
+}
+
+// Claim claims cl.Name fleet-wide for cl.Owner: one Txn that creates the
+// key, attached to the replica's lease, only if it does not exist. It is
+// catalog.Claimer's method; a catalog calls it while a consumer starts.
+//
+// Errors, wrapped with the key: catalog.ErrDuplicate (the key exists: a
+// live owner on some replica, this one included, holds the name, or a
+// crashed replica's lease has not expired yet), catalog.ErrInvalidName,
+// ErrSessionLost (the session ended meanwhile; retry), ErrUnavailable (no
+// answer within ctx or Config.OpTimeout), ErrClosed. On error nothing stays
+// claimed: a Txn whose outcome is unknown is undone, fenced, in the
+// background.
+//
+// Cost: one Txn round trip, waiting first for a session while the replica
+// is between sessions. The returned release deletes the key in one Txn
+// fenced by its create revision.
+func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release, error) {
+	if r == nil {
+		return nil, ErrClosed
+	}
+	key, err := r.Key(cl.Kind, cl.Name)
+	if err != nil {
+		return nil, fmt.Errorf("etcdfleet: claim: %w", err)
+	}
+	wrap := func(err error) error { return fmt.Errorf("etcdfleet: claim %s: %w", key, err) }
+	val, err := json.Marshal(r.record(cl))
+	if err != nil {
+		return nil, wrap(fmt.Errorf("%w: %w", errInvalidName, err))
+	}
+	s, err := r.session(ctx)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
+	defer cancel()
+	resp, err := r.cli.Txn(tctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(s.Lease()))).
+		Else(clientv3.OpGet(key)).
+		Commit()
+	if err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			return nil, wrap(fmt.Errorf("%w: %w", ErrSessionLost, err))
+		}
+		// The put may have been applied: undo it, fenced by what only
+		// this attempt could have written.
+		r.undo(key, string(val), s.Lease())
+		return nil, wrap(unavailable(err))
+	}
+	if !resp.Succeeded {
+		holder := "another owner"
+		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
+			var rec Record
+			if json.Unmarshal(kvs[0].Value, &rec) == nil {
+				holder = fmt.Sprintf("owner %d on replica %q", rec.Owner, rec.Replica)
+			}
+		}
+		return nil, wrap(fmt.Errorf("%w: held by %s", errDuplicate, holder))
+	}
+	c := &claim{r: r, key: key, rev: resp.Header.Revision, sess: s, kill: cl.Kill}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.closed:
+		// Close revokes the lease, and with it the key.
+		return nil, wrap(ErrClosed)
+	case r.sess != s:
+		// lose revokes the lease or it expires.
+		return nil, wrap(ErrSessionLost)
+	}
+	r.claims[c] = struct{}{}
+	return c.release, nil
+}
+
+func (r *Replica) record(cl catalog.Claim) Record {
+	rec := Record{Replica: r.cfg.Replica, Owner: cl.Owner.ID(), Kind: cl.Kind}
+	if cl.Kind == "tool" {
+		t := cl.Tool
+		rec.Tool = &ToolDesc{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
+	} else {
+		d := cl.Resource
+		rec.Resource = &ResourceDesc{URI: d.URI, Name: d.Name, Description: d.Description, MIMEType: d.MIMEType}
+	}
+	return rec
+}
+
+// undo deletes key if it holds val on lease, in the background: the value
+// names this replica and the owner, so no other claim can match it.
+func (r *Replica) undo(key, val string, lease clientv3.LeaseID) {
+	r.undos.Add(1)
+	go func() {
+		defer r.undos.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.OpTimeout)
+		defer cancel()
+		_, _ = r.cli.Txn(ctx).
+			If(clientv3.Compare(clientv3.Value(key), "=", val), clientv3.Compare(clientv3.LeaseValue(key), "=", lease)).
+			Then(clientv3.OpDelete(key)).
+			Commit()
+	}()
+}
+
+// release gives the claim up: the catalog calls it once, when the
+// consumer stops or dies. A claim whose session is gone has nothing to
+// delete (the lease took the key, or will); otherwise the key is deleted in
+// a Txn fenced by its create revision, so a late release never deletes a
+// successor's key. A delete that fails is retried by the supervisor for as
+// long as the session lasts.
+func (c *claim) release() {
+	r := c.r
+	r.mu.Lock()
+	_, held := r.claims[c]
+	delete(r.claims, c)
+	r.mu.Unlock()
+	if !held {
+		return
+	}
+	if err := c.delete(); err == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.sess == c.sess {
+		r.pending[c] = struct{}{}
+		select {
+		case r.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// delete deletes the key if it is still the one the claim created. A key
+// that is gone, or is a successor's, is left as it is: that is success.
+func (c *claim) delete() error {
+	ctx, cancel := context.WithTimeout(c.r.ctx, c.r.cfg.OpTimeout)
+	defer cancel()
+	_, err := c.r.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(c.key), "=", c.rev)).
+		Then(clientv3.OpDelete(c.key)).
+		Commit()
+	return err
+}
+
+// DecodeRecord decodes a claim key's value.
+func DecodeRecord(b []byte) (Record, error) {
+	var rec Record
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return Record{}, fmt.Errorf("etcdfleet: decode record: %w", err)
+	}
+	return rec, nil
+}

@@ -1,0 +1,153 @@
+package etcdfleet
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+)
+
+// DefaultTTL is the lease TTL of a zero Config: how long a crashed
+// replica's names stay claimed.
+const DefaultTTL = 5 * time.Second
+
+// DefaultOpTimeout bounds one release, and the grant of a new session, when
+// Config.OpTimeout is zero.
+const DefaultOpTimeout = 5 * time.Second
+
+// MaxKeyBytes is the longest key a claim may write, prefix included. A name
+// whose escaped key is longer is refused with catalog.ErrInvalidName: etcd
+// would take it, but every watcher of the prefix would carry it.
+const MaxKeyBytes = 8192
+
+// maxPrefixBytes and maxReplicaBytes keep the per-key overhead small.
+const (
+	maxPrefixBytes  = 512
+	maxReplicaBytes = 256
+)
+
+// Config configures a Replica. Endpoints and Prefix are required.
+type Config struct {
+	// Endpoints are the etcd client URLs: http://host:port,
+	// https://host:port, unix://path or unixs://path.
+	Endpoints []string
+	// Prefix is the fleet's root key, shared by every replica of one
+	// catalog: it begins with "/", does not end with one, and holds
+	// printable UTF-8 only.
+	Prefix string
+	// TTL is the lease TTL, in whole seconds, at least one: how long a
+	// crashed or partitioned replica's names stay claimed. The server may
+	// raise it (to at least 1.5 election timeouts). 0 means DefaultTTL.
+	TTL time.Duration
+	// OpTimeout bounds each release and each attempt to open a session
+	// after a loss. 0 means DefaultOpTimeout.
+	OpTimeout time.Duration
+	// Replica names this replica in the claims it writes; empty means the
+	// host name, the process id and a random suffix.
+	Replica string
+	// Logger receives the etcd client's logs; nil discards them.
+	Logger *zap.Logger
+}
+
+// check validates cfg and fills in its defaults.
+func (cfg *Config) check() error {
+	if len(cfg.Endpoints) == 0 {
+		return fmt.Errorf("%w: no endpoints", ErrInvalidConfig)
+	}
+	for _, ep := range cfg.Endpoints {
+		if err := checkEndpoint(ep); err != nil {
+			return fmt.Errorf("%w: endpoint %q: %w", ErrInvalidConfig, ep, err)
+		}
+	}
+	if err := checkPrefix(cfg.Prefix); err != nil {
+		return fmt.Errorf("%w: prefix %q: %w", ErrInvalidConfig, cfg.Prefix, err)
+	}
+	switch {
+	case cfg.TTL == 0:
+		cfg.TTL = DefaultTTL
+	case cfg.TTL < time.Second || cfg.TTL%time.Second != 0:
+		return fmt.Errorf("%w: TTL %v is not a whole number of seconds, at least one", ErrInvalidConfig, cfg.TTL)
+	}
+	switch {
+	case cfg.OpTimeout == 0:
+		cfg.OpTimeout = DefaultOpTimeout
+	case cfg.OpTimeout < 0:
+		return fmt.Errorf("%w: negative OpTimeout", ErrInvalidConfig)
+	}
+	if cfg.Replica == "" {
+		cfg.Replica = defaultReplica()
+	}
+	if !printable(cfg.Replica) || len(cfg.Replica) > maxReplicaBytes {
+		return fmt.Errorf("%w: replica name %q: not printable UTF-8 of at most %d bytes", ErrInvalidConfig, cfg.Replica, maxReplicaBytes)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	return nil
+}
+
+// checkEndpoint accepts what the etcd client dials: a URL with a scheme it
+// knows and a host (or, for unix sockets, a path).
+func checkEndpoint(ep string) error {
+	u, err := url.Parse(ep)
+	if err != nil {
+		return err
+	}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" || u.Port() == "" {
+			return fmt.Errorf("want %s://host:port", u.Scheme)
+		}
+		if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
+			return fmt.Errorf("a path, query or user info is not an endpoint")
+		}
+	case "unix", "unixs":
+		if u.Host == "" && u.Path == "" {
+			return fmt.Errorf("want %s://path", u.Scheme)
+		}
+	default:
+		return fmt.Errorf("scheme %q: want http, https, unix or unixs", u.Scheme)
+	}
+	return nil
+}
+
+func checkPrefix(p string) error {
+	switch {
+	case p == "" || p[0] != '/':
+		return fmt.Errorf("must begin with /")
+	case len(p) > 1 && p[len(p)-1] == '/' || p == "/":
+		return fmt.Errorf("must not end with /")
+	case len(p) > maxPrefixBytes:
+		return fmt.Errorf("longer than %d bytes", maxPrefixBytes)
+	case !printable(p):
+		return fmt.Errorf("not printable UTF-8")
+	case strings.Contains(p, "//"):
+		return fmt.Errorf("empty path segment")
+	}
+	return nil
+}
+
+func printable(s string) bool {
+	if s == "" || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return false
+		}
+	}
+	return true
+}
+
+func defaultReplica() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+}

@@ -1,0 +1,76 @@
+// Package etcdfleet makes the route names of many catalog replicas one
+// namespace, on etcd: a name a live consumer serves on one replica is
+// refused on every other, and a name whose consumer died, on whichever
+// replica, is free everywhere.
+//
+// # The model
+//
+// A process joins the fleet with [Join] and sets the [*Replica] as its
+// catalog's [catalog.Config.Claimer]. Every consumer start then claims its
+// name in etcd after registering it locally and before it is ready:
+//
+//	<prefix>/tools/<name>        for a tool
+//	<prefix>/resources/<uri>     for a resource
+//
+// the name path-escaped, so that a URI's slashes stay in one segment. The
+// claim is one Txn that puts the key only if it does not exist
+// (CreateRevision == 0), attached to the replica's lease; the value
+// ([Record]) names the replica and the owner and describes the route. A
+// claim that finds the key gives [catalog.ErrDuplicate], whoever holds it.
+//
+// Each replica holds one lease, kept alive by a concurrency.Session, for
+// all its claims: liveness across processes is the lease's, and inside a
+// process it stays the owner token's (ADR-0068). A consumer's death by any
+// path (Stop, its context cancelled, a panic, being dropped) releases its
+// claim, from Stop or from the catalog's reclaim of the dead route. The
+// release deletes the key in a Txn that compares its create revision with
+// the one the claim got: a late release, of a replica whose key expired and
+// was claimed again, never deletes the successor's key. A failed release is
+// retried for as long as the session lasts.
+//
+// # Crashes and partitions
+//
+// A replica that crashes stops renewing its lease; when the lease expires
+// etcd deletes all of its keys in one revision, and any replica may claim
+// the names. Until then they stay claimed: a crash costs its names up to
+// the TTL (Config.TTL, 5 s by default; the server raises short TTLs to 1.5
+// election timeouts), plus the time etcd takes to notice.
+//
+// A session that ends while the replica runs (its lease expired during a
+// partition, its keepalives stopped) is treated as a death, by the rule
+// ZooKeeper applies to an expired session: the replica kills every local
+// consumer that held a claim under it, so their Done channels close
+// exactly as if they had crashed, revokes the old lease if it still can,
+// and opens a new session. A consumer that should keep serving restarts
+// through its own supervision and claims its name again, on the new
+// session, if nobody took it meanwhile. Claims made while the replica is
+// between sessions wait for the new one, bounded by their context.
+//
+// The kill runs when this replica's client gives the lease up, which it
+// does a TTL after the last keepalive answer it saw; the server expires the
+// lease a TTL after the last keepalive it received, which was earlier. So
+// in a partition another replica can claim a name a little before the old
+// holder's consumer is killed: for that window, bounded by the time a
+// keepalive takes to make a round trip, two consumers may serve one name.
+// A claim is what keeps names apart, not a fence on the work a body does.
+//
+// # The view
+//
+// Each replica also follows the prefix: a watch, resumed from the revision
+// after the last one it saw and requiring a leader (a member cut off from
+// the cluster would otherwise keep it waiting forever), feeds
+// [Replica.View], every replica's claims as of one revision, with sorted
+// listings, a Version and a Changes channel. When the revisions it needs
+// have been compacted away, it lists the prefix again in one Get and
+// watches from there. The view is read-only and eventually consistent: a
+// claim or release shows in it once the watch delivers it.
+//
+// [Replica.Close] leaves the fleet: it kills the consumers that hold claims
+// and revokes the lease, freeing all their names in one revision.
+//
+// # Cost
+//
+// A claim and a release are one Txn round trip each, on the start and stop
+// paths only: a catalog's lookups and calls never touch etcd, and a catalog
+// without a Claimer runs exactly as before.
+package etcdfleet

@@ -1,0 +1,34 @@
+package etcdfleet
+
+// OrphanSession stops the current session's keepalives without revoking its
+// lease, as a partition or a stalled process would: the replica must treat
+// it as a lost session.
+func (r *Replica) OrphanSession() {
+	r.mu.Lock()
+	s := r.sess
+	r.mu.Unlock()
+	if s != nil {
+		s.Orphan()
+	}
+}
+
+// Crash stops the replica as a crashed process stops: no keepalive, no
+// release, no revoke, no kill. Its keys stay until its lease expires.
+func (r *Replica) Crash() {
+	r.mu.Lock()
+	r.closed = true
+	r.sess, r.claims, r.pending = nil, nil, nil
+	r.mu.Unlock()
+	r.cancel()
+	<-r.done
+	<-r.followDone
+	_ = r.cli.Close()
+}
+
+// PauseFollower cancels the follower's watch and holds it, as a
+// disconnection would, until resume is called; then it watches again from
+// the last revision it saw.
+func (r *Replica) PauseFollower() (resume func()) {
+	r.pause <- struct{}{}
+	return func() { r.pause <- struct{}{} }
+}

@@ -1,0 +1,92 @@
+package etcdfleet_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// A replica whose keepalives stop has lost its session: every local
+// consumer that held a claim dies, its names are freed, and the replica
+// opens a new session on which the consumers can start again.
+func TestSessionLossKillsConsumers(t *testing.T) {
+	ep := startEtcd(t)
+	cli := client(t, ep)
+	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
+	life := lifeFor(t)
+	k1 := a.mustStart(t, life, "one")
+	k2 := a.mustStart(t, life, "two")
+	read := func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{}, nil }
+	k3, err := a.cat.StartResource(life, catalog.Resource{URI: "file:///r/s"}, bindsec.Plan{Public: true}, read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb := b.mustStart(t, life, "three")
+	old := a.Lease()
+
+	a.OrphanSession()
+	for _, k := range []*catalog.Consumer{k1, k2, k3} {
+		waitDone(t, k)
+	}
+	for _, key := range []string{toolKey("one"), toolKey("two"), prefix + "/resources/file:%2F%2F%2Fr%2Fs"} {
+		waitGone(t, cli, key)
+	}
+	select {
+	case <-kb.Done():
+		t.Fatal("another replica's consumer died")
+	default:
+	}
+	if a.SessionsLost() != 1 {
+		t.Fatalf("sessions lost %d, want 1", a.SessionsLost())
+	}
+	// The consumers restart through their own supervision, on the new
+	// session (Claim waits for it).
+	a.mustStart(t, life, "one")
+	if l := a.Lease(); l == clientv3.NoLease || l == old {
+		t.Fatalf("lease %x after the loss, old %x", l, old)
+	}
+	if got := holder(t, cli, toolKey("one")); got != "a" {
+		t.Fatalf("one held by %q", got)
+	}
+	if _, err := b.start(life, "one"); !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("b took a's restarted name: %v", err)
+	}
+}
+
+// A crashed replica's names stay claimed until its lease expires, and then
+// any replica may claim them.
+func TestReplicaCrash(t *testing.T) {
+	ep := startEtcd(t)
+	cli := client(t, ep)
+	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
+	ctx, life := ctxFor(t), lifeFor(t)
+	a.mustStart(t, life, "x")
+	lease := a.Lease()
+	a.Crash()
+	crashed := time.Now()
+	// Until the lease expires the key is a's. The lease was last renewed
+	// at most a third of the TTL before the crash, so it cannot expire
+	// within half the TTL after it: a claim that succeeded and returned by
+	// then found the key gone early. (A stall makes this check vacuous,
+	// never red.)
+	if _, err := b.start(life, "x"); err == nil && time.Since(crashed) < time.Second/2 {
+		t.Fatal("b claimed a crashed replica's name before its lease could expire")
+	}
+	b.startWhenFree(t, "x")
+	t.Logf("a crashed replica's name was claimable after %v (TTL 1 s)", time.Since(crashed).Round(time.Millisecond))
+	ttl, err := cli.TimeToLive(ctx, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl.TTL != -1 {
+		t.Fatalf("crashed replica's lease still has TTL %d", ttl.TTL)
+	}
+	if got := holder(t, cli, toolKey("x")); got != "b" {
+		t.Fatalf("x held by %q", got)
+	}
+}

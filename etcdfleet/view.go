@@ -1,0 +1,117 @@
+package etcdfleet
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// View is a replica's read-only view of the fleet's claims, every
+// replica's, its own included, as of one etcd revision. The replica's
+// follower keeps it up to date from a watch on the prefix. All methods are
+// safe for concurrent use; listings are sorted and cached, so an unchanged
+// view lists in O(1) without allocating.
+type View struct {
+	mu      sync.Mutex
+	recs    map[string]Record // by key
+	rev     int64             // the etcd revision the view reflects
+	tools   []ToolDesc        // cached listings; nil once stale
+	res     []ResourceDesc
+	version atomic.Uint64
+	changed atomic.Pointer[chan struct{}]
+}
+
+func newView() *View {
+	v := &View{recs: map[string]Record{}}
+	ch := make(chan struct{})
+	v.changed.Store(&ch)
+	return v
+}
+
+// Tools returns the fleet's claimed tools, sorted by name. The slice is
+// shared: do not modify it.
+func (v *View) Tools() []ToolDesc {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tools == nil {
+		v.tools = []ToolDesc{}
+		for _, rec := range v.recs {
+			if rec.Tool != nil {
+				v.tools = append(v.tools, *rec.Tool)
+			}
+		}
+		slices.SortFunc(v.tools, func(a, b ToolDesc) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return v.tools
+}
+
+// Resources returns the fleet's claimed resources, sorted by URI. The
+// slice is shared: do not modify it.
+func (v *View) Resources() []ResourceDesc {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.res == nil {
+		v.res = []ResourceDesc{}
+		for _, rec := range v.recs {
+			if rec.Resource != nil {
+				v.res = append(v.res, *rec.Resource)
+			}
+		}
+		slices.SortFunc(v.res, func(a, b ResourceDesc) int { return strings.Compare(a.URI, b.URI) })
+	}
+	return v.res
+}
+
+// Holder returns the record of the claim on key, if the view has one.
+func (v *View) Holder(key string) (Record, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	rec, ok := v.recs[key]
+	return rec, ok
+}
+
+// Revision returns the etcd revision the view reflects.
+func (v *View) Revision() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.rev
+}
+
+// Version grows with every change to the view. One atomic load.
+func (v *View) Version() uint64 { return v.version.Load() }
+
+// Changes returns a channel that is closed at the next change to the view.
+func (v *View) Changes() <-chan struct{} { return *v.changed.Load() }
+
+// reset replaces the view with a full listing at rev.
+func (v *View) reset(recs map[string]Record, rev int64) {
+	v.mu.Lock()
+	v.recs, v.rev = recs, rev
+	v.tools, v.res = nil, nil
+	v.mu.Unlock()
+	v.notify()
+}
+
+// apply applies one watch response's events, already decoded: a nil
+// record deletes its key.
+func (v *View) apply(puts map[string]*Record, rev int64) {
+	v.mu.Lock()
+	for k, rec := range puts {
+		if rec == nil {
+			delete(v.recs, k)
+		} else {
+			v.recs[k] = *rec
+		}
+	}
+	v.rev = rev
+	v.tools, v.res = nil, nil
+	v.mu.Unlock()
+	v.notify()
+}
+
+func (v *View) notify() {
+	v.version.Add(1)
+	ch := make(chan struct{})
+	close(*v.changed.Swap(&ch))
+}
