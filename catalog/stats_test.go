@@ -39,6 +39,13 @@ func (s *syncBuffer) String() string {
 // Every call outcome is counted in its own field, once.
 func TestStatsCountCallsByOutcome(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Authenticator: tokens})
+	// Set before any route starts: hooks are plain fields.
+	p := newPause()
+	c.SetBeforeAdmitHook(func(name string) {
+		if name == "dying" {
+			p.hook()
+		}
+	})
 	fail := errors.New("the body's own error")
 	startTool(t, c, bg, "ok", public, reply("ok"))
 	startTool(t, c, bg, "err", public, func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.Result{}, fail })
@@ -82,8 +89,6 @@ func TestStatsCountCallsByOutcome(t *testing.T) {
 	require.NoError(t, <-first)
 
 	// Gone: the owner dies between the guard and the gate.
-	p := newPause()
-	c.SetBeforeAdmitHook(p.hookName)
 	dctx, kill := context.WithCancel(bg)
 	dying := startTool(t, c, dctx, "dying", public, reply("x"))
 	gone := callAsync(c, "dying", "")
