@@ -14,7 +14,8 @@
 //   - tools/call and resources/read through the catalog's dispatch
 //     ([catalog.Catalog.CallTool], [catalog.Catalog.ReadResource]): one
 //     lock-free resolve, the guard of the plan registered by the same owner,
-//     and the hand-off to the consumer's own goroutines.
+//     the route's admission gate, and the body, run on the request's own
+//     goroutine.
 //
 // Nothing is copied into the SDK's own tool and resource tables, so there is
 // no second registry to keep in step and nothing that can advertise a tool
@@ -30,8 +31,9 @@
 // turn a restart storm into a storm of table rewrites. A receiving middleware
 // ([mcp.Server.AddReceivingMiddleware]) intercepts the four methods before
 // the SDK's own handlers run and answers them from the catalog, so the hot
-// path is the catalog's: one lock-free hash lookup, two atomic loads and a
-// channel hand-off, with no SDK lock taken. Every other method (initialize,
+// path is the catalog's: two lock-free hash lookups (the route and its
+// plan), the gate's few atomic operations and the body, on the goroutine
+// the SDK gave the request, with no SDK lock taken. Every other method (initialize,
 // ping, prompts, resource templates, logging, completion, subscriptions) goes
 // on to the SDK untouched. The cost is that tools or resources added to
 // [Server.MCP] with AddTool or AddResource are not served: start catalog
@@ -75,7 +77,7 @@
 // # Errors on the wire
 //
 //   - An unknown, not-ready or dead tool, and a tool whose owner died between
-//     the lookup and the hand-off ([catalog.ErrRouteGone]), are JSON-RPC
+//     the lookup and the body's admission ([catalog.ErrRouteGone]), are JSON-RPC
 //     errors with code -32602 (invalid params), as the MCP specification asks
 //     for unknown tools. The route-gone error carries data
 //     {"reason":"route_gone","retryable":true}: a retry may reach a successor.

@@ -5,7 +5,8 @@
 //
 // # Workload
 //
-// Resolver goroutines call tools (resolve, guard, hand-off) and list them.
+// Resolver goroutines call tools (resolve, guard, admission, the body on
+// the caller's goroutine) and list them.
 // Consumer goroutines start a consumer on a name drawn from a small set, so
 // that names collide and the cap is hit, keep it a random while, and end it
 // by one of four shapes: a clean Stop, a cancel of the context it was
