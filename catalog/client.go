@@ -54,23 +54,36 @@ type LogMessage struct {
 	Data   any
 }
 
+// clientKey is the context key of a call's Client.
+type clientKey struct{}
+
+// ClientFrom returns the Client of the call whose context ctx is (or
+// derives from), or nil when its caller takes no reports.
+func ClientFrom(ctx context.Context) *Client {
+	cl, _ := ctx.Value(clientKey{}).(*Client)
+	return cl
+}
+
 // ReportProgress reports progress to the caller, if it takes progress;
-// otherwise it does nothing and returns nil. It is as safe for concurrent
-// use as the caller's Client.Progress.
+// otherwise it does nothing and returns nil. ctx must be the body's ctx or
+// derive from it: the caller's Client travels there. It is as safe for
+// concurrent use as the caller's Client.Progress.
 func (c Call) ReportProgress(ctx context.Context, p Progress) error {
-	if c.Client == nil || c.Client.Progress == nil {
+	cl := ClientFrom(ctx)
+	if cl == nil || cl.Progress == nil {
 		return nil
 	}
-	return c.Client.Progress(ctx, p)
+	return cl.Progress(ctx, p)
 }
 
 // Log sends a log message to the caller, if it takes them; otherwise it
-// does nothing and returns nil.
+// does nothing and returns nil. ctx as for ReportProgress.
 func (c Call) Log(ctx context.Context, level LogLevel, data any) error {
-	if c.Client == nil || c.Client.Log == nil {
+	cl := ClientFrom(ctx)
+	if cl == nil || cl.Log == nil {
 		return nil
 	}
-	return c.Client.Log(ctx, LogMessage{Level: level, Data: data})
+	return cl.Log(ctx, LogMessage{Level: level, Data: data})
 }
 
 // A CallOption configures one CallTool call. It is a small value, not a
@@ -79,6 +92,7 @@ type CallOption struct {
 	client *Client
 }
 
-// WithClient gives the call's body cl to report to (Call.Client). nil is
-// a caller that takes nothing.
+// WithClient gives the call's body cl to report to (see ReportProgress and
+// ClientFrom): it rides in the body's ctx, at one allocation a call that
+// has one. nil is a caller that takes nothing.
 func WithClient(cl *Client) CallOption { return CallOption{client: cl} }

@@ -143,10 +143,9 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 			return Result{}, c.refused(ctx, err)
 		}
 	}
-	var cl *Client
 	for _, o := range opts {
 		if o.client != nil {
-			cl = o.client
+			ctx = context.WithValue(ctx, clientKey{}, o.client)
 		}
 	}
 	s, err := rt.admit(ctx)
@@ -157,9 +156,9 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 	if rt.schemas.out == nil {
 		// Returned as it comes: the result is copied no more than a direct
 		// call would copy it.
-		return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref, Client: cl})
+		return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
 	}
-	res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref, Client: cl})
+	res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
 	if err == nil {
 		if err = rt.checkResult(&res); err != nil {
 			res = Result{}

@@ -41,9 +41,10 @@ type Call struct {
 	// not end when the owner dies; a body that must stop working once its
 	// consumer is gone selects on Owner.Done() beside ctx.Done().
 	Owner owner.Ref
-	// Client is what the body can report progress and log messages to
-	// (ReportProgress, Log); nil when the caller takes neither.
-	Client *Client
+	// Seven words, with ctx's two the nine that Go's register ABI passes
+	// in registers: a field more and every call copies the Call through
+	// memory. What the body can report to travels in its ctx instead (see
+	// ReportProgress).
 }
 
 // Content is one item of a tool result. Type is "text", "image", "audio" or
