@@ -130,16 +130,7 @@ func (c *notifyChecker) judge() int {
 
 // loop judges every interval until ctx ends.
 func (c *notifyChecker) loop(ctx context.Context, interval time.Duration) {
-	tk := time.NewTicker(interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			c.judge()
-		}
-	}
+	every(ctx, interval, func() { c.judge() })
 }
 
 // drain judges until nothing is pending: at most within, since every

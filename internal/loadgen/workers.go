@@ -168,6 +168,11 @@ func sleepRand(rng *rand.Rand, most time.Duration) {
 
 // prober checks the catalog's counts against the cap every interval.
 func (w *world) prober(ctx context.Context, interval time.Duration) {
+	every(ctx, interval, func() { w.capc.sample(w.sys.Stats()) })
+}
+
+// every calls fn every interval until ctx ends.
+func every(ctx context.Context, interval time.Duration, fn func()) {
 	tk := time.NewTicker(interval)
 	defer tk.Stop()
 	for {
@@ -175,7 +180,7 @@ func (w *world) prober(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-tk.C:
-			w.capc.sample(w.sys.Stats())
+			fn()
 		}
 	}
 }
