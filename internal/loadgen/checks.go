@@ -279,7 +279,7 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 		}
 	}
 
-	if isClosed(succ.done) || ctx.Err() != nil {
+	if !rec.owner.Alive() || ctx.Err() != nil {
 		return false
 	}
 	c.t.check(InvLateStopRemovedSuccessor, 1)
@@ -321,7 +321,7 @@ func (c deadEntryChecker) startWon(ns *nameState, rec *record) {
 	c.t.check(InvOneWinner, 1)
 	kept := ns.winners[:0]
 	for _, other := range ns.winners {
-		if other.stopping.Load() || isClosed(other.done) {
+		if other.stopping.Load() || !other.owner.Alive() {
 			continue // it no longer holds the name, or may not
 		}
 		c.t.violate(InvOneWinner, "the start of %s on %s succeeded while %s, whose start had succeeded and which still lives, held the name",

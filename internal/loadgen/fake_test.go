@@ -215,6 +215,7 @@ func (f *fakeSystem) removeLocked(name string, ref owner.Ref) bool {
 }
 
 func (k *fakeConsumer) Done() <-chan struct{} { return k.tok.Done() }
+func (k *fakeConsumer) Owner() owner.Ref      { return k.tok.Ref() }
 
 func (k *fakeConsumer) Stop(context.Context) error {
 	if !k.stopped.CompareAndSwap(false, true) {

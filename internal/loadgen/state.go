@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/livereg/livereg/owner"
 )
 
 // shape is how a consumer ended.
@@ -49,10 +51,13 @@ type record struct {
 	// stopped is set once the consumer's Stop has returned nil: from then
 	// on no body of its may start (invariant 8).
 	stopped atomic.Bool
-	// stopping is set before Stop is called; done is the owner's Done,
-	// set once the start succeeded (invariant 9's start check).
+	// stopping is set before Stop is called; owner is set once the start
+	// succeeded (invariant 9's start check). Its liveness is read, not its
+	// Done: a death makes the owner read dead a moment before it closes
+	// Done, and a registry that reclaimed the entry in that moment must not
+	// be taken for one that let two live owners win.
 	stopping atomic.Bool
-	done     <-chan struct{}
+	owner    owner.Ref
 }
 
 func (r *record) deathShape() shape { return shape(r.shape.Load()) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/owner"
 )
 
 // System is what the workload drives and the checkers probe: the subset of
@@ -29,6 +30,7 @@ type System interface {
 type Consumer interface {
 	Stop(ctx context.Context) error
 	Done() <-chan struct{}
+	Owner() owner.Ref
 }
 
 // CatalogSystem drives a real *catalog.Catalog.

@@ -183,7 +183,7 @@ func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 	if prev := ns.holder.Load(); prev != nil && prev.death.Load() != 0 && prev.deathShape().crash() {
 		w.takeovers.Add(1)
 	}
-	rec.done = k.Done()
+	rec.owner = k.Owner()
 	w.dead.startWon(ns, rec)
 	ns.holder.Store(rec)
 	ns.starts.Add(countOneOut)
