@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (npm package @modelcontextprotocol/conformance) against
 # cmd/livereg-mcp started with -conformance on a free loopback port, then stops the server.
-#   usage: scripts/conformance.sh [SCENARIO ...]     (default: the 13 scenarios livereg must pass)
+#   usage: scripts/conformance.sh [SCENARIO ...]     (default: every scenario livereg must pass)
+# LIVEREG_MCP_FLAGS adds flags to the server's command line (for example -stateless).
 # Needs Go and Node (>= 20) with npm. The package is installed once into $MCP_CONFORMANCE_HOME
 # (default ~/.cache/mcp-conformance) from the npm registry, exactly as ../shared/tools/mcp-conformance
 # does: version 0.1.16 declares Node >= 22 but runs its server scenarios on Node 20; the one import
@@ -48,7 +49,8 @@ trap cleanup EXIT
 
 go build -o "$work/livereg-mcp" ./cmd/livereg-mcp
 # Port 0: the kernel picks a free port; the server writes its URL once it listens.
-"$work/livereg-mcp" -conformance -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &
+# shellcheck disable=SC2086 # LIVEREG_MCP_FLAGS is split into flags on purpose
+"$work/livereg-mcp" -conformance ${LIVEREG_MCP_FLAGS:-} -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &
 pid=$!
 for _ in $(seq 1 300); do
   [ -s "$work/url" ] && break
@@ -57,7 +59,7 @@ for _ in $(seq 1 300); do
 done
 [ -s "$work/url" ] || { echo "conformance: the server did not start in 30s" >&2; cat "$work/server.log" >&2; exit 2; }
 url=$(cat "$work/url")
-echo "conformance: livereg-mcp -conformance at $url"
+echo "conformance: livereg-mcp -conformance ${LIVEREG_MCP_FLAGS:-}at $url"
 
 failed=0
 for s in "${scenarios[@]}"; do
