@@ -243,10 +243,11 @@ func planWindow(t *testing.T, cfg catalog.Config, between func(c *catalog.Catalo
 }
 
 // In the window, successor B takes the name with a public plan. The call
-// resolved A's entry, so A's plan judges it, and A's plan is gone: the call
-// gets ErrRouteGone. It catches dispatch that judges a call by whatever
-// plan the route holds: B's public plan would let A's role-protected body
-// run for a caller without credentials.
+// resolved A's entry, so A's plan judges it: it has no credential, and A's
+// route has left the name, so it gets ErrRouteGone (retry), not a denial.
+// It catches dispatch that judges a call by whatever plan the name holds:
+// B's public plan would let A's role-protected body run for a caller
+// without credentials.
 func TestPlanBoundToEntryOwnerNotSuccessor(t *testing.T) {
 	runs, err := planWindow(t, catalog.Config{}, func(c *catalog.Catalog) {
 		b := startTool(t, c, bg, "t", public, reply("b"))

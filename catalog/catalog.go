@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 
 	"github.com/livereg/livereg/bindsec"
@@ -222,6 +223,9 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	// 2. The plan. A live incumbent's plan is kept (ErrPlanHeld); whether
 	// this start may go on is for the entry to decide.
 	if rt.planned {
+		// The route's own copy, which its calls are judged by (see guard);
+		// set before the entry is published.
+		rt.plan = bindsec.Plan{Public: p.Public, Roles: slices.Clone(p.Roles)}
 		if err := s.book.RegisterPlan(name, p, ref); err != nil && !errors.Is(err, bindsec.ErrPlanHeld) {
 			return fail(err)
 		}

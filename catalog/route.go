@@ -26,6 +26,7 @@ type route struct {
 	schemas  toolSchemas    // a tool route's, compiled at start
 	read     ResourceReader // set for a resource route
 	planned  bool           // the owner registered a security plan
+	plan     bindsec.Plan   // that plan, as the Book holds it; immutable
 
 	ref     owner.Ref
 	release func() // kills the owner: an unwound consumer is a dead one
@@ -208,14 +209,19 @@ func (c *Catalog) resolve(ctx context.Context, s *side, name, credential string,
 }
 
 // guard binds the request to the owner of the entry it resolved: it is
-// checked against that owner's plan and no other. A plan of another owner,
-// or none where the owner registered one, means the route is changing hands
-// or its owner is dying: the request fails with ErrRouteGone, neither
-// passed through nor judged by the newcomer's rules. Only a route whose
-// owner registered no plan at all falls under the missing-plan mode.
+// checked against that owner's plan and no other, the copy the route took
+// when its owner registered it. Within the window in which the gate can
+// admit a call (the owner alive, Stop not begun), the Book holds exactly
+// that plan for the name: a live owner's plan is kept against every other
+// start, and the owner's own plan leaves the Book only after its Stop has
+// closed the gate or its death has begun. So the copy decides as the Book
+// would, without a second map lookup on every call, and a plan that another
+// start wrote meanwhile can never judge this owner's calls. Only a route
+// whose owner registered no plan at all falls under the missing-plan mode,
+// and only while the Book holds no plan for the name.
 //
-// A public plan of the entry's owner, the common case, is decided here
-// without building a principal: *pr stays the zero Principal.
+// A public plan, the common case, is decided here without building a
+// principal: *pr stays the zero Principal.
 func (c *Catalog) guard(ctx context.Context, s *side, rt *route, credential string, pr *bindsec.Principal) error {
 	if !rt.planned {
 		if _, _, ok := s.book.Lookup(rt.name); ok {
@@ -224,16 +230,25 @@ func (c *Catalog) guard(ctx context.Context, s *side, rt *route, credential stri
 		_, err := s.book.MissingPlan(rt.name)
 		return err
 	}
-	p, po, ok := s.book.Lookup(rt.name)
-	if !ok || !po.Same(rt.ref) {
-		return rt.gone()
-	}
-	if p.Public {
+	if rt.plan.Public {
 		return nil
 	}
 	var err error
-	*pr, err = s.book.Check(ctx, rt.name, p, credential, c.auth)
+	if *pr, err = s.book.Check(ctx, rt.name, rt.plan, credential, c.auth); err != nil && !rt.current() {
+		// Denied by the plan of a route that has left the name since
+		// the lookup: the route is gone, and the caller should retry
+		// rather than look for other credentials, since the name may
+		// have a successor with another plan.
+		return rt.gone()
+	}
 	return err
+}
+
+// current reports whether the name still resolves to rt. A denial, not a
+// hot path, pays for its second lookup.
+func (rt *route) current() bool {
+	cur, _, ok := rt.side.reg.Lookup(rt.name)
+	return ok && cur == rt
 }
 
 // unknownError is ErrUnknownTool or ErrUnknownResource with the name asked
