@@ -42,6 +42,10 @@ type Config struct {
 	// Claimer, if set, claims every route's name beyond this catalog while
 	// its consumer starts (see Claimer). nil: the catalog is all there is.
 	Claimer Claimer
+	// Remote, if set, lists the routes other replicas hold, and the
+	// catalog's listings show them too (see Remote). nil: they list this
+	// catalog's routes only.
+	Remote Remote
 }
 
 // Catalog holds the tool and resource routes of an MCP server. All methods
@@ -56,6 +60,9 @@ type Catalog struct {
 	resourceList     atomic.Pointer[projection[Resource]]
 	hooks            *hooks // test hooks; nil otherwise
 	claimer          Claimer
+	remote           Remote
+	toolMerge        atomic.Pointer[merged[Tool]]
+	resourceMerge    atomic.Pointer[merged[Resource]]
 	log              *slog.Logger
 	counts           counters
 }
@@ -80,7 +87,7 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.MissingPlan != bindsec.Deny && cfg.MissingPlan != bindsec.PassThrough {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
-	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, log: loggerOr(cfg.Logger)}
+	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger)}
 	var err error
 	c.tools, err = newSide("tool", ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
 	if err != nil {
@@ -92,6 +99,9 @@ func New(cfg Config) (*Catalog, error) {
 	}
 	ch := make(chan struct{})
 	c.changed.Store(&ch)
+	if c.remote != nil {
+		c.remote.Watch(c.notify)
+	}
 	return c, nil
 }
 

@@ -9,26 +9,43 @@ import (
 // ListTools returns the live, ready tools sorted by name. While the catalog
 // does not change, every call returns the same slice without allocating:
 // it is shared and read-only.
+//
+// With a Remote, the listing is the fleet's: the Remote's tools merged in,
+// under the same sharing rule while neither side changes.
 func (c *Catalog) ListTools() []Tool {
-	return project(c.tools.reg.ListReady(), &c.toolList, func(rt *route) Tool { return rt.tool })
+	local := project(c.tools.reg.ListReady(), &c.toolList, toolOf)
+	if c.remote == nil {
+		return local
+	}
+	return merge(local, c.remote.ToolsVersion(), c.remote.Tools, &c.toolMerge, toolName)
 }
 
 // ListResources returns the live, ready resources sorted by URI, under the
 // same sharing rule as ListTools.
 func (c *Catalog) ListResources() []Resource {
-	return project(c.resources.reg.ListReady(), &c.resourceList, func(rt *route) Resource { return rt.resource })
+	local := project(c.resources.reg.ListReady(), &c.resourceList, resourceOf)
+	if c.remote == nil {
+		return local
+	}
+	return merge(local, c.remote.ResourcesVersion(), c.remote.Resources, &c.resourceMerge, resourceURI)
 }
 
 // ToolsPage returns one page of ListTools for cursor pagination (tools/list):
 // up to limit tools after cursor (100 when limit <= 0) and the next cursor,
 // "" on the last page. A cursor it did not make gets ErrInvalidCursor.
 func (c *Catalog) ToolsPage(cursor string, limit int) ([]Tool, string, error) {
-	return page(c.tools.reg, cursor, limit, func(rt *route) Tool { return rt.tool })
+	if c.remote != nil {
+		return shardreg.PageSorted(c.ListTools(), toolName, cursor, limit)
+	}
+	return page(c.tools.reg, cursor, limit, toolOf)
 }
 
 // ResourcesPage is ToolsPage for resources.
 func (c *Catalog) ResourcesPage(cursor string, limit int) ([]Resource, string, error) {
-	return page(c.resources.reg, cursor, limit, func(rt *route) Resource { return rt.resource })
+	if c.remote != nil {
+		return shardreg.PageSorted(c.ListResources(), resourceURI, cursor, limit)
+	}
+	return page(c.resources.reg, cursor, limit, resourceOf)
 }
 
 func page[T any](reg *shardreg.Registry[*route], cursor string, limit int, f func(*route) T) ([]T, string, error) {
@@ -68,20 +85,31 @@ func project[T any](entries []shardreg.Entry[*route], cache *atomic.Pointer[proj
 }
 
 // Version returns a number that grows with every change a listing can see:
-// a route becoming ready, stopping, or being reclaimed after its owner died.
+// a route becoming ready, stopping, or being reclaimed after its owner
+// died, here or, with a Remote, on another replica.
 func (c *Catalog) Version() uint64 {
-	return c.tools.reg.Version() + c.resources.reg.Version()
+	return c.ToolsVersion() + c.ResourcesVersion()
 }
 
 // ToolsVersion is Version for tools alone.
-func (c *Catalog) ToolsVersion() uint64 { return c.tools.reg.Version() }
+func (c *Catalog) ToolsVersion() uint64 {
+	if c.remote == nil {
+		return c.tools.reg.Version()
+	}
+	return c.tools.reg.Version() + c.remote.ToolsVersion()
+}
 
 // ResourcesVersion is Version for resources alone.
-func (c *Catalog) ResourcesVersion() uint64 { return c.resources.reg.Version() }
+func (c *Catalog) ResourcesVersion() uint64 {
+	if c.remote == nil {
+		return c.resources.reg.Version()
+	}
+	return c.resources.reg.Version() + c.remote.ResourcesVersion()
+}
 
 // Changes returns a channel that is closed at the next change to the
 // catalog's listings after the call: a route becoming ready, stopping, or
-// being reclaimed after its owner died. To follow changes without missing
+// being reclaimed after its owner died, or a change the Remote reports. To follow changes without missing
 // one, take the channel, then read Version, then wait.
 func (c *Catalog) Changes() <-chan struct{} { return *c.changed.Load() }
 

@@ -33,8 +33,9 @@ func TestDuplicateAcrossReplicas(t *testing.T) {
 	if got := holder(t, cli, toolKey("search")); got != "a" {
 		t.Fatalf("holder %q, want a", got)
 	}
-	if n := len(b.cat.ListTools()); n != 0 {
-		t.Fatalf("refused replica lists %d tools", n)
+	// b lists a's tool (its catalog merges the fleet's), but holds nothing.
+	if st := b.cat.Stats(); st.Tools != 0 || st.ToolSlots != 0 {
+		t.Fatalf("refused replica holds %d tools in %d slots", st.Tools, st.ToolSlots)
 	}
 	if _, err := b.cat.CallTool(ctx, "search", nil, ""); !errors.Is(err, catalog.ErrUnknownTool) {
 		t.Fatalf("refused replica's call: %v", err)

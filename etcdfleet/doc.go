@@ -65,6 +65,13 @@
 // watches from there. The view is read-only and eventually consistent: a
 // claim or release shows in it once the watch delivers it.
 //
+// [Replica.Remote] is the view as a [catalog.Remote]: set it as the
+// catalog's Config.Remote, and the catalog's listings, pages, Version and
+// Changes are the fleet's, so that a server built on it (package mcpserve)
+// lists every replica's routes and sends list_changed when a consumer on
+// another replica starts, stops or dies. Calls are served only where the
+// route's consumer runs: a call for a route held elsewhere is unknown.
+//
 // [Replica.Close] leaves the fleet: it kills the consumers that hold claims
 // and revokes the lease, freeing all their names in one revision.
 //

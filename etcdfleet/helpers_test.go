@@ -62,7 +62,7 @@ type replica struct {
 func newReplica(t testing.TB, ep, name string) replica {
 	t.Helper()
 	r := join(t, ep, name)
-	cat, err := catalog.New(catalog.Config{Claimer: r})
+	cat, err := catalog.New(catalog.Config{Claimer: r, Remote: r.Remote()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ type Replica struct {
 	kick   chan struct{} // a release failed: retry soon
 
 	view       *View
+	remote     *remote        // view as a catalog.Remote
 	followDone chan struct{}  // closed when the follower has returned
 	pause      chan struct{}  // tests: hold the follower, then let it go on
 	undos      sync.WaitGroup // claims of unknown outcome being undone
@@ -68,6 +69,7 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 		view: newView(), followDone: make(chan struct{}), pause: make(chan struct{}),
 		ready: make(chan struct{}), claims: map[*claim]struct{}{}, pending: map[*claim]struct{}{},
 	}
+	r.remote = &remote{v: r.view}
 	rev, err := r.list(ctx)
 	if err != nil {
 		cancel()

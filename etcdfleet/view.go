@@ -18,8 +18,12 @@ type View struct {
 	rev     int64             // the etcd revision the view reflects
 	tools   []ToolDesc        // cached listings; nil once stale
 	res     []ResourceDesc
+	watch   []func() // called after every change; see Watch
 	version atomic.Uint64
-	changed atomic.Pointer[chan struct{}]
+	// toolsVersion and resourcesVersion grow with the changes to their
+	// own listing, for a catalog that merges the view (Replica.Remote).
+	toolsVersion, resourcesVersion atomic.Uint64
+	changed                        atomic.Pointer[chan struct{}]
 }
 
 func newView() *View {
@@ -84,34 +88,67 @@ func (v *View) Version() uint64 { return v.version.Load() }
 // Changes returns a channel that is closed at the next change to the view.
 func (v *View) Changes() <-chan struct{} { return *v.changed.Load() }
 
+// Watch arranges for f to be called after every change to the view, from
+// the replica's follower goroutine, once the versions have grown. f must
+// not block: the follower waits for it.
+func (v *View) Watch(f func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.watch = append(v.watch, f)
+}
+
 // reset replaces the view with a full listing at rev.
 func (v *View) reset(recs map[string]Record, rev int64) {
 	v.mu.Lock()
 	v.recs, v.rev = recs, rev
 	v.tools, v.res = nil, nil
+	watch := v.watch
 	v.mu.Unlock()
-	v.notify()
+	v.toolsVersion.Add(1)
+	v.resourcesVersion.Add(1)
+	v.notify(watch)
 }
 
 // apply applies one watch response's events, already decoded: a nil
 // record deletes its key.
 func (v *View) apply(puts map[string]*Record, rev int64) {
+	var tools, resources bool // which listings change
+	touch := func(rec Record) {
+		tools = tools || rec.Tool != nil
+		resources = resources || rec.Resource != nil
+	}
 	v.mu.Lock()
 	for k, rec := range puts {
+		if old, ok := v.recs[k]; ok {
+			touch(old)
+		}
 		if rec == nil {
 			delete(v.recs, k)
 		} else {
+			touch(*rec)
 			v.recs[k] = *rec
 		}
 	}
 	v.rev = rev
 	v.tools, v.res = nil, nil
+	watch := v.watch
 	v.mu.Unlock()
-	v.notify()
+	if tools {
+		v.toolsVersion.Add(1)
+	}
+	if resources {
+		v.resourcesVersion.Add(1)
+	}
+	v.notify(watch)
 }
 
-func (v *View) notify() {
+// notify announces a change, after the per-kind versions grew: to
+// Version and Changes readers, then to watch.
+func (v *View) notify(watch []func()) {
 	v.version.Add(1)
 	ch := make(chan struct{})
 	close(*v.changed.Swap(&ch))
+	for _, f := range watch {
+		f()
+	}
 }

@@ -1,0 +1,195 @@
+package catalog_test
+
+import (
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/livereg/livereg/catalog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// fleetList is a catalog.Remote whose listings a test sets: what other
+// replicas hold, as package etcdfleet's follower would report it.
+type fleetList struct {
+	mu        sync.Mutex
+	tools     []catalog.Tool
+	resources []catalog.Resource
+	tv, rv    uint64
+	watchers  []func()
+}
+
+func (f *fleetList) Tools() []catalog.Tool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tools
+}
+
+func (f *fleetList) Resources() []catalog.Resource {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.resources
+}
+
+func (f *fleetList) ToolsVersion() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.tv
+}
+
+func (f *fleetList) ResourcesVersion() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rv
+}
+
+func (f *fleetList) Watch(fn func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.watchers = append(f.watchers, fn)
+}
+
+// setTools replaces the remote tools (given sorted) and reports the change.
+func (f *fleetList) setTools(names ...string) {
+	f.mu.Lock()
+	f.tools = nil
+	for _, n := range names {
+		f.tools = append(f.tools, catalog.Tool{Name: n, Description: "remote " + n})
+	}
+	f.tv++
+	watchers := slices.Clone(f.watchers)
+	f.mu.Unlock()
+	for _, w := range watchers {
+		w()
+	}
+}
+
+func (f *fleetList) setResources(uris ...string) {
+	f.mu.Lock()
+	f.resources = nil
+	for _, u := range uris {
+		f.resources = append(f.resources, catalog.Resource{URI: u, Name: "remote"})
+	}
+	f.rv++
+	watchers := slices.Clone(f.watchers)
+	f.mu.Unlock()
+	for _, w := range watchers {
+		w()
+	}
+}
+
+// The listing is the fleet's: local and remote routes, sorted, a name
+// held in both listed once as the local route describes it.
+func TestRemoteMergedIntoListings(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		local, remote []string
+		want          []string
+	}{
+		{"remote only", nil, []string{"a", "b"}, []string{"a", "b"}},
+		{"local only", []string{"a", "b"}, nil, []string{"a", "b"}},
+		{"interleaved", []string{"b", "d"}, []string{"a", "c", "e"}, []string{"a", "b", "c", "d", "e"}},
+		{"own claims listed once", []string{"b", "c"}, []string{"a", "b", "c"}, []string{"a", "b", "c"}},
+		{"neither", nil, nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fl := &fleetList{}
+			c := newCatalog(t, catalog.Config{Remote: fl})
+			for _, n := range tc.local {
+				startTool(t, c, bg, n, public, reply(n))
+			}
+			fl.setTools(tc.remote...)
+			got := toolNames(c)
+			assert.Equal(t, tc.want, got)
+			for _, tl := range c.ListTools() {
+				if slices.Contains(tc.local, tl.Name) {
+					assert.Empty(t, tl.Description, "%s: the local route describes a name held here", tl.Name)
+				}
+			}
+		})
+	}
+}
+
+// A change on another replica moves Version and ToolsVersion and closes
+// Changes, which is what makes a server send list_changed; resources move
+// only their own version.
+func TestRemoteChangeNotifies(t *testing.T) {
+	fl := &fleetList{}
+	c := newCatalog(t, catalog.Config{Remote: fl})
+	require.Len(t, fl.watchers, 1, "New watches its Remote")
+
+	changes, tv, rv := c.Changes(), c.ToolsVersion(), c.ResourcesVersion()
+	fl.setTools("elsewhere")
+	select {
+	case <-changes:
+	default:
+		t.Fatal("a remote change did not close Changes")
+	}
+	assert.Greater(t, c.ToolsVersion(), tv)
+	assert.Equal(t, rv, c.ResourcesVersion())
+	assert.Equal(t, []string{"elsewhere"}, toolNames(c))
+
+	fl.setTools() // the consumer on the other replica died
+	assert.Empty(t, toolNames(c))
+
+	fl.setResources("file:///r")
+	assert.Greater(t, c.ResourcesVersion(), rv)
+	require.Len(t, c.ListResources(), 1)
+	assert.Equal(t, "file:///r", c.ListResources()[0].URI)
+}
+
+// While neither side changes, a merged listing is the same shared slice,
+// made without allocating; a change on either side makes a new one.
+func TestRemoteListingCached(t *testing.T) {
+	fl := &fleetList{}
+	c := newCatalog(t, catalog.Config{Remote: fl})
+	startTool(t, c, bg, "local", public, reply("x"))
+	fl.setTools("remote")
+	first := c.ListTools()
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = c.ListTools() }))
+	assert.Same(t, &first[0], &c.ListTools()[0])
+
+	fl.setTools("remote", "remote2")
+	assert.Len(t, c.ListTools(), 3)
+	startTool(t, c, bg, "local2", public, reply("y"))
+	assert.Equal(t, []string{"local", "local2", "remote", "remote2"}, toolNames(c))
+}
+
+// Pages walk the merged listing with the registry's cursors; a cursor not
+// made by a pager is refused.
+func TestRemotePages(t *testing.T) {
+	fl := &fleetList{}
+	c := newCatalog(t, catalog.Config{Remote: fl})
+	for _, n := range []string{"b", "d", "f"} {
+		startTool(t, c, bg, n, public, reply(n))
+	}
+	fl.setTools("a", "c", "e", "g")
+	var walked []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10, "the walk does not end")
+		tools, next, err := c.ToolsPage(cursor, 3)
+		require.NoError(t, err)
+		for _, tl := range tools {
+			walked = append(walked, tl.Name)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	assert.Equal(t, []string{"a", "b", "c", "d", "e", "f", "g"}, walked)
+
+	_, _, err := c.ToolsPage("not a cursor", 3)
+	assert.ErrorIs(t, err, catalog.ErrInvalidCursor)
+}
+
+// Calls are not forwarded: a route held only elsewhere is unknown here.
+func TestRemoteRouteNotCallableHere(t *testing.T) {
+	fl := &fleetList{}
+	c := newCatalog(t, catalog.Config{Remote: fl})
+	fl.setTools("elsewhere")
+	_, err := callText(t, c, "elsewhere", "")
+	assert.ErrorIs(t, err, catalog.ErrUnknownTool)
+}

@@ -1,0 +1,141 @@
+package etcdfleet_test
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+// listed reports whether c's catalog lists tool name.
+func listed(c *catalog.Catalog, name string) bool {
+	return slices.ContainsFunc(c.ListTools(), func(t catalog.Tool) bool { return t.Name == name })
+}
+
+// waitListed waits, within patience, until cond holds for c's listing,
+// waking on the catalog's Changes: a remote change must close them.
+func waitListed(t *testing.T, c *catalog.Catalog, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(patience)
+	for {
+		ch := c.Changes()
+		if cond() {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("catalog: %s: not after %v; tools %v", what, patience, c.ListTools())
+		}
+	}
+}
+
+// Each replica's catalog lists the fleet's routes, and its Changes and
+// ToolsVersion move when a consumer on another replica starts or dies, by
+// any path.
+func TestCatalogListsTheFleet(t *testing.T) {
+	ep := startEtcd(t)
+	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
+	ctx, life := ctxFor(t), lifeFor(t)
+
+	b.mustStart(t, life, "mine")
+	stopped := a.mustStart(t, life, "stopped")
+	cctx, cancel := context.WithCancel(life)
+	a.mustStart(t, cctx, "cancelled")
+	waitListed(t, b.cat, "a's tools listed on b", func() bool {
+		return listed(b.cat, "stopped") && listed(b.cat, "cancelled") && listed(b.cat, "mine")
+	})
+	if got := b.cat.ListTools(); !slices.IsSortedFunc(got, func(x, y catalog.Tool) int { return cmp.Compare(x.Name, y.Name) }) {
+		t.Fatalf("b's listing is not sorted: %v", got)
+	}
+	waitListed(t, a.cat, "b's tool listed on a", func() bool { return listed(a.cat, "mine") })
+
+	v := b.cat.ToolsVersion()
+	if err := stopped.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitListed(t, b.cat, "a's stopped tool gone from b", func() bool { return !listed(b.cat, "stopped") })
+	cancel()
+	waitListed(t, b.cat, "a's cancelled tool gone from b", func() bool { return !listed(b.cat, "cancelled") })
+	if b.cat.ToolsVersion() <= v {
+		t.Fatalf("b's tools version did not move: %d, then %d", v, b.cat.ToolsVersion())
+	}
+
+	a.mustStart(t, life, "crashed")
+	waitListed(t, b.cat, "crashed listed", func() bool { return listed(b.cat, "crashed") })
+	a.Crash()
+	waitListed(t, b.cat, "a crashed: its tool expired from b", func() bool { return !listed(b.cat, "crashed") })
+	if !listed(b.cat, "mine") {
+		t.Fatal("b's own tool left its listing")
+	}
+}
+
+// A client of replica b's MCP server lists a's tool and hears
+// tools/list_changed when a's consumer dies.
+func TestServerNotifiesRemoteDeath(t *testing.T) {
+	ep := startEtcd(t)
+	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
+	ctx, life := ctxFor(t), lifeFor(t)
+
+	srv, err := mcpserve.New(b.cat, mcpserve.Options{NotifyWindow: mcpserve.MinNotifyWindow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	changed := make(chan struct{}, 64)
+	cl := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(ctx, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := cl.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+
+	cctx, cancel := context.WithCancel(life)
+	a.mustStart(t, cctx, "remote")
+	waitListed(t, b.cat, "remote listed on b", func() bool { return listed(b.cat, "remote") })
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "remote" }) {
+		t.Fatalf("tools/list on b lacks a's tool: %v", res.Tools)
+	}
+	drain(changed)
+
+	cancel()
+	select {
+	case <-changed:
+	case <-time.After(patience):
+		t.Fatalf("no tools/list_changed on b within %v of a's consumer's death", patience)
+	}
+	waitListed(t, b.cat, "remote gone from b", func() bool { return !listed(b.cat, "remote") })
+	res, err = cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == "remote" }) {
+		t.Fatalf("tools/list on b still lists a's dead tool")
+	}
+}
+
+func drain(ch chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}

@@ -1,0 +1,37 @@
+package shardreg
+
+import "slices"
+
+// PageSorted pages a listing sorted by name, with the cursors of Page, for
+// a caller that lists more than one registry's entries as one (a catalog
+// that merges the routes other replicas hold with its own): up to limit
+// items (DefaultPageSize when limit <= 0) after the name cursor holds, and
+// the cursor of the next page, "" on the last. name returns an item's
+// name; names must be unique and list sorted by them. A cursor that Page or
+// PageSorted did not make gets ErrInvalidCursor. The page shares list's
+// backing array; it costs a binary search and no allocation beyond the
+// next cursor.
+func PageSorted[T any](list []T, name func(*T) string, cursor string, limit int) (page []T, next string, err error) {
+	start := 0
+	if cursor != "" {
+		after, err := decodeCursor(cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		start, _ = slices.BinarySearchFunc(list, after, func(item T, n string) int {
+			if name(&item) <= n {
+				return -1
+			}
+			return 1
+		})
+	}
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	end := start + min(limit, len(list)-start)
+	page = list[start:end:end]
+	if end < len(list) {
+		next = encodeCursor(name(&list[end-1]))
+	}
+	return page, next, nil
+}
