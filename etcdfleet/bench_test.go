@@ -2,6 +2,7 @@ package etcdfleet_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -14,30 +15,38 @@ import (
 
 // BenchmarkClaimRelease claims a name and releases it, one Txn each, on an
 // embedded single-node etcd (10 ms ticks, no fsync), and reports the p50
-// and p99 of each.
+// and p99 of each; with a fleet cap, a claim is a read and a Txn.
 func BenchmarkClaimRelease(b *testing.B) {
 	ep := startEtcd(b)
-	r := join(b, ep, "bench")
-	ctx := context.Background()
-	tok := owner.New()
-	defer tok.Release()
-	cl := catalog.Claim{Kind: "tool", Name: "bench", Owner: tok.Ref(), Kill: tok.Releaser(), Tool: catalog.Tool{Name: "bench"}}
-	claims := make([]time.Duration, 0, b.N)
-	releases := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for range b.N {
-		t0 := time.Now()
-		rel, err := r.Claim(ctx, cl)
-		if err != nil {
-			b.Fatal(err)
+	for _, capN := range []int{0, 16} {
+		name := "cap=none"
+		if capN > 0 {
+			name = fmt.Sprintf("cap=%d", capN)
 		}
-		t1 := time.Now()
-		rel()
-		claims, releases = append(claims, t1.Sub(t0)), append(releases, time.Since(t1))
+		b.Run(name, func(b *testing.B) {
+			r := joinConfig(b, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: "bench", Cap: capN})
+			ctx := context.Background()
+			tok := owner.New()
+			defer tok.Release()
+			cl := catalog.Claim{Kind: "tool", Name: "bench", Owner: tok.Ref(), Kill: tok.Releaser(), Tool: catalog.Tool{Name: "bench"}}
+			claims := make([]time.Duration, 0, b.N)
+			releases := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for range b.N {
+				t0 := time.Now()
+				rel, err := r.Claim(ctx, cl)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t1 := time.Now()
+				rel()
+				claims, releases = append(claims, t1.Sub(t0)), append(releases, time.Since(t1))
+			}
+			b.StopTimer()
+			report(b, "claim", claims)
+			report(b, "release", releases)
+		})
 	}
-	b.StopTimer()
-	report(b, "claim", claims)
-	report(b, "release", releases)
 }
 
 func report(b *testing.B, what string, d []time.Duration) {

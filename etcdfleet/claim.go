@@ -46,23 +46,30 @@ type ResourceDesc struct {
 // distinct keys. A key over MaxKeyBytes, or an unknown kind, gives
 // catalog.ErrInvalidName.
 func (r *Replica) Key(kind, name string) (string, error) {
-	var dir string
-	switch kind {
-	case "tool":
-		dir = "/tools/"
-	case "resource":
-		dir = "/resources/"
-	default:
-		return "", fmt.Errorf("%w: unknown kind %q", errInvalidName, kind)
+	dir, err := r.dir(kind)
+	if err != nil {
+		return "", err
 	}
 	if name == "" {
 		return "", fmt.Errorf("%w: empty name", errInvalidName)
 	}
-	key := r.cfg.Prefix + dir + url.PathEscape(name)
+	key := dir + url.PathEscape(name)
 	if len(key) > MaxKeyBytes {
 		return "", fmt.Errorf("%w: key of %d bytes after escaping, over %d", errInvalidName, len(key), MaxKeyBytes)
 	}
 	return key, nil
+}
+
+// dir returns the directory of kind's keys, "/" included:
+// <prefix>/tools/ or <prefix>/resources/.
+func (r *Replica) dir(kind string) (string, error) {
+	switch kind {
+	case "tool":
+		return r.cfg.Prefix + "/tools/", nil
+	case "resource":
+		return r.cfg.Prefix + "/resources/", nil
+	}
+	return "", fmt.Errorf("%w: unknown kind %q", errInvalidName, kind)
 }
 
 // claim is one name held by this replica for one local owner.
@@ -78,17 +85,22 @@ type claim struct {
 // key, attached to the replica's lease, only if it does not exist. It is
 // catalog.Claimer's method; a catalog calls it while a consumer starts.
 //
+// With Config.Cap set, the claim also counts the kind's keys, fleet-wide,
+// at the revision it decides at (the package doc's "The fleet cap"). A
+// full cap refuses it with catalog.ErrCapReached.
+//
 // Errors, wrapped with the key: catalog.ErrDuplicate (the key exists: a
 // live owner on some replica, this one included, holds the name, or a
-// crashed replica's lease has not expired yet), catalog.ErrInvalidName,
-// ErrSessionLost (the session ended meanwhile; retry), ErrUnavailable (no
-// answer within ctx or Config.OpTimeout), ErrClosed. On error nothing stays
-// claimed: a Txn whose outcome is unknown is undone, fenced, in the
-// background.
+// crashed replica's lease has not expired yet), catalog.ErrCapReached,
+// catalog.ErrInvalidName, ErrSessionLost (the session ended meanwhile;
+// retry), ErrUnavailable (no answer within ctx or Config.OpTimeout),
+// ErrClosed. On error nothing stays claimed: a Txn whose outcome is unknown
+// is undone, fenced, in the background.
 //
-// Cost: one Txn round trip, waiting first for a session while the replica
-// is between sessions. The returned release deletes the key in one Txn
-// fenced by its create revision.
+// Cost: one Txn round trip (with a cap, two, and one more each time
+// another claim of the kind commits in between), waiting first for a
+// session while the replica is between sessions. The returned release
+// deletes the key in one Txn fenced by its create revision.
 func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release, error) {
 	if r == nil {
 		return nil, ErrClosed
@@ -108,11 +120,7 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 	}
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()
-	resp, err := r.cli.Txn(tctx).
-		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
-		Then(clientv3.OpPut(key, string(val), clientv3.WithLease(s.Lease()))).
-		Else(clientv3.OpGet(key)).
-		Commit()
+	rev, refused, err := r.put(tctx, cl.Kind, key, string(val), s.Lease())
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return nil, wrap(fmt.Errorf("%w: %w", ErrSessionLost, err))
@@ -122,17 +130,10 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 		r.undo(key, string(val), s.Lease())
 		return nil, wrap(unavailable(err))
 	}
-	if !resp.Succeeded {
-		holder := "another owner"
-		if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) == 1 {
-			var rec Record
-			if json.Unmarshal(kvs[0].Value, &rec) == nil {
-				holder = fmt.Sprintf("owner %d on replica %q", rec.Owner, rec.Replica)
-			}
-		}
-		return nil, wrap(fmt.Errorf("%w: held by %s", errDuplicate, holder))
+	if refused != nil {
+		return nil, wrap(refused)
 	}
-	c := &claim{r: r, key: key, rev: resp.Header.Revision, sess: s, kill: cl.Kill}
+	c := &claim{r: r, key: key, rev: rev, sess: s, kill: cl.Kill}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {

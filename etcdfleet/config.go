@@ -48,6 +48,12 @@ type Config struct {
 	// OpTimeout bounds each release and each attempt to open a session
 	// after a loss. 0 means DefaultOpTimeout.
 	OpTimeout time.Duration
+	// Cap, if positive, caps the fleet's claims per kind: at most Cap
+	// tools and at most Cap resources, over every replica (the package
+	// doc's "The fleet cap" says how a slot is counted and when it is
+	// freed). Every replica of one prefix must use the same Cap: each
+	// enforces its own. 0 means no cap.
+	Cap int
 	// Replica names this replica in the claims it writes; empty means the
 	// host name, the process id and a random suffix.
 	Replica string
@@ -79,6 +85,9 @@ func (cfg *Config) check() error {
 		cfg.OpTimeout = DefaultOpTimeout
 	case cfg.OpTimeout < 0:
 		return fmt.Errorf("%w: negative OpTimeout", ErrInvalidConfig)
+	}
+	if cfg.Cap < 0 {
+		return fmt.Errorf("%w: negative Cap %d", ErrInvalidConfig, cfg.Cap)
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = defaultReplica()

@@ -28,6 +28,39 @@
 // was claimed again, never deletes the successor's key. A failed release is
 // retried for as long as the session lasts.
 //
+// # The sequential contract
+//
+// Every start, stop, death, crash and lease expiry across the fleet takes
+// effect at one instant between its call and its return, in one order
+// that every replica sees, as in this sequential specification. A start
+// succeeds only on a name without a key and, with a cap, below it; it is
+// refused as a duplicate only while the key exists (or, on a replica whose
+// lease expired behind its back, while its own catalog still holds the
+// name), for the cap only while the kind holds the cap. A Stop deletes its
+// own key, never a successor's, before it returns. A lease that expires
+// deletes all of its replica's keys at once, and a start on that replica
+// may then fail with ErrSessionLost. Two steps come at some later moment
+// of their own: the release of an owner that died (its catalog's reclaim)
+// and the expiry of a crashed replica's lease. The package's tests check
+// recorded concurrent histories against this specification.
+//
+// # The fleet cap
+//
+// With Config.Cap set, the fleet holds at most Cap tools and Cap resources,
+// over all replicas, decided at one instant: a claim reads the key and the
+// count of its kind's keys at one revision R, and puts the key in a Txn
+// that also requires no key of the kind to have been modified after R. A
+// claim that finds the cap full at its revision is refused with
+// catalog.ErrCapReached; one whose compare fails because another claim
+// committed reads again from that Txn's answer and decides anew, bounded by
+// its context. The cap holds at every revision, whatever the replicas race.
+//
+// A slot is a key. A consumer that stops, or dies by any path, on a live
+// replica frees its slot with its release, one Txn after the death; a
+// crashed or partitioned replica's keys hold their slots until its lease
+// expires, as they hold their names. A full fleet therefore refuses new
+// names for up to a TTL after a replica crashes.
+//
 // # Crashes and partitions
 //
 // A replica that crashes stops renewing its lease; when the lease expires
@@ -77,7 +110,8 @@
 //
 // # Cost
 //
-// A claim and a release are one Txn round trip each, on the start and stop
-// paths only: a catalog's lookups and calls never touch etcd, and a catalog
-// without a Claimer runs exactly as before.
+// A claim and a release are one Txn round trip each (a capped claim two,
+// and one more for each claim of its kind that commits in between), on the
+// start and stop paths only: a catalog's lookups and calls never touch
+// etcd, and a catalog without a Claimer runs exactly as before.
 package etcdfleet

@@ -28,5 +28,6 @@ var (
 
 var (
 	errDuplicate   = catalog.ErrDuplicate
+	errCapReached  = catalog.ErrCapReached
 	errInvalidName = catalog.ErrInvalidName
 )

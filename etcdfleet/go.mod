@@ -5,6 +5,7 @@ go 1.26.0
 replace github.com/livereg/livereg => ../
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/livereg/livereg v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	go.etcd.io/etcd/api/v3 v3.7.3

@@ -40,13 +40,19 @@ func lifeFor(t testing.TB) context.Context {
 // the test ends.
 func join(t testing.TB, ep, name string) *etcdfleet.Replica {
 	t.Helper()
-	r, err := etcdfleet.Join(ctxFor(t), etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: name})
+	return joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: name})
+}
+
+// joinConfig joins the fleet with cfg, closed when the test ends.
+func joinConfig(t testing.TB, cfg etcdfleet.Config) *etcdfleet.Replica {
+	t.Helper()
+	r, err := etcdfleet.Join(ctxFor(t), cfg)
 	if err != nil {
-		t.Fatalf("join %s: %v", name, err)
+		t.Fatalf("join %s: %v", cfg.Replica, err)
 	}
 	t.Cleanup(func() {
 		if err := r.Close(context.Background()); err != nil {
-			t.Errorf("close %s: %v", name, err)
+			t.Errorf("close %s: %v", cfg.Replica, err)
 		}
 	})
 	return r
@@ -61,7 +67,12 @@ type replica struct {
 
 func newReplica(t testing.TB, ep, name string) replica {
 	t.Helper()
-	r := join(t, ep, name)
+	return newReplicaOf(t, join(t, ep, name))
+}
+
+// newReplicaOf makes r the claimer and remote of a new catalog.
+func newReplicaOf(t testing.TB, r *etcdfleet.Replica) replica {
+	t.Helper()
 	cat, err := catalog.New(catalog.Config{Claimer: r, Remote: r.Remote()})
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,7 @@ func TestJoinRefusesBadConfig(t *testing.T) {
 		"short TTL":         func(c *etcdfleet.Config) { c.TTL = 500 * time.Millisecond },
 		"fractional TTL":    func(c *etcdfleet.Config) { c.TTL = 1500 * time.Millisecond },
 		"negative timeout":  func(c *etcdfleet.Config) { c.OpTimeout = -1 },
+		"negative cap":      func(c *etcdfleet.Config) { c.Cap = -1 },
 		"bad replica name":  func(c *etcdfleet.Config) { c.Replica = "a\nb" },
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -90,3 +90,43 @@ func TestReplicaCrash(t *testing.T) {
 		t.Fatalf("x held by %q", got)
 	}
 }
+
+// A replica whose lease expired behind its back (a partition: the server
+// expired it, and the replica has not heard yet) can neither delete nor
+// overwrite the key of the replica that claimed the name next: its late
+// stop is fenced by the create revision, and its claim finds the key. Then
+// it learns of the expiry as of any session loss, and kills the rest.
+func TestExpiredReplicaCannotTouchSuccessor(t *testing.T) {
+	ep := startEtcd(t)
+	cli := client(t, ep)
+	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
+	ctx, life := ctxFor(t), lifeFor(t)
+	kx := a.mustStart(t, life, "x")
+	ky := a.mustStart(t, life, "y")
+	if _, err := cli.Revoke(ctx, a.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	b.mustStart(t, life, "x")
+	// a hears of the expiry at its next keepalive, a third of the TTL
+	// away at most: its stop comes before, and sends its fenced delete.
+	noticed := a.SessionsLost() != 0
+	if err := kx.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := holder(t, cli, toolKey("x")); got != "b" {
+		t.Fatalf("after a's late stop x is held by %q, want b", got)
+	}
+	if _, err := a.start(life, "x"); !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("a's claim of b's name: %v, want ErrDuplicate", err)
+	}
+	waitDone(t, ky)
+	if got := holder(t, cli, toolKey("x")); got != "b" {
+		t.Fatalf("after a's loss x is held by %q, want b", got)
+	}
+	if a.SessionsLost() != 1 {
+		t.Fatalf("a lost %d sessions, want 1", a.SessionsLost())
+	}
+	if noticed {
+		t.Log("a noticed the expiry before its stop: the fence was not needed this time")
+	}
+}
