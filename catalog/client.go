@@ -1,18 +1,28 @@
 package catalog
 
-import "context"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/livereg/livereg/internal/quote"
+)
 
 // Client is what a tool body can send back to whoever made the call while
-// it runs: progress and log messages. A transport fills in the functions
-// it can carry (package mcpserve turns them into MCP's
-// notifications/progress and notifications/message); an in-process caller
-// of CallTool passes its own WithClient. Each function may be nil: the
-// caller does not take that kind of message.
+// it runs: progress and log messages, and requests for an LLM completion
+// or for the user's input. A transport fills in the functions it can carry
+// (package mcpserve turns them into MCP's notifications/progress,
+// notifications/message, sampling/createMessage and elicitation/create);
+// an in-process caller of CallTool passes its own WithClient. Each
+// function may be nil: the caller does not take that kind of message, or
+// cannot answer that kind of request.
 //
 // The functions are called on the body's goroutine, possibly from several
 // bodies at once, so they must be safe for concurrent use; a body that
 // reports from goroutines of its own must not do so after it returned.
-// They should return promptly: the body waits for them.
+// Progress and Log should return promptly: the body waits for them. Sample
+// and Elicit wait for an answer, which may take a person's time, and must
+// return once their ctx ends, with an error that wraps ctx.Err().
 type Client struct {
 	// Progress reports how far the call has got. nil when the caller asked
 	// for no progress (in MCP: the request had no progress token).
@@ -20,6 +30,12 @@ type Client struct {
 	// Log sends a log message to the caller. The caller filters by level
 	// (in MCP: the session's logging/setLevel); nil means it takes none.
 	Log func(ctx context.Context, m LogMessage) error
+	// Sample asks the caller for an LLM completion (in MCP: the client's
+	// sampling capability). nil when the caller offers none.
+	Sample func(ctx context.Context, r SampleRequest) (SampleResult, error)
+	// Elicit asks the caller's user to fill in a form (in MCP: the client's
+	// elicitation capability, form mode). nil when the caller offers none.
+	Elicit func(ctx context.Context, r ElicitRequest) (ElicitResult, error)
 }
 
 // Progress is one progress report. Progress must grow from one report to
@@ -96,3 +112,183 @@ type CallOption struct {
 // ClientFrom): it rides in the body's ctx, at one allocation a call that
 // has one. nil is a caller that takes nothing.
 func WithClient(cl *Client) CallOption { return CallOption{client: cl} }
+
+// Role is who speaks a sampling message.
+type Role string
+
+// The roles of a conversation.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// SampleRequest asks the caller for an LLM completion of a conversation
+// (MCP's sampling/createMessage). The caller chooses the model and may
+// show the request to a person first; every field but Messages and
+// MaxTokens is a wish it may ignore.
+type SampleRequest struct {
+	// Messages is the conversation so far, at least one message. Their
+	// Content is text, image or audio.
+	Messages []SampleMessage
+	// MaxTokens bounds the completion's length; it must be positive.
+	MaxTokens int64
+	// SystemPrompt, if set, is the system prompt the body asks for.
+	SystemPrompt string
+	// Temperature, if not 0, is the sampling temperature asked for.
+	Temperature float64
+	// StopSequences end the completion where they occur.
+	StopSequences []string
+	// Model says which model the body would like; the zero value leaves
+	// the choice to the caller.
+	Model ModelPreferences
+}
+
+// SampleMessage is one message of a sampling conversation.
+type SampleMessage struct {
+	Role    Role
+	Content Content
+}
+
+// ModelPreferences are a body's wishes for the model that samples: names
+// to prefer, in order (a hint matches any model whose name contains it),
+// and priorities between 0 and 1 (0: unimportant; 1: most important).
+type ModelPreferences struct {
+	Hints                []string
+	CostPriority         float64
+	SpeedPriority        float64
+	IntelligencePriority float64
+}
+
+// SampleResult is the caller's completion: one message from the model
+// (Role is normally RoleAssistant), the model's name, and why it stopped
+// ("endTurn", "stopSequence", "maxTokens", or empty when not known).
+type SampleResult struct {
+	Role       Role
+	Content    Content
+	Model      string
+	StopReason string
+}
+
+// ElicitRequest asks the caller's user to fill in a form (MCP's
+// elicitation/create in form mode).
+type ElicitRequest struct {
+	// Message tells the user what is asked and why; it must not be empty.
+	Message string
+	// Schema is the form: a JSON Schema object whose properties are flat
+	// values (string, number, integer, boolean, or an array of enum
+	// strings), with optional defaults (SEP-1034), titles, and the enum
+	// forms of SEP-1330 (enum, oneOf with const and title, items with enum
+	// or anyOf). Empty means a form with no fields: the user can only
+	// accept, decline or cancel. The caller checks the schema in detail.
+	Schema json.RawMessage
+}
+
+// ElicitAction is what the user did with a form.
+type ElicitAction string
+
+// The user's answers to an elicitation.
+const (
+	// ElicitAccept: the user submitted the form; ElicitResult.Content
+	// holds the values.
+	ElicitAccept ElicitAction = "accept"
+	// ElicitDecline: the user explicitly refused.
+	ElicitDecline ElicitAction = "decline"
+	// ElicitCancel: the user dismissed the form without choosing.
+	ElicitCancel ElicitAction = "cancel"
+)
+
+// ElicitResult is the user's answer. Content holds the submitted values,
+// by property name, when Action is ElicitAccept (the caller checked them
+// against the schema and filled in its defaults); it is nil otherwise.
+type ElicitResult struct {
+	Action  ElicitAction
+	Content map[string]any
+}
+
+// Decode stores the submitted values in v, as json.Unmarshal does: a
+// pointer to a struct whose json tags name the schema's properties.
+func (r ElicitResult) Decode(v any) error {
+	raw, err := json.Marshal(r.Content)
+	if err != nil {
+		return fmt.Errorf("catalog: elicitation result: %w", err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("catalog: elicitation result: %w", err)
+	}
+	return nil
+}
+
+// emptyForm is the schema of a form with no fields.
+var emptyForm = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// Sample asks the caller for an LLM completion and waits for it. ctx must
+// be the body's ctx or derive from it, as for ReportProgress; the request
+// ends when ctx does, so a caller that never answers holds the body only
+// until the body's ctx ends: give ctx a deadline when the call's own
+// context has none.
+//
+// Errors: ErrNotSupported (errors.Is) when the caller offers no sampling,
+// in which case nothing was sent; ErrInvalidRequest for a malformed
+// request, likewise; the ctx's error when it ended first; or the caller's
+// error (in MCP: the client refused or failed). It is as safe for
+// concurrent use as the caller's Client.Sample.
+func (c Call) Sample(ctx context.Context, r SampleRequest) (SampleResult, error) {
+	cl := ClientFrom(ctx)
+	if cl == nil || cl.Sample == nil {
+		return SampleResult{}, fmt.Errorf("catalog: tool %s: sampling: %w", quote.Name(c.Name), ErrNotSupported)
+	}
+	if err := r.check(); err != nil {
+		return SampleResult{}, fmt.Errorf("catalog: tool %s: sampling: %w: %w", quote.Name(c.Name), ErrInvalidRequest, err)
+	}
+	return cl.Sample(ctx, r)
+}
+
+func (r *SampleRequest) check() error {
+	if len(r.Messages) == 0 {
+		return fmt.Errorf("no messages")
+	}
+	if r.MaxTokens <= 0 {
+		return fmt.Errorf("MaxTokens %d is not positive", r.MaxTokens)
+	}
+	for i, m := range r.Messages {
+		if m.Role != RoleUser && m.Role != RoleAssistant {
+			return fmt.Errorf("message %d: role %s is neither user nor assistant", i, quote.Name(string(m.Role)))
+		}
+		switch m.Content.Type {
+		case "text", "image", "audio":
+		default:
+			return fmt.Errorf("message %d: content type %s is not text, image or audio", i, quote.Name(m.Content.Type))
+		}
+	}
+	return nil
+}
+
+// Elicit asks the caller's user to fill in a form and waits for the
+// answer, bounded by ctx as Sample is. A declined or cancelled form is an
+// answer, not an error: check the result's Action.
+//
+// Errors: ErrNotSupported when the caller offers no elicitation (nothing
+// was sent), ErrInvalidRequest for an empty message or a schema that is
+// not a JSON object, the ctx's error, or the caller's error (in MCP: the
+// client refused the schema, or returned values that do not match it).
+func (c Call) Elicit(ctx context.Context, r ElicitRequest) (ElicitResult, error) {
+	cl := ClientFrom(ctx)
+	if cl == nil || cl.Elicit == nil {
+		return ElicitResult{}, fmt.Errorf("catalog: tool %s: elicitation: %w", quote.Name(c.Name), ErrNotSupported)
+	}
+	if r.Message == "" {
+		return ElicitResult{}, fmt.Errorf("catalog: tool %s: elicitation: %w: empty message", quote.Name(c.Name), ErrInvalidRequest)
+	}
+	if len(r.Schema) == 0 {
+		r.Schema = emptyForm
+	} else if !isObject(r.Schema) {
+		return ElicitResult{}, fmt.Errorf("catalog: tool %s: elicitation: %w: the schema is not a JSON object", quote.Name(c.Name), ErrInvalidRequest)
+	}
+	return cl.Elicit(ctx, r)
+}
+
+// isObject reports whether raw is one valid JSON object.
+func isObject(raw json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	return json.Unmarshal(raw, &m) == nil && m != nil
+}

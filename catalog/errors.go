@@ -40,6 +40,15 @@ var (
 	// or none; it also wraps the validator's error. The body ran. MCP
 	// reports it as a tool error.
 	ErrInvalidResult = errors.New("catalog: invalid result")
+	// ErrNotSupported: a body asked its caller for something the caller
+	// does not offer (Call.Sample, Call.Elicit): an in-process caller whose
+	// Client lacks the function, or an MCP client that did not declare the
+	// capability. Nothing was sent.
+	ErrNotSupported = errors.New("catalog: not supported by the caller")
+	// ErrInvalidRequest: a body's request to its caller (Call.Sample,
+	// Call.Elicit) is malformed; it also wraps what is wrong. Nothing was
+	// sent.
+	ErrInvalidRequest = errors.New("catalog: invalid request to the caller")
 
 	// ErrDuplicate, ErrCapReached, ErrInvalidName and ErrDeadOwner are the
 	// registry's, returned by Start.

@@ -81,3 +81,58 @@ func ExampleCall_ReportProgress() {
 	// info counted
 	// done
 }
+
+// A body asks its caller's user to fill in a form, and its caller's LLM
+// for a completion. A caller that offers neither (here: the second call,
+// without a Client) gives the body ErrNotSupported; package mcpserve
+// offers them to MCP clients that declared the capabilities.
+func ExampleCall_Elicit() {
+	cat, _ := catalog.New(catalog.Config{})
+	ctx := context.Background()
+	k, _ := cat.StartTool(ctx, catalog.Tool{Name: "greet-me"}, bindsec.Plan{Public: true},
+		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+			form, err := c.Elicit(ctx, catalog.ElicitRequest{
+				Message: "What is your name?",
+				Schema:  json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","default":"you"}}}`),
+			})
+			if err != nil {
+				return catalog.Result{}, err
+			}
+			if form.Action != catalog.ElicitAccept {
+				return catalog.TextResult("maybe later"), nil
+			}
+			var who struct {
+				Name string `json:"name"`
+			}
+			if err := form.Decode(&who); err != nil {
+				return catalog.Result{}, err
+			}
+			poem, err := c.Sample(ctx, catalog.SampleRequest{
+				Messages:  []catalog.SampleMessage{{Role: catalog.RoleUser, Content: catalog.Content{Type: "text", Text: "A greeting for " + who.Name}}},
+				MaxTokens: 50,
+			})
+			if err != nil {
+				return catalog.Result{}, err
+			}
+			return catalog.TextResult(poem.Content.Text), nil
+		})
+	defer k.Stop(ctx)
+
+	cl := &catalog.Client{
+		Elicit: func(_ context.Context, r catalog.ElicitRequest) (catalog.ElicitResult, error) {
+			return catalog.ElicitResult{Action: catalog.ElicitAccept, Content: map[string]any{"name": "ada"}}, nil
+		},
+		Sample: func(_ context.Context, r catalog.SampleRequest) (catalog.SampleResult, error) {
+			text := r.Messages[0].Content.Text + ": hello, friend"
+			return catalog.SampleResult{Role: catalog.RoleAssistant, Content: catalog.Content{Type: "text", Text: text}}, nil
+		},
+	}
+	res, _ := cat.CallTool(ctx, "greet-me", nil, "", catalog.WithClient(cl))
+	fmt.Println(res.Content[0].Text)
+
+	_, err := cat.CallTool(ctx, "greet-me", nil, "")
+	fmt.Println(errors.Is(err, catalog.ErrNotSupported))
+	// Output:
+	// A greeting for ada: hello, friend
+	// true
+}

@@ -176,3 +176,60 @@ func cut(s string, n int) string {
 	}
 	return s[:n] + "..."
 }
+
+// Defaults. The JSON Schema specification leaves "default" to the
+// application; MCP clients show it, and a typed tool fills it in: an
+// argument the call leaves out gets the default its property declares,
+// the way jsonschema-go's Resolved.ApplyDefaults reads it (properties
+// only, required ones never, nested objects too; no $ref is followed).
+// The arguments are validated as the client sent them, then completed;
+// StartTool checked every default against its property's schema.
+
+// defaultsOf returns the input schema resolved for ApplyDefaults when a
+// property in it (at any depth) declares a default, and nil otherwise.
+func defaultsOf(raw json.RawMessage) (*jsonschema.Resolved, error) {
+	s, err := parseSchema(raw)
+	if err != nil {
+		return nil, err
+	}
+	if !hasPropertyDefaults(s) {
+		return nil, nil
+	}
+	return s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+}
+
+// hasPropertyDefaults reports whether one of s's properties, or of theirs,
+// declares a default: the only defaults ApplyDefaults reads.
+func hasPropertyDefaults(s *jsonschema.Schema) bool {
+	for _, p := range s.Properties {
+		if p != nil && (p.Default != nil || hasPropertyDefaults(p)) {
+			return true
+		}
+	}
+	return false
+}
+
+// withDefaults returns args with rs's defaults filled in. Numbers are kept
+// as written (json.Number), so that an int64 beyond 2^53 survives.
+func withDefaults(rs *jsonschema.Resolved, args json.RawMessage) (out json.RawMessage, err error) {
+	m := map[string]any{}
+	if body := bytes.TrimSpace(args); len(body) > 0 && !isNull(body) {
+		d := json.NewDecoder(bytes.NewReader(body))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			return nil, err
+		}
+	}
+	// ApplyDefaults panics when a default cannot be stored; into a
+	// map[string]any it always can, but a panic here would kill the
+	// consumer, so it is an error instead.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("applying the schema's defaults: %v", p)
+		}
+	}()
+	if err := rs.ApplyDefaults(&m); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}

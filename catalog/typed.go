@@ -28,15 +28,19 @@ type TypedHandler[In, Out any] func(ctx context.Context, c Call, in In) (Out, er
 //     map with string keys; so must Out, unless it is any. Otherwise, or
 //     for a type with no schema (a channel, a func), TypedTool returns
 //     ErrInvalidRoute and the tool cannot start.
-//   - The handler decodes the arguments, which CallTool has checked against
-//     the input schema, into a fresh In (absent arguments leave it zero),
-//     calls h, and returns h's output as StructuredContent (as JSON) with
-//     the same JSON as a text item, for clients that predate structured
-//     content. CallTool checks it against the output schema.
+//   - The handler fills in the input schema's defaults for the properties
+//     the arguments leave out (see schema.go's comment on defaults; an
+//     inferred schema has none, so give a schema with "default" by hand),
+//     decodes the arguments, which CallTool has checked against the input
+//     schema, into a fresh In (absent arguments leave it zero), calls h,
+//     and returns h's output as StructuredContent (as JSON) with the same
+//     JSON as a text item, for clients that predate structured content.
+//     CallTool checks it against the output schema.
 //
 // TypedTool infers the schemas once; the handler costs a decoding of the
-// arguments and an encoding of the output per call. It is safe for
-// concurrent use, and the handler as much as h is.
+// arguments and an encoding of the output per call, and, when the input
+// schema declares defaults, a decoding and an encoding more to fill them
+// in. It is safe for concurrent use, and the handler as much as h is.
 func TypedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler, error) {
 	fail := func(err error) (Tool, ToolHandler, error) {
 		return Tool{}, nil, fmt.Errorf("catalog: typed tool %q: %w: %w", t.Name, ErrInvalidRoute, err)
@@ -66,10 +70,21 @@ func TypedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler,
 			t.OutputSchema = s
 		}
 	}
+	defaults, err := defaultsOf(t.InputSchema)
+	if err != nil {
+		return fail(fmt.Errorf("input schema: %w", err))
+	}
 	body := func(ctx context.Context, c Call) (Result, error) {
 		var in In
-		if len(c.Arguments) > 0 {
-			if err := json.Unmarshal(c.Arguments, &in); err != nil {
+		args := c.Arguments
+		if defaults != nil {
+			var err error
+			if args, err = withDefaults(defaults, args); err != nil {
+				return Result{}, &schemaError{sentinel: ErrInvalidArguments, name: c.Name, cause: err}
+			}
+		}
+		if len(args) > 0 {
+			if err := json.Unmarshal(args, &in); err != nil {
 				// The schema accepted what In cannot hold: a schema given
 				// by hand that does not match In.
 				return Result{}, &schemaError{sentinel: ErrInvalidArguments, name: c.Name, cause: err}

@@ -178,3 +178,60 @@ func TestCallWithClient(t *testing.T) {
 	_, err = c.CallTool(bg, "slow", nil, "", catalog.WithClient(&catalog.Client{}))
 	require.NoError(t, err, "a client that takes nothing")
 }
+
+type defaultsIn struct {
+	Name  string `json:"name"`
+	Count int    `json:"count,omitempty"`
+	Big   int64  `json:"big,omitempty"`
+	Opts  struct {
+		Loud bool   `json:"loud,omitempty"`
+		Mark string `json:"mark,omitempty"`
+	} `json:"opts"`
+}
+
+// TestTypedToolAppliesSchemaDefaults: properties the arguments leave out
+// get the defaults the input schema declares, nested ones too; what the
+// client sent wins, required properties get none, and large integers are
+// not rounded on the way.
+func TestTypedToolAppliesSchemaDefaults(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","required":["name"],"properties":{
+		"name":{"type":"string","default":"never"},
+		"count":{"type":"integer","default":3},
+		"big":{"type":"integer"},
+		"opts":{"type":"object","properties":{"loud":{"type":"boolean","default":true},"mark":{"type":"string","default":"!"}}}}}`)
+	got := make(chan defaultsIn, 1)
+	tool, h, err := catalog.TypedTool(catalog.Tool{Name: "defaults", InputSchema: schema},
+		func(_ context.Context, _ catalog.Call, in defaultsIn) (any, error) { got <- in; return nil, nil })
+	require.NoError(t, err)
+	c := newCatalog(t, catalog.Config{})
+	k, err := c.StartTool(bg, tool, public, h)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.Stop(bg) })
+
+	tests := []struct {
+		args string
+		want string
+	}{
+		{`{"name":"a"}`, `{"name":"a","count":3,"opts":{"loud":true,"mark":"!"}}`},
+		{`{"name":"b","count":0,"opts":{"mark":"?"}}`, `{"name":"b","opts":{"loud":true,"mark":"?"}}`},
+		{`{"name":"c","count":9,"big":9007199254740993,"opts":{"loud":false,"mark":""}}`, `{"name":"c","count":9,"big":9007199254740993,"opts":{}}`},
+	}
+	for _, tt := range tests {
+		_, err := c.CallTool(bg, "defaults", json.RawMessage(tt.args), "")
+		require.NoError(t, err, tt.args)
+		in := <-got
+		raw, _ := json.Marshal(in)
+		assert.JSONEq(t, tt.want, string(raw), tt.args)
+		if in.Big != 0 {
+			// JSONEq compares numbers as float64, which cannot tell.
+			assert.Equal(t, int64(9007199254740993), in.Big, "a large integer rounded")
+		}
+	}
+	_, err = c.CallTool(bg, "defaults", json.RawMessage(`{"count":1}`), "")
+	assert.ErrorIs(t, err, catalog.ErrInvalidArguments, "a required property is not defaulted")
+
+	// A default its property's schema refuses stops the tool at
+	// construction.
+	_, _, err = catalog.TypedTool(catalog.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","default":"x"}}}`)}, add)
+	assert.ErrorIs(t, err, catalog.ErrInvalidRoute)
+}

@@ -4,26 +4,40 @@ package mcpserve
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"unicode/utf8"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/livereg/livereg/catalog"
 )
 
-// callClient is what a tool body reports to over the request's session
-// (catalog.Call.ReportProgress, catalog.Call.Log):
+// callClient is what a tool body reports to, and asks, over the request's
+// session (catalog.Call.ReportProgress, Log, Sample, Elicit):
 //
 //   - progress becomes notifications/progress with the request's progress
 //     token; a request without a token gets none, as the specification
 //     asks, so Progress is nil then;
 //   - log messages become notifications/message, which the SDK sends only
 //     at or above the level the session set with logging/setLevel (none
-//     before it set one).
+//     before it set one);
+//   - sampling and elicitation requests (catalog.Call.Sample,
+//     catalog.Call.Elicit) become sampling/createMessage and
+//     elicitation/create (form mode) to the session's client, offered only
+//     when the client declared the capability in its initialize request
+//     (see offers); otherwise the functions are nil and the body gets
+//     catalog.ErrNotSupported without anything being sent.
 //
-// Both are sent on the session's connection; over streamable HTTP they
+// All are sent on the session's connection; over streamable HTTP they
 // travel on the stream of the request's response, before the result. It
 // returns nil when the request has no session (the SDK always gives one).
+//
+// Cost: the Client and its Log function are two allocations per call, the
+// Progress function one more when the request has a progress token, and
+// Sample and Elicit one each when the client declared the capability;
+// reading the capabilities takes the session's lock once.
 func callClient(req *mcp.CallToolRequest) *catalog.Client {
 	ss := req.Session
 	if ss == nil {
@@ -44,6 +58,17 @@ func callClient(req *mcp.CallToolRequest) *catalog.Client {
 			})
 		}
 	}
+	sampling, elicitation := offers(ss)
+	if sampling {
+		cl.Sample = func(ctx context.Context, r catalog.SampleRequest) (catalog.SampleResult, error) {
+			return sample(ctx, ss, r)
+		}
+	}
+	if elicitation {
+		cl.Elicit = func(ctx context.Context, r catalog.ElicitRequest) (catalog.ElicitResult, error) {
+			return elicit(ctx, ss, r)
+		}
+	}
 	return cl
 }
 
@@ -54,4 +79,114 @@ func knownLevel(l catalog.LogLevel) bool {
 		return true
 	}
 	return false
+}
+
+// serverRequestsEnd is the first protocol version that forbids a server's
+// own requests to the client while it serves one (SEP-2322): sampling and
+// elicitation travel there inside the tool's result instead, a round trip
+// that re-runs the call, which a catalog body cannot express. The SDK
+// refuses the requests on such sessions; offers does not offer them.
+const serverRequestsEnd = "2026-07-28"
+
+// offers reports whether ss's client takes sampling and form elicitation
+// requests: it declared the capability in its initialize request (for
+// elicitation: form mode, or no mode, which means form), on a protocol
+// that allows server requests. A stateless session has no declared
+// capabilities, and its client could not answer anyway.
+func offers(ss *mcp.ServerSession) (sampling, elicitation bool) {
+	p := ss.InitializeParams()
+	if p == nil || p.Capabilities == nil || p.ProtocolVersion >= serverRequestsEnd {
+		return false, false
+	}
+	caps := p.Capabilities
+	if e := caps.Elicitation; e != nil {
+		elicitation = e.Form != nil || e.URL == nil
+	}
+	return caps.Sampling != nil, elicitation
+}
+
+const (
+	methodCreateMessage = "sampling/createMessage"
+	methodElicit        = "elicitation/create"
+)
+
+// sample sends r to ss's client and waits for its completion, or for ctx.
+func sample(ctx context.Context, ss *mcp.ServerSession, r catalog.SampleRequest) (catalog.SampleResult, error) {
+	p := &mcp.CreateMessageParams{
+		MaxTokens: r.MaxTokens, SystemPrompt: r.SystemPrompt, Temperature: r.Temperature,
+		StopSequences: r.StopSequences, Messages: make([]*mcp.SamplingMessage, len(r.Messages)),
+	}
+	for i, m := range r.Messages {
+		c, err := ContentToSDK(m.Content)
+		if err != nil {
+			return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: message %d: %w", methodCreateMessage, i, err)
+		}
+		p.Messages[i] = &mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: c}
+	}
+	if mp := r.Model; len(mp.Hints) > 0 || mp.CostPriority != 0 || mp.SpeedPriority != 0 || mp.IntelligencePriority != 0 {
+		p.ModelPreferences = &mcp.ModelPreferences{
+			CostPriority: mp.CostPriority, SpeedPriority: mp.SpeedPriority, IntelligencePriority: mp.IntelligencePriority,
+		}
+		for _, h := range mp.Hints {
+			p.ModelPreferences.Hints = append(p.ModelPreferences.Hints, &mcp.ModelHint{Name: h})
+		}
+	}
+	res, err := ss.CreateMessage(ctx, p)
+	if err != nil {
+		return catalog.SampleResult{}, askError(ctx, methodCreateMessage, err)
+	}
+	if res.Content == nil {
+		return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: the client's answer has no content", methodCreateMessage)
+	}
+	c, err := ContentFromSDK(res.Content)
+	if err != nil {
+		return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: the client's answer: %w", methodCreateMessage, err)
+	}
+	return catalog.SampleResult{Role: catalog.Role(res.Role), Content: c, Model: res.Model, StopReason: res.StopReason}, nil
+}
+
+// elicit sends r to ss's client as a form and waits for the user's answer,
+// or for ctx. The SDK checks accepted values against the schema and fills
+// in its defaults.
+func elicit(ctx context.Context, ss *mcp.ServerSession, r catalog.ElicitRequest) (catalog.ElicitResult, error) {
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: r.Message, RequestedSchema: r.Schema})
+	if err != nil {
+		return catalog.ElicitResult{}, askError(ctx, methodElicit, err)
+	}
+	switch a := catalog.ElicitAction(res.Action); a {
+	case catalog.ElicitAccept:
+		return catalog.ElicitResult{Action: a, Content: res.Content}, nil
+	case catalog.ElicitDecline, catalog.ElicitCancel:
+		return catalog.ElicitResult{Action: a}, nil
+	}
+	return catalog.ElicitResult{}, fmt.Errorf("mcpserve: %s: the client answered with unknown action %q", methodElicit, cut(res.Action, 64))
+}
+
+// askError describes a failed request to the client. It wraps ctx's error
+// when ctx ended first, so that the server reports the call as ended;
+// otherwise it quotes the client's error at most maxErrorText bytes long,
+// since the client chose it.
+func askError(ctx context.Context, method string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("mcpserve: %s: no answer before the call ended: %w", method, ctx.Err())
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		return fmt.Errorf("mcpserve: %s: the client answered with error %d: %s", method, we.Code, cut(we.Message, maxErrorText))
+	}
+	return fmt.Errorf("mcpserve: %s: %s", method, cut(err.Error(), maxErrorText))
+}
+
+// maxErrorText is how much of a client's error text askError keeps.
+const maxErrorText = 256
+
+// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

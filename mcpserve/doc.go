@@ -39,9 +39,9 @@
 // [Server.MCP] with AddTool or AddResource are not served: start catalog
 // consumers instead. Prompts and resource templates added there are served.
 // The SDK's validation of tool arguments against the input schema runs in
-// the handlers this middleware bypasses: a route body receives the
-// arguments as the client sent them, JSON but unchecked, and validates what
-// it needs itself.
+// the handlers this middleware bypasses; the catalog checks them instead,
+// against the tool's compiled input schema, before the body runs (invalid
+// arguments are -32602).
 //
 // # Capabilities and list_changed
 //
@@ -119,6 +119,18 @@
 // none; its [catalog.Call.Log] becomes notifications/message, sent only at
 // or above the level the session set with logging/setLevel. Both go out on
 // the request's session before its result.
+//
+// A body's [catalog.Call.Sample] and [catalog.Call.Elicit] become
+// sampling/createMessage and elicitation/create (form mode) to the
+// session's client, which the body waits for. They are offered only to a
+// client that declared the sampling or elicitation (form) capability in
+// its initialize request, on a protocol before 2026-07-28 (which forbids a
+// server's own requests while it serves one); otherwise, and on stateless
+// sessions, the body gets [catalog.ErrNotSupported] and nothing is sent.
+// The request ends with the body's context: a client that never answers
+// holds the body until the call is cancelled or its deadline passes, and
+// the SDK tells the client with notifications/cancelled. An accepted form
+// arrives checked against its schema, with the schema's defaults filled in.
 //
 // # Call contexts
 //

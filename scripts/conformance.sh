@@ -33,7 +33,9 @@ scenarios=("$@")
 if [ ${#scenarios[@]} -eq 0 ]; then
   scenarios=(server-initialize ping tools-list tools-call-simple-text tools-call-image tools-call-audio
     tools-call-embedded-resource tools-call-mixed-content tools-call-error resources-list
-    resources-read-text resources-read-binary dns-rebinding-protection)
+    resources-read-text resources-read-binary dns-rebinding-protection
+    tools-call-with-logging tools-call-with-progress tools-call-sampling tools-call-elicitation
+    elicitation-sep1034-defaults elicitation-sep1330-enums json-schema-2020-12)
 fi
 
 work=$(mktemp -d)

@@ -69,5 +69,6 @@ func startConformance(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Con
 	}, public, func(context.Context, catalog.Read) (catalog.Contents, error) {
 		return catalog.Contents{MIMEType: "image/png", Blob: redPixelPNG}, nil
 	})
+	startTalkingTools(s)
 	return s.done()
 }

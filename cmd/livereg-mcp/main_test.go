@@ -164,8 +164,10 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 		}
 		names = append(names, tool.Name)
 	}
-	want := []string{"demo_crash", "demo_restart", "echo", "fortune", "ops_report", "stats", "test_audio_content", "test_embedded_resource", "test_error_handling",
-		"test_image_content", "test_multiple_content_types", "test_simple_text", "whoami"}
+	want := []string{"demo_crash", "demo_restart", "echo", "fortune", "json_schema_2020_12_tool", "ops_report", "stats",
+		"test_audio_content", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
+		"test_embedded_resource", "test_error_handling", "test_image_content", "test_multiple_content_types", "test_sampling",
+		"test_simple_text", "test_tool_with_logging", "test_tool_with_progress", "whoami"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}
@@ -181,7 +183,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	if got := firstText(t, callTool(anon, "echo", map[string]any{"text": "ping"})); got != "ping" {
 		t.Errorf("echo = %q", got)
 	}
-	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":13`) {
+	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":20`) {
 		t.Errorf("stats = %+v", res)
 	}
 	if res := callTool(anon, "whoami", nil); !res.IsError {
