@@ -182,6 +182,51 @@
 // SDK's log records carry a SHA-256 fingerprint instead, which still
 // correlates the lines of one session.
 //
+// # Stateless mode
+//
+// MCP 2026-07-28 ([ProtocolStateless]) has no sessions: a client learns
+// the server with server/discover instead of initialize, sends the
+// protocol version, its capabilities and its identity in every request's
+// _meta, and receives list_changed over subscriptions/listen, a request
+// that stays open as a stream of notifications. The SDK serves that
+// revision over streamable HTTP only when its handler keeps no sessions,
+// so [Options.Stateless] (or [Options.HTTP].Stateless, the same switch)
+// runs it that way. Then
+//
+//   - a client of 2026-07-28 discovers the server, lists and calls tools
+//     and resources with the error mapping above, and hears
+//     tools/list_changed and resources/list_changed, coalesced by the
+//     same notifier, on its subscriptions/listen stream;
+//   - a client of an earlier revision still initializes and is served,
+//     each POST on a session of its own that lasts the request; it gets
+//     no list_changed (there is no standalone stream) and must list
+//     again. Nor can a route body send it a request of its own;
+//   - the credential is the bearer token of each request, as always;
+//     nothing binds requests together, so there is no session binding,
+//     and [Options.MaxSessions], [Options.SessionTimeout] and an event
+//     store mean nothing: a positive value is [ErrInvalidOptions];
+//   - the SDK's INFO lines about each session's connection are logged at
+//     DEBUG, since every request is one, and so are its WARNs about a
+//     list_changed that an older client's request had no stream for.
+//
+// A stateful server (the default) offers the 2026-07-28 client no
+// 2026-07-28: server/discover answers with the earlier revisions, and
+// the SDK's client falls back to initialize at 2025-11-25, with
+// list_changed on its standalone stream. So every client gets list_changed
+// from a stateful server, and only a stateless one speaks 2026-07-28.
+//
+// A subscriptions/listen stream, over any transport, counts against
+// [Options.MaxListenStreams]: at the cap a listen gets JSON-RPC error
+// [CodeOverloaded] with data {"reason":"too_many_listen_streams",
+// "retryable":true} ([ErrTooManyListenStreams]), and open streams are
+// untouched ([Server.ListenStats] counts them). [Server.Close] ends every
+// open stream and refuses later ones; a graceful shutdown of
+// [Server.Serve] ends them first, so that it waits for calls, not for
+// streams that never end by themselves, and refuses new ones while it
+// lasts. An ended stream gets its result; the SDK's client does not
+// listen again by itself. A stream's credential is judged once, when its
+// request arrives, not again while it stays open.
+//
 // # Visibility
 //
 // Today tools/list and resources/list show every live route to every
@@ -227,7 +272,8 @@
 // A Server is safe for concurrent use. Its request handlers run on the SDK's
 // per-request goroutines and share the catalog, two atomic words of the
 // notifier, and the table of sessions and calls in flight (one mutex, and
-// one per session). Its own goroutines are the notifier, which
+// one per session); a subscriptions/listen takes the mutex of the open
+// listen streams when it opens and when it ends. Its own goroutines are the notifier, which
 // [Server.Close] stops, and one per session that forgets the session when
 // it ends. Serve and ListenAndServe run an http.Server until
 // their context ends; ServeTransport and ServeStdio serve one session.

@@ -28,7 +28,9 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
 // down gracefully: it stops accepting connections, waits for the HTTP
 // requests that carry client messages (each lasts until its responses are
 // delivered, so in-flight calls finish and answer), then closes every
-// session of the server, which ends the standalone SSE streams. The whole
+// session of the server, which ends the standalone SSE streams. The
+// subscriptions/listen streams of 2026-07-28 clients are ended first, and
+// new ones refused while the shutdown lasts. The whole
 // shutdown takes at most Options.ShutdownTimeout, whatever route bodies
 // do: the calls still in flight then have their contexts ended, and
 // whatever is still open is closed. Serve returns nil after a shutdown
@@ -77,6 +79,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.log.Info("mcpserve: shutting down", "addr", ln.Addr().String())
+	// A subscriptions/listen stream is a POST that lasts until its client
+	// cancels it: end the streams now, so that the drain below waits for
+	// calls rather than for them, and refuse new ones until the shutdown
+	// is over.
+	s.listens.endAll(errShuttingDown, false)
+	defer s.listens.undrain()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.grace)
 	defer cancel()
 	shut := make(chan error, 1)

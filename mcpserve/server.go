@@ -100,9 +100,20 @@ type Options struct {
 	Credential func(ctx context.Context, req mcp.Request) string
 	// HTTP configures the streamable HTTP handler. nil means the SDK's
 	// defaults: stateful sessions, server-sent events, DNS-rebinding
-	// protection on. A stateless handler has no standalone stream, so its
-	// clients get no list_changed notifications and must list again.
+	// protection on. HTTP.Stateless is the same switch as Stateless.
 	HTTP *mcp.StreamableHTTPOptions
+	// Stateless serves streamable HTTP without sessions, which the MCP
+	// revision 2026-07-28 (ProtocolStateless) needs: see the package doc's
+	// "Stateless mode". Options that only sessions give a meaning to
+	// (a positive SessionTimeout or MaxSessions, an EventStore) are then
+	// ErrInvalidOptions.
+	Stateless bool
+	// MaxListenStreams caps the subscriptions/listen streams open at once,
+	// whatever transport carries them. At the cap a listen gets JSON-RPC
+	// error CodeOverloaded ([ErrTooManyListenStreams]) and open streams
+	// are untouched. 0 means DefaultMaxListenStreams; negative means no
+	// cap.
+	MaxListenStreams int
 	// Path is where ListenAndServe and Serve mount the handler, "/mcp" by
 	// convention; other paths get 404. Empty means every path.
 	Path string
@@ -163,6 +174,7 @@ type Server struct {
 	origins    *http.CrossOriginProtection
 	limits     Limits
 	stateful   bool // the HTTP handler keeps sessions
+	listens    *listenStreams
 	idle       time.Duration
 
 	closeOnce sync.Once
@@ -212,7 +224,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	impl := &mcp.Implementation{Name: orString(opts.Name, DefaultName), Version: orString(opts.Version, DefaultVersion)}
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions: opts.Instructions,
-		Logger:       log,
+		Logger:       sdkLogger(log, opts),
 		// Advertised from the start, also while the catalog is empty:
 		// the SDK would only infer them from its own (unused) tables.
 		Capabilities: &mcp.ServerCapabilities{
@@ -225,6 +237,9 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	})
 	hopts := httpOptions(opts.HTTP, log)
 	hopts.SessionTimeout = sessionTimeout(opts.SessionTimeout, hopts.SessionTimeout)
+	if err := resolveStateless(opts, hopts); err != nil {
+		return nil, err
+	}
 	if opts.RequireCredential < CredentialAuto || opts.RequireCredential > CredentialPerRoute {
 		return nil, fmt.Errorf("%w: unknown credential policy %d", ErrInvalidOptions, opts.RequireCredential)
 	}
@@ -250,6 +265,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		maxResult:  cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
 		calls:      newCalls(),
 		slots:      sessionSlots{max: int64(cmpOr(opts.MaxSessions, DefaultMaxSessions))},
+		listens:    newListenStreams(cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)),
 		credPolicy: opts.RequireCredential,
 		stateful:   !hopts.Stateless,
 		idle:       hopts.SessionTimeout,
@@ -257,6 +273,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		limits:     limits,
 	}
 	srv.AddReceivingMiddleware(s.receive)
+	srv.AddReceivingMiddleware(s.receiveListen)
 	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
 	s.handler = s.front(false)
 	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
@@ -319,6 +336,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.note.close()
+		s.listens.endAll(ErrClosed, true)
 		ctx, cancel := context.WithTimeout(context.Background(), s.grace)
 		defer cancel()
 		s.closeSessions(ctx, ErrClosed, true)

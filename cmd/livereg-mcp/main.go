@@ -12,7 +12,8 @@
 //
 // Usage:
 //
-//	livereg-mcp [-addr host:port] [-path /mcp] [-stdio] [-conformance]
+//	livereg-mcp [-addr host:port] [-path /mcp] [-stdio] [-stateless]
+//	            [-max-listen-streams n] [-conformance]
 //	            [-tokens-file file | -tokens spec] [-url-file file]
 //	            [-metrics host:port] [-log-level level] [-log-json]
 //	            [-shutdown-timeout d]
@@ -20,6 +21,15 @@
 // For a wildcard -addr (0.0.0.0, [::]) it logs, and writes to -url-file,
 // the loopback URL, which a client on the machine can use, and logs the
 // machine's addresses. -metrics serves Prometheus metrics at /metrics.
+//
+// -stateless serves streamable HTTP without sessions, which the MCP
+// revision 2026-07-28 needs: its clients discover the server with
+// server/discover, send the protocol version with every request, and
+// receive list_changed over subscriptions/listen (at most
+// -max-listen-streams such streams at once). Clients of earlier revisions
+// are served too, but without list_changed: they must list again. Without
+// -stateless, a 2026-07-28 client falls back to the initialize handshake
+// of 2025-11-25 and gets list_changed on its session's standalone stream.
 //
 // Bearer tokens come from -tokens-file (a file only its owner may read or
 // write; it is refused otherwise), from -tokens, or, when neither is set,
@@ -72,6 +82,8 @@ const tokensEnv = "LIVEREG_MCP_TOKENS"
 type config struct {
 	addr, path      string
 	stdio           bool
+	stateless       bool
+	maxListens      int
 	conformance     bool
 	tokens          string // the token spec, from whichever source
 	tokensFile      string
@@ -95,6 +107,8 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8931", "TCP address to serve streamable HTTP on")
 	fs.StringVar(&cfg.path, "path", "/mcp", "URL path of the MCP endpoint")
 	fs.BoolVar(&cfg.stdio, "stdio", false, "serve one session over stdin/stdout instead of HTTP")
+	fs.BoolVar(&cfg.stateless, "stateless", false, "serve HTTP without sessions, as MCP 2026-07-28 clients need (legacy clients then get no list_changed)")
+	fs.IntVar(&cfg.maxListens, "max-listen-streams", mcpserve.DefaultMaxListenStreams, "cap on the open subscriptions/listen streams (negative: no cap)")
 	fs.BoolVar(&cfg.conformance, "conformance", false, "also start the fixtures of the MCP conformance suite")
 	fs.StringVar(&cfg.tokens, "tokens", "", "bearer tokens, "+tokenSpecHelp+" (default $"+tokensEnv+
 		"); visible to every user of the machine in ps: prefer -tokens-file or $"+tokensEnv)
@@ -114,6 +128,12 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 		// Not quoted: a stray argument is often the second half of a
 		// -tokens value that a space split.
 		return config{}, fmt.Errorf("%d unexpected argument(s) after the flags (not shown: one may be a token); run with -h", fs.NArg())
+	}
+	switch {
+	case cfg.stateless && cfg.stdio:
+		return config{}, errors.New("-stateless and -stdio are mutually exclusive: stdio has no HTTP sessions to drop")
+	case cfg.maxListens == 0:
+		return config{}, errors.New("-max-listen-streams must not be 0 (negative means no cap)")
 	}
 	switch {
 	case cfg.tokensFile != "" && cfg.tokens != "":
@@ -216,10 +236,12 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	}
 	srv, err := mcpserve.New(cat, mcpserve.Options{
 		Name: "livereg-mcp", Version: version,
-		Instructions:    "Tools and resources served from a livereg catalog.",
-		Logger:          log,
-		Path:            cfg.path,
-		ShutdownTimeout: cfg.shutdownTimeout,
+		Instructions:     "Tools and resources served from a livereg catalog.",
+		Logger:           log,
+		Path:             cfg.path,
+		ShutdownTimeout:  cfg.shutdownTimeout,
+		Stateless:        cfg.stateless,
+		MaxListenStreams: cfg.maxListens,
 	})
 	if err != nil {
 		return err
@@ -248,7 +270,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 			"addr", ln.Addr().String(), "interfaces", interfaceAddrs())
 	}
 	log.Info("serving streamable HTTP", "addr", ln.Addr().String(), "url", url,
-		"tools", stats.Tools, "resources", stats.Resources, "conformance", cfg.conformance)
+		"tools", stats.Tools, "resources", stats.Resources, "conformance", cfg.conformance, "stateless", cfg.stateless)
 	metricsDone := make(chan error, 1)
 	if cfg.metricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.metricsAddr)

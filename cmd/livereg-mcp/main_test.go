@@ -67,6 +67,18 @@ func TestParseArgs(t *testing.T) {
 	if _, err := parseArgs([]string{"extra"}, env, io.Discard); err == nil {
 		t.Error("a stray argument was accepted")
 	}
+	if cfg.stateless || cfg.maxListens != mcpserve.DefaultMaxListenStreams {
+		t.Errorf("stateless defaults = %v, %d", cfg.stateless, cfg.maxListens)
+	}
+	cfg, err = parseArgs([]string{"-stateless", "-max-listen-streams", "7"}, env, io.Discard)
+	if err != nil || !cfg.stateless || cfg.maxListens != 7 {
+		t.Errorf("-stateless -max-listen-streams 7 = %+v, %v", cfg, err)
+	}
+	for _, bad := range [][]string{{"-stateless", "-stdio"}, {"-max-listen-streams", "0"}} {
+		if _, err := parseArgs(bad, env, io.Discard); err == nil {
+			t.Errorf("%v was accepted", bad)
+		}
+	}
 }
 
 // started is a run in progress.

@@ -108,9 +108,9 @@ var newSystem = func(_ context.Context, cfg Config, opts *RunOptions) (System, f
 	}
 	switch {
 	case cfg.Target != "":
-		opts.mcp = &mcpDriver{target: cfg.Target}
+		opts.mcp = &mcpDriver{target: cfg.Target, protocol: cfg.Protocol}
 	case cfg.MCP:
-		opts.mcp = &mcpDriver{cat: sys.Cat}
+		opts.mcp = &mcpDriver{cat: sys.Cat, protocol: cfg.Protocol}
 	}
 	return sys, func() {}, nil
 }

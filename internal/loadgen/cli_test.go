@@ -53,6 +53,14 @@ func TestParseArgs(t *testing.T) {
 			assert.True(t, c.MCP)
 		}, ""},
 		{"target localhost", []string{"-target", "http://localhost:1/"}, nil, ""},
+		{"protocol implies mcp", []string{"-protocol", "2026-07-28"}, func(t *testing.T, c Config) {
+			assert.True(t, c.MCP)
+			assert.Equal(t, ProtocolCurrent, c.Protocol)
+		}, ""},
+		{"protocol legacy", []string{"-mcp", "-protocol", "2025-11-25"}, func(t *testing.T, c Config) {
+			assert.Equal(t, ProtocolLegacy, c.Protocol)
+		}, ""},
+		{"protocol unknown", []string{"-protocol", "2024-01-01"}, nil, `-protocol "2024-01-01": want 2025-11-25 or 2026-07-28`},
 		{"target ipv6 loopback", []string{"-target", "http://[::1]:1/"}, nil, ""},
 		{"unknown flag", []string{"-nope"}, nil, "flag provided but not defined"},
 		{"positional", []string{"extra"}, nil, "unexpected argument"},

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/mcpserve"
 )
 
 // Config is one run's settings. The zero value is not valid; start from
@@ -32,7 +34,25 @@ type Config struct {
 	JSONPath      string // write the report as JSON here; "-" for stdout
 	MCP           bool   // drive calls and listings through an MCP client too
 	Target        string // URL of a running MCP server (loopback only); implies MCP
+	// Protocol is the MCP revision the clients ask for and must get: ""
+	// for the SDK's negotiation against a stateful server (2025-11-25),
+	// or one of Protocols. ProtocolCurrent runs the in-process server
+	// stateless, so that its clients discover it and hear list_changed
+	// over subscriptions/listen. It implies MCP.
+	Protocol string
 }
+
+// Protocols are the MCP revisions -protocol accepts.
+var Protocols = []string{ProtocolLegacy, ProtocolCurrent}
+
+const (
+	// ProtocolLegacy is the revision of a session: initialize, and
+	// list_changed on the session's standalone stream.
+	ProtocolLegacy = "2025-11-25"
+	// ProtocolCurrent is the revision without sessions: server/discover,
+	// and list_changed over subscriptions/listen.
+	ProtocolCurrent = mcpserve.ProtocolStateless
+)
 
 // Mix holds the relative weights of the death shapes and of the resolver
 // operations, and three percentages.
@@ -124,7 +144,7 @@ func sortedMixKeys() []string {
 }
 
 // UsageLine is printed with every flag error.
-const UsageLine = "usage: loadgen [-duration 10s | -ops N] [-resolvers N] [-consumers N] [-names K] [-cap N] [-mix k=v,...] [-seed N] [-json FILE] [-mcp [-target URL]]"
+const UsageLine = "usage: loadgen [-duration 10s | -ops N] [-resolvers N] [-consumers N] [-names K] [-cap N] [-mix k=v,...] [-seed N] [-json FILE] [-mcp [-target URL] [-protocol VERSION]]"
 
 // ParseArgs parses command-line arguments into a Config. It writes the
 // usage text to w for -h (returning flag.ErrHelp) and returns an error
@@ -147,6 +167,8 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	fs.StringVar(&cfg.JSONPath, "json", "", "also write the report as JSON to `FILE` (\"-\" for stdout)")
 	fs.BoolVar(&cfg.MCP, "mcp", false, "drive calls and listings through the official MCP SDK client over streamable HTTP to an in-process mcpserve server on loopback: -resolvers goroutines call through it, one calls in-process beside them")
 	fs.StringVar(&cfg.Target, "target", "", "with -mcp: `URL` of a running livereg-mcp server to call and list instead of the in-process one (loopback only); the invariants are then checked on the in-process catalog only, since the target's consumers are not the loadgen's")
+	fs.StringVar(&cfg.Protocol, "protocol", "", "with -mcp: the MCP `VERSION` the clients ask for and must get, "+strings.Join(Protocols, " or ")+
+		"; "+ProtocolCurrent+" serves the in-process server stateless (server/discover, list_changed over subscriptions/listen), and a -target must run livereg-mcp -stateless; empty means the SDK's own negotiation, which a stateful server settles at "+ProtocolLegacy+" (implies -mcp)")
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -174,7 +196,7 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	default:
 		return cfg, fmt.Errorf("-missing-plan: %q: want pass or deny", *missing)
 	}
-	if cfg.Target != "" {
+	if cfg.Target != "" || cfg.Protocol != "" {
 		cfg.MCP = true
 	}
 	return cfg, cfg.Validate()
@@ -218,6 +240,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-hold %v: want 0 or more", c.Hold)
 	case c.MaxConcurrent < 0 || c.MaxConcurrent > 1024:
 		return fmt.Errorf("-max-concurrent %d: want 0 (no limit) to 1024", c.MaxConcurrent)
+	}
+	if c.Protocol != "" && !slices.Contains(Protocols, c.Protocol) {
+		return fmt.Errorf("-protocol %q: want %s", c.Protocol, strings.Join(Protocols, " or "))
 	}
 	if c.Target != "" {
 		if err := checkLoopbackURL(c.Target); err != nil {

@@ -28,6 +28,12 @@
 // -target, the client drives a running server instead; its consumers are
 // not the loadgen's, so its answers are measured, not checked, and the
 // invariants are checked on the in-process catalog that runs beside it.
+// -protocol 2026-07-28 has the clients speak the MCP revision without
+// sessions: the in-process server runs stateless, each client discovers
+// it with server/discover and hears list_changed over
+// subscriptions/listen, and invariant 10 holds on that path. A run whose
+// clients were given another revision (a -target that is not stateless)
+// fails at the start rather than pass on the wrong protocol.
 //
 // # One clock for "before"
 //
@@ -87,9 +93,10 @@
 //     started consumer, by any death or a Stop, was not followed within
 //     the server's coalescing window plus a generous margin (3 s) by a
 //     tools/list_changed on every client session that was already
-//     receiving notifications when the end began; or, in the probe at the
-//     end of the run, the listing after that notification still showed
-//     the route. During the run any later notification satisfies the
+//     receiving notifications when the end began (on its standalone
+//     stream, or with -protocol 2026-07-28 its subscriptions/listen
+//     stream); or, in the probe at the end of the run, the listing after
+//     that notification still showed the route. During the run any later notification satisfies the
 //     check, since other changes keep the server notifying; so at the end,
 //     with nothing else changing, the probe starts a consumer, lets the
 //     window run out, and ends it by a cancel and then by a Stop, each

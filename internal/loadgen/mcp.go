@@ -24,10 +24,13 @@ import (
 // mcpDriver drives tools/call and tools/list through the official MCP SDK
 // client over streamable HTTP: against an in-process mcpserve server on a
 // loopback port that serves the run's own catalog, or against a running
-// server at a loopback URL (-target).
+// server at a loopback URL (-target). With protocol set its clients ask
+// for that revision and refuse to run on another; ProtocolCurrent serves
+// the in-process server stateless.
 type mcpDriver struct {
-	cat    *catalog.Catalog // served in-process; nil with a target
-	target string
+	cat      *catalog.Catalog // served in-process; nil with a target
+	target   string
+	protocol string // Config.Protocol
 
 	srv      *mcpserve.Server
 	hs       *http.Server
@@ -72,7 +75,7 @@ var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (d *mcpDriver) start(ctx context.Context) error {
 	endpoint := d.target
 	if d.cat != nil {
-		srv, err := mcpserve.New(d.cat, mcpserve.Options{Name: "loadgen", Logger: discardLogger})
+		srv, err := mcpserve.New(d.cat, mcpserve.Options{Name: "loadgen", Logger: discardLogger, Stateless: d.stateless()})
 		if err != nil {
 			return err
 		}
@@ -100,18 +103,32 @@ func (d *mcpDriver) start(ctx context.Context) error {
 			}
 		}
 		client := mcp.NewClient(&mcp.Implementation{Name: "livereg-loadgen", Version: "dev"}, opts)
+		var so *mcp.ClientSessionOptions
+		if d.protocol != "" {
+			so = &mcp.ClientSessionOptions{ProtocolVersion: d.protocol}
+		}
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   endpoint,
 			HTTPClient: &http.Client{Transport: bearerTransport{d.tr, c.token()}},
-			// The standalone stream carries list_changed; without a
-			// checker for them, requests and responses only.
-			DisableStandaloneSSE: d.noted == nil,
-		}, nil)
+			// A legacy session's standalone stream carries list_changed
+			// (a current one's subscriptions/listen, which the client
+			// opens when it has a handler); without a checker for them,
+			// requests and responses only.
+			DisableStandaloneSSE: d.noted == nil || d.stateless(),
+		}, so)
 		if err != nil {
 			d.close()
 			return fmt.Errorf("mcp: connect to %s: %w", endpoint, err)
 		}
 		d.sessions[c] = cs
+		// The SDK falls back to an older revision when the server does
+		// not offer the one asked for; a run that asked must not pass
+		// on another.
+		if got := cs.InitializeResult().ProtocolVersion; d.protocol != "" && got != d.protocol {
+			d.close()
+			return fmt.Errorf("mcp: %s speaks MCP %s, not the %s asked for (a livereg-mcp target needs -stateless for %s)",
+				endpoint, got, d.protocol, ProtocolCurrent)
+		}
 	}
 	return nil
 }
@@ -141,12 +158,24 @@ func (d *mcpDriver) close() {
 	}
 }
 
-// endpointName says what the report calls the server.
+// stateless reports whether the clients speak the revision without
+// sessions, which the in-process server then serves.
+func (d *mcpDriver) stateless() bool { return d.protocol == ProtocolCurrent }
+
+// endpointName says what the report calls the server, and the revision
+// asked for.
 func (d *mcpDriver) endpointName() string {
+	name := "in-process mcpserve on loopback"
 	if d.target != "" {
-		return d.target
+		name = d.target
 	}
-	return "in-process mcpserve on loopback"
+	switch {
+	case d.stateless() && d.target == "":
+		name += ", stateless, MCP " + d.protocol
+	case d.protocol != "":
+		name += ", MCP " + d.protocol
+	}
+	return name
 }
 
 // classifyMCP maps a tools/call answer from mcpserve onto the outcomes of

@@ -44,6 +44,49 @@ func TestRunMCP(t *testing.T) {
 	assert.GreaterOrEqual(t, rep.Checks[InvListChanged.String()], int64(3))
 }
 
+// -protocol 2026-07-28: the clients speak the revision without sessions to
+// a stateless in-process server, and invariant 10 holds over their
+// subscriptions/listen streams, the end-of-run probe included.
+func TestRunMCPCurrentProtocol(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Duration = time.Second
+	cfg.Resolvers = 2
+	cfg.Protocol = ProtocolCurrent
+	cfg.MCP = true
+	sys, err := NewCatalogSystem(cfg)
+	require.NoError(t, err)
+	d := &mcpDriver{cat: sys.Cat, protocol: cfg.Protocol}
+	rep := Run(context.Background(), cfg, sys, RunOptions{mcp: d})
+
+	assert.Zero(t, rep.TotalViolations(), "%v", rep.ViolationExamples)
+	assert.Zero(t, rep.Errors, "%v", rep.ErrorExamples)
+	assert.Contains(t, rep.Mode, "stateless, MCP "+ProtocolCurrent)
+	assert.Positive(t, rep.MCPCallOutcomes["ok"], "%v", rep.MCPCallOutcomes)
+	assert.Positive(t, rep.Ops["mcp_list"].Count)
+	assert.GreaterOrEqual(t, rep.Checks[InvListChanged.String()], int64(3))
+}
+
+// A run that asks for the current revision refuses a server that does not
+// speak it, rather than pass on the legacy one the SDK falls back to.
+func TestMainProtocolRefusesStatefulTarget(t *testing.T) {
+	cat, err := catalog.New(catalog.Config{})
+	require.NoError(t, err)
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: discardLogger})
+	require.NoError(t, err)
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	hs := &http.Server{Handler: srv.Handler()}
+	go hs.Serve(ln)
+	defer hs.Close()
+
+	url := "http://" + ln.Addr().String() + "/mcp"
+	var out, errOut bytes.Buffer
+	code := Main([]string{"-target", url, "-protocol", ProtocolCurrent, "-duration", "200ms", "-resolvers", "1"}, &out, &errOut)
+	assert.Equal(t, ExitViolations, code)
+	assert.Contains(t, out.String()+errOut.String(), "speaks MCP "+ProtocolLegacy+", not the "+ProtocolCurrent)
+}
+
 // -target drives a running server at a loopback URL.
 func TestMainTarget(t *testing.T) {
 	cat, err := catalog.New(catalog.Config{Authenticator: Authenticator()})

@@ -23,9 +23,11 @@ const notifyMargin = 3 * time.Second
 // notifyMargin by a tools/list_changed on each client session.
 //
 // A session counts for an end only if it had already received a
-// notification when the end began. A notification proves that the
-// session's standalone stream was up when the server sent it; a change
-// made before the stream was up may rightly reach nobody. The check is
+// notification when the end began. A notification proves that the stream
+// that carries them was up when the server sent it (a legacy session's
+// standalone stream, or the subscriptions/listen stream of a client of
+// 2026-07-28); a change made before the stream was up may rightly reach
+// nobody. The check is
 // "some notification arrived after the end was observed", which a correct
 // server always sends (the end moved the tools version, and the last
 // change of a burst is always followed by one), so every violation is

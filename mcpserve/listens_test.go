@@ -1,0 +1,149 @@
+package mcpserve_test
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/livereg/livereg/bindsec"
+
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+var listenParams = map[string]any{"notifications": map[string]any{"toolsListChanged": true}}
+
+// untilListens waits until the server counts open listen streams.
+func untilListens(t *testing.T, srv *mcpserve.Server, open int64) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for srv.ListenStats().Open != open {
+		if time.Now().After(deadline) {
+			t.Fatalf("listen streams open = %d, want %d", srv.ListenStats().Open, open)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// At the cap a subscriptions/listen is refused with CodeOverloaded and a
+// reason, the open stream is untouched, and once it ends a new one is
+// admitted.
+func TestListenStreamCap(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	f := newStateless(t, cat, mcpserve.Options{MaxListenStreams: 1})
+	a := f.connectCurrent("")
+	if st := f.srv.ListenStats(); st.Open != 1 || st.Max != 1 {
+		t.Fatalf("after one client: %+v", st)
+	}
+	msgs := messages(t, post(t, f.http.URL, "", "subscriptions/listen", "", listenParams))
+	if len(msgs) != 1 || msgs[0].Error == nil || msgs[0].Error.Code != mcpserve.CodeOverloaded {
+		t.Fatalf("listen at the cap = %+v, want CodeOverloaded", msgs)
+	}
+	var data struct {
+		Reason    string
+		Retryable bool
+	}
+	if err := json.Unmarshal(msgs[0].Error.Data, &data); err != nil || data.Reason != "too_many_listen_streams" || !data.Retryable {
+		t.Errorf("refusal data = %s", msgs[0].Error.Data)
+	}
+	if st := f.srv.ListenStats(); st.Open != 1 || st.Refused != 1 {
+		t.Errorf("after the refusal: %+v", st)
+	}
+	// The open stream still carries notifications.
+	startText(t, cat, context.Background(), "hello", "hi")
+	wait(t, a.tools, "list_changed on the stream admitted first")
+
+	_ = a.Close()
+	untilListens(t, f.srv, 0)
+	b := f.connectCurrent("")
+	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "again"}, bindsec.Plan{Public: true}, victimHandler("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = k.Stop(context.Background()) }()
+	wait(t, b.tools, "list_changed on the stream admitted after the first ended")
+}
+
+// Close ends every open listen stream (their HTTP responses end), refuses
+// new ones, returns within its bound and leaves no goroutine behind.
+func TestCloseEndsListenStreams(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	cat := newCatalog(t, catalog.Config{})
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), Stateless: true, ShutdownTimeout: hangGuard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := wrapFixture(t, cat, srv)
+	c := f.connectCurrent("")
+	ended := make(chan []rpcMessage, 1)
+	resp := post(t, f.http.URL, "", "subscriptions/listen", "", listenParams)
+	go func() { ended <- messages(t, resp) }()
+	untilListens(t, srv, 2)
+
+	closed := make(chan struct{})
+	go func() { _ = srv.Close(); close(closed) }()
+	wait(t, closed, "Close")
+	if st := srv.ListenStats(); st.Open != 0 {
+		t.Errorf("after Close: %+v", st)
+	}
+	select {
+	case msgs := <-ended:
+		if len(msgs) < 1 || msgs[0].Method != "notifications/subscriptions/acknowledged" {
+			t.Errorf("the listen stream carried %+v", msgs)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the listen stream's response did not end at Close")
+	}
+	msgs := messages(t, post(t, f.http.URL, "", "subscriptions/listen", "", listenParams))
+	if len(msgs) != 1 || msgs[0].Error == nil {
+		t.Errorf("listen after Close = %+v, want an error", msgs)
+	}
+	// What the test holds (its client, the HTTP server) goes now, before
+	// the leak check: only the server's goroutines are in question.
+	_ = c.Close()
+	f.http.CloseClientConnections()
+	f.http.Close()
+}
+
+// A graceful shutdown ends the listen streams first, so that it does not
+// wait its whole bound for requests that never end by themselves.
+func TestServeShutdownEndsListenStreams(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	sink := newLogSink("shutting down")
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: slog.New(sink), Stateless: true, ShutdownTimeout: 2 * hangGuard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	url := "http://" + ln.Addr().String() + "/mcp"
+	ended := make(chan []rpcMessage, 1)
+	resp := post(t, url, "", "subscriptions/listen", "", listenParams)
+	go func() { ended <- messages(t, resp) }()
+	untilListens(t, srv, 1)
+
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("the shutdown waited on the open listen stream")
+	}
+	<-ended
+	if sink.has(slog.LevelWarn, "graceful shutdown incomplete") {
+		t.Error("the shutdown had to force connections closed")
+	}
+}

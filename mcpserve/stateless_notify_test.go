@@ -1,0 +1,209 @@
+package mcpserve_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+func TestStatelessDeathPathsNotify(t *testing.T) {
+	for _, dp := range deathPaths {
+		t.Run(dp.name, func(t *testing.T) {
+			cat := newCatalog(t, catalog.Config{})
+			f := newStateless(t, cat, mcpserve.Options{})
+			c := f.connectCurrent("")
+			public := bindsec.Plan{Public: true}
+			ctxA, cancelA := context.WithCancel(context.Background())
+			defer cancelA()
+			a, err := cat.StartTool(ctxA, catalog.Tool{Name: "victim"}, public, victimHandler("A"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait(t, c.tools, "list_changed for the start")
+			if res, err := call(t, c, "victim"); err != nil || text(t, res) != "A" {
+				t.Fatalf("call A = %+v, %v", res, err)
+			}
+			dp.kill(t, c, &a, cancelA)
+			wait(t, c.tools, "list_changed for the death")
+			if names := toolNames(t, c); slices.Contains(names, "victim") {
+				t.Fatalf("tools/list after the death = %v", names)
+			}
+			if _, err := call(t, c, "victim"); rpcCode(err) != jsonrpc.CodeInvalidParams {
+				t.Fatalf("call after the death: err = %v, want -32602", err)
+			}
+			b, err := cat.StartTool(context.Background(), catalog.Tool{Name: "victim"}, public, victimHandler("B"))
+			if err != nil {
+				t.Fatalf("restart: %v", err)
+			}
+			defer func() { _ = b.Stop(context.Background()) }()
+			wait(t, c.tools, "list_changed for the restart")
+			if res, err := call(t, c, "victim"); err != nil || text(t, res) != "B" {
+				t.Fatalf("call B = %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+func TestStatelessDeathAfterWindowNotifies(t *testing.T) {
+	for _, dp := range lateDeathPaths {
+		t.Run(dp.name, func(t *testing.T) {
+			cat := newCatalog(t, catalog.Config{})
+			creator := goroutineID()
+			f := newStateless(t, cat, mcpserve.Options{})
+			c := f.connectCurrent("")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			k, err := cat.StartTool(ctx, catalog.Tool{Name: "victim"}, bindsec.Plan{Public: true}, victimHandler("A"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if k != nil {
+					_ = k.Stop(context.Background())
+				}
+			}()
+			wait(t, c.tools, "list_changed for the start")
+			awaitNotifierIdle(t, creator)
+			dp.kill(t, cat, &k, cancel)
+			wait(t, c.tools, "list_changed for the "+dp.name+" after the window")
+			if names := toolNames(t, c); slices.Contains(names, "victim") {
+				t.Fatalf("tools/list after the death = %v", names)
+			}
+		})
+	}
+}
+
+func TestStatelessResourceDeathNotifies(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	f := newStateless(t, cat, mcpserve.Options{})
+	c := f.connectCurrent("")
+	res := catalog.Resource{URI: "test://r", Name: "r"}
+	reader := func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{Text: "x"}, nil }
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := cat.StartResource(ctx, res, bindsec.Plan{Public: true}, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, c.resources, "resources/list_changed for the start")
+	cancel()
+	wait(t, a.Done(), "the owner to die")
+	wait(t, c.resources, "resources/list_changed for the death")
+	if lr, err := c.ListResources(ctxGuard(t), nil); err != nil || len(lr.Resources) != 0 {
+		t.Fatalf("resources/list after the death = %+v, %v", lr, err)
+	}
+}
+
+func TestStatelessStormCoalesced(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	win := newHeldWindow()
+	srv, err := mcpserve.NewWithWindow(cat, mcpserve.Options{Logger: quietLogger(), Stateless: true}, win.wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := wrapFixture(t, cat, srv)
+	c := f.connectCurrent("")
+	public := bindsec.Plan{Public: true}
+	handler := func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.TextResult("x"), nil }
+	first, err := cat.StartTool(context.Background(), catalog.Tool{Name: "first"}, public, handler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Stop(context.Background()) }()
+	wait(t, win.entered, "the first window")
+	wait(t, c.tools, "the first notification")
+	for i := range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		k, err := cat.StartTool(ctx, catalog.Tool{Name: "storm"}, public, handler)
+		if err != nil {
+			t.Fatalf("restart %d: %v", i, err)
+		}
+		if i%2 == 0 {
+			_ = k.Stop(context.Background())
+		}
+		cancel()
+		<-k.Done()
+	}
+	if st := cat.Stats(); st.ToolSlots != 1 {
+		t.Fatalf("after the storm the catalog holds %d tool slots, want 1", st.ToolSlots)
+	}
+	win.end <- struct{}{}
+	wait(t, win.entered, "the second window")
+	wait(t, c.tools, "the storm's notification")
+	// Nothing changes in the second window; give a wrong send time to
+	// arrive (past the SDK's 10ms debounce) before counting.
+	win.end <- struct{}{}
+	time.Sleep(100 * time.Millisecond)
+	if n := len(c.tools); n != 0 {
+		t.Errorf("the client received %d notifications more than one per window", n)
+	}
+}
+
+func TestStatelessDemotesSessionLifecycleLogs(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	sink := newLogSink()
+	f := newStateless(t, cat, mcpserve.Options{Logger: slog.New(sink)})
+	toolNames(t, f.connectCurrent(""))
+	for _, msg := range []string{"server connecting", "server session connected", "server session disconnected"} {
+		if sink.has(slog.LevelInfo, msg) {
+			t.Errorf("%q logged at INFO", msg)
+		}
+		if !sink.has(slog.LevelDebug, msg) {
+			t.Errorf("%q not logged at DEBUG", msg)
+		}
+	}
+}
+
+func TestStatelessLegacyCallDuringChangeWarnsNothing(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	sink := newLogSink()
+	f := newStateless(t, cat, mcpserve.Options{Logger: slog.New(sink)})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "slow"}, bindsec.Plan{Public: true},
+		func(context.Context, catalog.Call) (catalog.Result, error) {
+			entered <- struct{}{}
+			<-release
+			return catalog.TextResult("done"), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = k.Stop(context.Background()) }()
+	legacy, current := f.connectAt(legacyVersion, ""), f.connectCurrent("")
+	answered := make(chan string, 1)
+	go func() {
+		res, err := call(t, legacy, "slow")
+		if err != nil {
+			t.Errorf("the legacy call: %v", err)
+			answered <- ""
+			return
+		}
+		answered <- text(t, res)
+	}()
+	wait(t, entered, "the legacy call to reach the body")
+	startText(t, cat, context.Background(), "other", "x")
+	// The current client hears of it: the notification has gone out to
+	// every session, the legacy call's among them.
+	wait(t, current.tools, "list_changed for the start")
+	close(release)
+	if got := <-answered; got != "done" {
+		t.Errorf("the legacy call answered %q", got)
+	}
+	if !sink.has(slog.LevelDebug, "undelivered message") {
+		t.Error("the undelivered list_changed was not logged at DEBUG")
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	for _, r := range sink.records {
+		if r.Level >= slog.LevelWarn {
+			t.Errorf("logged at %v: %s", r.Level, r.Message)
+		}
+	}
+}
