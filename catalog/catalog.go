@@ -29,6 +29,10 @@ type Config struct {
 	// MaxTools and MaxResources cap the routes of each kind, dead routes
 	// not yet reclaimed included. 0 means DefaultCap.
 	MaxTools, MaxResources int
+	// MaxPrompts and MaxTemplates cap prompts and resource templates the
+	// same way; 0 means DefaultCap, and negative means the catalog holds
+	// none of that kind (a server then advertises no prompts).
+	MaxPrompts, MaxTemplates int
 	// MissingPlan says what a call to a route without a live plan gets.
 	MissingPlan bindsec.MissingPlanMode
 	// Authenticator turns credentials into principals. nil admits no
@@ -65,6 +69,7 @@ type Catalog struct {
 	resourceMerge    atomic.Pointer[merged[Resource]]
 	log              *slog.Logger
 	counts           counters
+	surf             surface // prompts, resource templates (prompt.go)
 }
 
 // side is one namespace of routes: tools by name, or resources by URI, each
@@ -95,6 +100,9 @@ func New(cfg Config) (*Catalog, error) {
 	}
 	c.resources, err = newSide("resource", ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI, cfg.MissingPlan)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.surf.init(cfg); err != nil {
 		return nil, err
 	}
 	ch := make(chan struct{})
@@ -132,6 +140,7 @@ type startConfig struct {
 	maxConcurrent int // 0: no limit
 	waitingRoom   int // -1: DefaultWaitingRoom
 	noPlan        bool
+	completer     Completer // WithCompleter
 }
 
 // WithoutPlan starts the route without registering a security plan: its

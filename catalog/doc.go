@@ -66,4 +66,35 @@
 // A body reports progress and log messages to its caller through
 // [Call.ReportProgress] and [Call.Log]; the caller supplies a [Client]
 // ([WithClient]), as package mcpserve does for MCP clients.
+//
+// # Prompts, resource templates, subscriptions and completions
+//
+// [Catalog.StartPrompt] and [Catalog.StartResourceTemplate] start the two
+// other kinds of route an MCP server offers, each a namespace of its own
+// with its own cap (Config.MaxPrompts, Config.MaxTemplates; negative
+// turns a kind off) and the same start order, duplicate guard, plans,
+// gate and reclaim as tools. A prompt with two arguments of one name is
+// refused (ErrInvalidRoute); a template that does not parse as RFC 6570
+// (github.com/yosida95/uritemplate/v3), or whose scheme is not literal, is
+// refused (ErrInvalidName). Two templates that differ only in their
+// variable names match the same URIs: the second is ErrDuplicate while
+// the first's owner lives.
+//
+// [Catalog.ReadURI] reads a URI the way resources/read does: a live fixed
+// resource wins; otherwise the live templates that match it compete, and
+// the one with the most literal text reads it, ties going to the smaller
+// template string, so the winner never depends on timing. The reader gets
+// the matched variables in [Read.Vars]. A template whose owner died never
+// matches, and a read that chose it just before the death is refused at
+// its gate (ErrRouteGone). Templates are indexed by the literal text
+// before their first expression, and a quick check of their other literal
+// text spares most candidates the matcher: a read looks at a few templates,
+// not all of them.
+//
+// A resource consumer publishes a change with [Consumer.Updated]; a server
+// listens with [Catalog.OnResourceUpdated], and [Catalog.ResourceOwner]
+// tells it which owner serves a URI now. A prompt or template started
+// [WithCompleter] answers [Catalog.CompletePrompt] and
+// [Catalog.CompleteTemplate] through its plan and gate; the completer dies
+// with its consumer.
 package catalog

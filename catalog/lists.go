@@ -88,7 +88,7 @@ func project[T any](entries []shardreg.Entry[*route], cache *atomic.Pointer[proj
 // a route becoming ready, stopping, or being reclaimed after its owner
 // died, here or, with a Remote, on another replica.
 func (c *Catalog) Version() uint64 {
-	return c.ToolsVersion() + c.ResourcesVersion()
+	return c.ToolsVersion() + c.ResourcesVersion() + c.PromptsVersion() + c.TemplatesVersion()
 }
 
 // ToolsVersion is Version for tools alone.
@@ -132,6 +132,10 @@ type Stats struct {
 	// Duplicates and CapRefusals count starts refused with ErrDuplicate
 	// and ErrCapReached.
 	Duplicates, CapRefusals uint64
+	// Prompts and Templates are ready prompts and resource templates of
+	// live owners; PromptSlots and TemplateSlots their entries held
+	// against the caps.
+	Prompts, Templates, PromptSlots, TemplateSlots int
 }
 
 // Stats returns a summary of the catalog.
@@ -152,5 +156,9 @@ func (c *Catalog) Stats() Stats {
 		Deaths:        deaths,
 		Duplicates:    c.counts.duplicates.Load(),
 		CapRefusals:   c.counts.capRefusals.Load(),
+		Prompts:       len(c.surf.prompts.reg.ListReady()),
+		Templates:     len(c.surf.templates.reg.ListReady()),
+		PromptSlots:   c.surf.prompts.reg.Len(),
+		TemplateSlots: c.surf.templates.reg.Len(),
 	}
 }

@@ -89,6 +89,9 @@ type ToolHandler func(ctx context.Context, c Call) (Result, error)
 type Read struct {
 	URI       string
 	Principal bindsec.Principal
+	// Vars are the variables a resource template matched in URI (see
+	// Catalog.ReadURI); nil for a fixed resource. Read-only.
+	Vars map[string]string
 	// Owner is the route's owner, as in Call.
 	Owner owner.Ref
 }

@@ -38,6 +38,7 @@ const (
 // SDK gets round to cancelling its own. An initialize records which
 // principal created the session.
 func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
+	s.subs.next = next
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
 		case methodCallTool:
@@ -65,6 +66,10 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 			if r, ok := req.(*mcp.ListResourcesRequest); ok {
 				defer s.note.poke()
 				return s.listResources(r)
+			}
+		default:
+			if res, err, ok := s.receiveSurface(ctx, method, req); ok {
+				return res, err
 			}
 		}
 		return next(ctx, method, req)
@@ -151,7 +156,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if p == nil {
 		return nil, invalidParams("resources/read: missing params", nil)
 	}
-	c, err := s.cat.ReadResource(ctx, p.URI, s.credential(ctx, req))
+	c, err := s.cat.ReadURI(ctx, p.URI, s.credential(ctx, req))
 	if err != nil {
 		return nil, s.resourceError(ctx, p.URI, err)
 	}

@@ -33,20 +33,70 @@
 // the SDK's own handlers run and answers them from the catalog, so the hot
 // path is the catalog's: two lock-free hash lookups (the route and its
 // plan), the gate's few atomic operations and the body, on the goroutine
-// the SDK gave the request, with no SDK lock taken. Every other method (initialize,
-// ping, prompts, resource templates, logging, completion, subscriptions) goes
-// on to the SDK untouched. The cost is that tools or resources added to
-// [Server.MCP] with AddTool or AddResource are not served: start catalog
-// consumers instead. Prompts and resource templates added there are served.
+// the SDK gave the request, with no SDK lock taken. The same middleware
+// answers prompts/list, prompts/get, resources/templates/list and
+// completion/complete from the catalog (see "Prompts, templates,
+// subscriptions and completions"); every other method (initialize, ping,
+// logging) goes on to the SDK untouched. The cost is that tools,
+// resources, prompts and resource templates added to [Server.MCP] with
+// the SDK's Add methods are not served: start catalog consumers instead.
 // The SDK's validation of tool arguments against the input schema runs in
 // the handlers this middleware bypasses; the catalog checks them instead,
 // against the tool's compiled input schema, before the body runs (invalid
 // arguments are -32602).
 //
+// # Prompts, templates, subscriptions and completions
+//
+// Prompts ([catalog.Catalog.StartPrompt]) are a third kind of route, under
+// the same owner discipline: prompts/list pages through
+// [catalog.Catalog.PromptsPage] as tools/list does, and prompts/get runs the
+// prompt's handler through [catalog.Catalog.GetPrompt]. A prompt whose owner
+// died, before the lookup or between it and the admission, answers exactly
+// as an unknown prompt: -32602. A missing required argument is -32602 and
+// the handler does not run; a denial is [CodeDenied].
+//
+// resources/templates/list pages through the catalog's resource templates
+// ([catalog.Catalog.StartResourceTemplate]), and resources/read goes
+// through [catalog.Catalog.ReadURI]: a live fixed resource with the URI
+// wins, and otherwise the most specific live template that matches it
+// reads it (the most literal text; between equals, the smaller template
+// string).
+//
+// resources/subscribe is refused with the specification's
+// resource-not-found error (-32602) when no live route, fixed or templated,
+// serves the URI. A consumer's [catalog.Consumer.Updated] sends
+// notifications/resources/updated to the sessions subscribed to its URI,
+// and to no other, from a goroutine of the server's; updates of one URI
+// published while one is being sent go out as one. When the route behind a
+// subscribed URI is gone (its owner died or stopped, and nobody else serves
+// the URI), each subscriber is told once, notifications/resources/updated,
+// before the resources list_changed that drops it from the list; the
+// subscription is then dropped, and a consumer that starts serving the URI
+// later has no subscribers until clients subscribe again. When the route
+// changed hands instead, because a successor took the URI over before the
+// death was seen, subscribers get one updated and stay subscribed. The
+// table of subscriptions forgets a session when it ends and a URI when its
+// last subscriber leaves or its route is gone, and removes both from the
+// SDK's own table as well. A client of the 2026-07-28 revision subscribes
+// on its subscriptions/listen stream; the same rules apply, and the SDK
+// drops its subscriptions when the stream ends.
+//
+// completion/complete reaches the completer that the prompt's or
+// template's consumer started it with ([catalog.WithCompleter]), through
+// the route's plan and admission gate: the completer dies with its
+// consumer, and a completion for a dead owner's route answers as for an
+// unknown one (-32602). A route without a completer answers no values.
+//
 // # Capabilities and list_changed
 //
 // The server advertises tools and resources with listChanged: true from the
-// first initialize, even while the catalog is empty.
+// first initialize, even while the catalog is empty, resources with
+// subscribe: true, prompts with listChanged: true unless the catalog holds
+// no prompts ([catalog.Catalog.HoldsPrompts]), and completions when the
+// catalog can hold prompts or templates. Prompts get prompts list_changed
+// the way tools do, through a hidden sentinel prompt; a change to the
+// templates goes out as resources list_changed, as MCP has no notification
+// of its own for them.
 //
 // One goroutine per Server follows the catalog: it takes
 // [catalog.Catalog.Changes], reads [catalog.Catalog.ToolsVersion] and

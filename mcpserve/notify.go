@@ -19,10 +19,12 @@ type notifier struct {
 	window    func(stop <-chan struct{}) bool // waits out one coalescing window
 	tools     func()                          // sends tools/list_changed
 	resources func()                          // sends resources/list_changed
+	prompts   func()                          // sends prompts/list_changed; nil: none
 
 	// seenTools and seenResources are the versions the last notification
 	// of each kind covered. Only run writes them; poke reads them.
 	seenTools, seenResources atomic.Uint64
+	seenPrompts              atomic.Uint64
 
 	kick     chan struct{} // capacity 1: "look again"
 	stop     chan struct{}
@@ -40,7 +42,8 @@ func newNotifier(cat *catalog.Catalog, window func(<-chan struct{}) bool, tools,
 	// What exists before the first session needs no notification: a
 	// client lists after it connects.
 	n.seenTools.Store(cat.ToolsVersion())
-	n.seenResources.Store(cat.ResourcesVersion())
+	n.seenResources.Store(resourcesVersion(cat))
+	n.seenPrompts.Store(cat.PromptsVersion())
 	return n
 }
 
@@ -57,9 +60,14 @@ func (n *notifier) run() {
 			n.tools()
 			sent = true
 		}
-		if v := n.cat.ResourcesVersion(); v != n.seenResources.Load() {
+		if v := resourcesVersion(n.cat); v != n.seenResources.Load() {
 			n.seenResources.Store(v)
 			n.resources()
+			sent = true
+		}
+		if v := n.cat.PromptsVersion(); v != n.seenPrompts.Load() && n.prompts != nil {
+			n.seenPrompts.Store(v)
+			n.prompts()
 			sent = true
 		}
 		if sent {
@@ -86,7 +94,8 @@ func (n *notifier) run() {
 // owner's death, which then finds the entry gone. Cheap: two atomic loads
 // per version, and a send only when something moved.
 func (n *notifier) poke() {
-	if n.cat.ToolsVersion() == n.seenTools.Load() && n.cat.ResourcesVersion() == n.seenResources.Load() {
+	if n.cat.ToolsVersion() == n.seenTools.Load() && resourcesVersion(n.cat) == n.seenResources.Load() &&
+		(n.prompts == nil || n.cat.PromptsVersion() == n.seenPrompts.Load()) {
 		return
 	}
 	select {
@@ -142,7 +151,16 @@ func (s *Server) toolsChanged() {
 	s.mcp.AddTool(sentinelTool, sentinelToolHandler)
 }
 
+// resourcesVersion is what resources list_changed covers: fixed resources
+// and templates, which MCP gives no notification of their own.
+func resourcesVersion(cat *catalog.Catalog) uint64 {
+	return cat.ResourcesVersion() + cat.TemplatesVersion()
+}
+
 func (s *Server) resourcesChanged() {
+	// Subscribers of a URI whose owner died or changed hear of it first:
+	// updated, then the list_changed below.
+	s.subs.reconcile()
 	s.log.Debug("mcpserve: resources changed; notifying sessions", "version", s.cat.ResourcesVersion())
 	s.mcp.AddResource(sentinelResource, sentinelResourceHandler)
 }

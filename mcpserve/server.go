@@ -175,6 +175,7 @@ type Server struct {
 	limits     Limits
 	stateful   bool // the HTTP handler keeps sessions
 	listens    *listenStreams
+	subs       *subscriptions // resource subscriptions (subscribe.go)
 	idle       time.Duration
 
 	closeOnce sync.Once
@@ -222,14 +223,19 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	// session ID is all it takes to use an unbound session.
 	log = slog.New(redactSessionIDs(log.Handler()))
 	impl := &mcp.Implementation{Name: orString(opts.Name, DefaultName), Version: orString(opts.Version, DefaultVersion)}
+	subs := newSubscriptions(cat, log)
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
-		Instructions: opts.Instructions,
-		Logger:       sdkLogger(log, opts),
+		Instructions:       opts.Instructions,
+		Logger:             sdkLogger(log, opts),
+		SubscribeHandler:   subs.subscribe,
+		UnsubscribeHandler: subs.unsubscribe,
 		// Advertised from the start, also while the catalog is empty:
 		// the SDK would only infer them from its own (unused) tables.
 		Capabilities: &mcp.ServerCapabilities{
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true},
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:     promptCapabilities(cat),
+			Completions: completionCapabilities(cat),
 			// Route bodies log to the client (catalog.Call.Log).
 			//lint:ignore SA1019 deprecated as of protocol 2026-07-28, still served to the clients that use it.
 			Logging: &mcp.LoggingCapabilities{},
@@ -272,11 +278,13 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		origins:    origins,
 		limits:     limits,
 	}
+	s.subs = subs
 	srv.AddReceivingMiddleware(s.receive)
 	srv.AddReceivingMiddleware(s.receiveListen)
 	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
 	s.handler = s.front(false)
 	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
+	s.startSurface()
 	go s.note.run()
 	return s, nil
 }
@@ -308,9 +316,9 @@ func cmpOr[T time.Duration | int64 | int](d, def T) T {
 	return d
 }
 
-// MCP returns the underlying SDK server, to add prompts, resource
-// templates, middleware, or to connect transports directly. Tools and
-// resources added to it are not served: the catalog answers for those.
+// MCP returns the underlying SDK server, to add middleware or to connect
+// transports directly. Tools, resources, prompts and resource templates
+// added to it are not served: the catalog answers for those.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Handler returns the streamable HTTP handler (one per Server, safe for
@@ -336,6 +344,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		s.note.close()
+		s.subs.close()
 		s.listens.endAll(ErrClosed, true)
 		ctx, cancel := context.WithTimeout(context.Background(), s.grace)
 		defer cancel()

@@ -35,7 +35,10 @@ if [ ${#scenarios[@]} -eq 0 ]; then
     tools-call-embedded-resource tools-call-mixed-content tools-call-error resources-list
     resources-read-text resources-read-binary dns-rebinding-protection
     tools-call-with-logging tools-call-with-progress tools-call-sampling tools-call-elicitation
-    elicitation-sep1034-defaults elicitation-sep1330-enums json-schema-2020-12)
+    elicitation-sep1034-defaults elicitation-sep1330-enums json-schema-2020-12
+    logging-set-level server-sse-polling server-sse-multiple-streams resources-templates-read
+    resources-subscribe resources-unsubscribe prompts-list prompts-get-simple prompts-get-with-args
+    prompts-get-embedded-resource prompts-get-with-image completion-complete)
 fi
 
 work=$(mktemp -d)
@@ -61,7 +64,7 @@ for _ in $(seq 1 300); do
 done
 [ -s "$work/url" ] || { echo "conformance: the server did not start in 30s" >&2; cat "$work/server.log" >&2; exit 2; }
 url=$(cat "$work/url")
-echo "conformance: livereg-mcp -conformance ${LIVEREG_MCP_FLAGS:-}at $url"
+echo "conformance: livereg-mcp -conformance ${LIVEREG_MCP_FLAGS:+$LIVEREG_MCP_FLAGS }at $url"
 
 failed=0
 for s in "${scenarios[@]}"; do

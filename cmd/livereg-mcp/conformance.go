@@ -70,5 +70,6 @@ func startConformance(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Con
 		return catalog.Contents{MIMEType: "image/png", Blob: redPixelPNG}, nil
 	})
 	startTalkingTools(s)
+	startSurfaceConformance(s)
 	return s.done()
 }

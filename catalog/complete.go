@@ -1,0 +1,144 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/internal/quote"
+	"github.com/livereg/livereg/owner"
+)
+
+// MaxCompletionValues is the most values a completion answers with, as the
+// MCP specification bounds it; a Completer's extra values are cut, and
+// HasMore set.
+const MaxCompletionValues = 100
+
+// CompletionRequest is one completion/complete as a Completer receives it:
+// the argument (of a prompt) or variable (of a template) being completed,
+// what the user typed so far, and the values already given to the others.
+type CompletionRequest struct {
+	Argument string
+	Value    string
+	// Context holds the other arguments' values, if the client sent them.
+	// Read-only.
+	Context map[string]string
+	// Principal and Owner are as in Call.
+	Principal bindsec.Principal
+	Owner     owner.Ref
+}
+
+// Completion is a Completer's answer: suggested values, best first; Total,
+// if known, counts all the values there are; HasMore says there are more
+// than Values holds.
+type Completion struct {
+	Values  []string
+	Total   int
+	HasMore bool
+}
+
+// Completer suggests values for a prompt's argument or a template's
+// variable. It belongs to the consumer that started the route with
+// WithCompleter, and runs as the route's body does: on the caller's
+// goroutine, through the route's plan and admission gate, so that it never
+// runs for a dead owner; a panic kills the consumer.
+type Completer func(ctx context.Context, r CompletionRequest) (Completion, error)
+
+// WithCompleter gives a prompt or template route a completer. The route's
+// plan guards its completions as it guards its body. A tool or fixed
+// resource has nothing to complete: StartTool and StartResource ignore it.
+func WithCompleter(f Completer) StartOption {
+	return func(s *startConfig) error {
+		if f == nil {
+			return fmt.Errorf("%w: nil completer", ErrInvalidConfig)
+		}
+		s.completer = f
+		return nil
+	}
+}
+
+// takeCompleter returns the completer among opts, if any, and opts. An
+// option's error is left for start to report.
+func takeCompleter(opts []StartOption) ([]StartOption, Completer) {
+	var sc startConfig
+	for _, o := range opts {
+		_ = o(&sc)
+	}
+	return opts, sc.completer
+}
+
+// CompletePrompt completes the argument arg of the prompt name from value,
+// presenting credential to the prompt's plan. A prompt without a completer
+// answers no values. Errors: ErrUnknownPrompt (also for an argument the
+// prompt does not declare, and for a dead owner's prompt), a denial, the
+// errors of admission (ErrRouteGone, ErrRoutePanicked, ErrOverloaded), or
+// the completer's own.
+func (c *Catalog) CompletePrompt(ctx context.Context, name, arg, value string, given map[string]string, credential string) (Completion, error) {
+	rq := CompletionRequest{Argument: arg, Value: value, Context: given}
+	rt, err := c.resolve(ctx, &c.surf.prompts, name, credential, &rq.Principal)
+	if err != nil {
+		return Completion{}, c.refused(ctx, err)
+	}
+	pr := c.promptOf(rt)
+	if pr == nil { // the owner died and its extras are gone
+		return Completion{}, c.refused(ctx, rt.gone())
+	}
+	declared := false
+	for _, a := range pr.prompt.Arguments {
+		declared = declared || a.Name == arg
+	}
+	if !declared {
+		return Completion{}, c.refused(ctx, fmt.Errorf("catalog: prompt %s: %w: no argument %s", quote.Name(name), ErrInvalidArguments, quote.Name(arg)))
+	}
+	return c.runCompleter(ctx, rt, pr.complete, rq)
+}
+
+// CompleteTemplate completes the variable v of the resource template
+// uriTemplate (as listed) from value. It behaves as CompletePrompt, with
+// ErrUnknownResource.
+func (c *Catalog) CompleteTemplate(ctx context.Context, uriTemplate, v, value string, given map[string]string, credential string) (Completion, error) {
+	rq := CompletionRequest{Argument: v, Value: value, Context: given}
+	key, _, err := parseTemplate(uriTemplate)
+	if err != nil {
+		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})
+	}
+	rt, err := c.resolve(ctx, &c.surf.templates, key, credential, &rq.Principal)
+	if err != nil {
+		if errors.Is(err, ErrUnknownResource) {
+			err = &unknownError{ErrUnknownResource, uriTemplate}
+		}
+		return Completion{}, c.refused(ctx, err)
+	}
+	tr := c.templateOf(rt)
+	if tr == nil || tr.tpl.URITemplate != uriTemplate {
+		// Gone, or the live template has other variable names.
+		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})
+	}
+	declared := false
+	for _, n := range tr.tmpl.Varnames() {
+		declared = declared || n == v
+	}
+	if !declared {
+		return Completion{}, c.refused(ctx, fmt.Errorf("catalog: resource template %s: %w: no variable %s", quote.Name(uriTemplate), ErrInvalidArguments, quote.Name(v)))
+	}
+	return c.runCompleter(ctx, rt, tr.complete, rq)
+}
+
+// runCompleter admits a completion through rt's gate and runs f, if any.
+func (c *Catalog) runCompleter(ctx context.Context, rt *route, f Completer, rq CompletionRequest) (res Completion, err error) {
+	s, err := rt.admit(ctx)
+	if err != nil {
+		return Completion{}, c.refused(ctx, err)
+	}
+	defer rt.finish(ctx, s, &err)
+	if f == nil {
+		return Completion{}, nil
+	}
+	rq.Owner = rt.ref
+	res, err = f(ctx, rq)
+	if len(res.Values) > MaxCompletionValues {
+		res.Values, res.HasMore = res.Values[:MaxCompletionValues], true
+	}
+	return res, err
+}

@@ -1,0 +1,84 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/internal/quote"
+)
+
+// methodComplete is answered from the catalog: the completer of the
+// prompt or template the reference names, which belongs to its consumer.
+const methodComplete = "completion/complete"
+
+// The reference types of completion/complete.
+const (
+	refPrompt   = "ref/prompt"
+	refResource = "ref/resource"
+)
+
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Result, error) {
+	p := req.Params
+	if p == nil || p.Ref == nil || p.Argument.Name == "" {
+		return nil, invalidParams("completion/complete: a ref and an argument name are required", nil)
+	}
+	var given map[string]string
+	if p.Context != nil {
+		given = p.Context.Arguments
+	}
+	cred := s.credential(ctx, req)
+	var (
+		c    catalog.Completion
+		err  error
+		what string
+	)
+	switch p.Ref.Type {
+	case refPrompt:
+		what = "prompt " + quote.Name(p.Ref.Name)
+		c, err = s.cat.CompletePrompt(ctx, p.Ref.Name, p.Argument.Name, p.Argument.Value, given, cred)
+	case refResource:
+		what = "resource template " + quote.Name(p.Ref.URI)
+		c, err = s.cat.CompleteTemplate(ctx, p.Ref.URI, p.Argument.Name, p.Argument.Value, given, cred)
+	default:
+		return nil, invalidParams(fmt.Sprintf("completion/complete: unknown ref type %s", quote.Name(p.Ref.Type)), nil)
+	}
+	if err != nil {
+		return nil, s.completeError(ctx, what, err)
+	}
+	values := c.Values
+	if values == nil {
+		values = []string{} // never null on the wire
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: c.Total, HasMore: c.HasMore}}, nil
+}
+
+// completeError maps a completion's failure onto the wire. A route whose
+// owner died, before the lookup or between it and the admission, answers
+// as an unknown one.
+func (s *Server) completeError(ctx context.Context, what string, err error) error {
+	switch {
+	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
+		s.logAuthPanic(err, "completion/complete "+what)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "completion failed: internal error"}
+	case errors.Is(err, catalog.ErrUnknownPrompt), errors.Is(err, catalog.ErrUnknownResource), errors.Is(err, catalog.ErrRouteGone):
+		return invalidParams("unknown "+what, nil)
+	case errors.Is(err, catalog.ErrInvalidArguments):
+		return invalidParams(err.Error(), nil)
+	case catalog.Denied(err):
+		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("%s: %s", what, denial(err))}
+	case errors.Is(err, catalog.ErrRoutePanicked):
+		s.log.Error("mcpserve: completer panicked; its consumer is dead", "ref", what, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "completion failed: internal error"}
+	case errors.Is(err, catalog.ErrOverloaded):
+		return overloaded(what + " is overloaded; retry later")
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("completion of %s: request ended: %v", what, err)}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}

@@ -1,0 +1,189 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/internal/quote"
+)
+
+// The prompt methods the middleware answers from the catalog.
+const (
+	methodListPrompts = "prompts/list"
+	methodGetPrompt   = "prompts/get"
+)
+
+func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
+	var cursor string
+	if req.Params != nil {
+		cursor = req.Params.Cursor
+	}
+	ps, next, err := s.cat.PromptsPage(cursor, s.page)
+	if err != nil {
+		return nil, invalidParams("prompts/list: invalid cursor", nil)
+	}
+	out := &mcp.ListPromptsResult{Prompts: make([]*mcp.Prompt, len(ps)), NextCursor: next, Cacheable: uncached()}
+	for i, p := range ps {
+		out.Prompts[i] = promptToSDK(p)
+	}
+	return out, nil
+}
+
+func promptToSDK(p catalog.Prompt) *mcp.Prompt {
+	out := &mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
+	for _, a := range p.Arguments {
+		out.Arguments = append(out.Arguments, &mcp.PromptArgument{
+			Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required,
+		})
+	}
+	return out
+}
+
+func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.Result, error) {
+	p := req.Params
+	if p == nil {
+		return nil, invalidParams("prompts/get: missing params", nil)
+	}
+	res, err := s.cat.GetPrompt(ctx, p.Name, p.Arguments, s.credential(ctx, req))
+	if err != nil {
+		return nil, s.promptError(ctx, p.Name, err)
+	}
+	q := quote.Name(p.Name)
+	out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, len(res.Messages))}
+	var size int64
+	for i, m := range res.Messages {
+		c, err := ContentToSDK(m.Content)
+		if err != nil {
+			s.log.Error("mcpserve: prompt returned content that cannot be sent", "prompt", q, "err", err)
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s returned a message that cannot be sent", q)}
+		}
+		out.Messages[i] = &mcp.PromptMessage{Role: mcp.Role(m.Role), Content: c}
+		size += toolResultSize(catalog.Result{Content: []catalog.Content{m.Content}})
+	}
+	if n, over := s.overLimit(size); over {
+		s.log.Warn("mcpserve: prompt over the size limit; not sent", "prompt", q, "bytes", n, "limit", s.maxResult)
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+			Message: fmt.Sprintf("prompt %s: its messages of %d bytes exceed this server's limit of %d bytes", q, n, s.maxResult)}
+	}
+	return out, nil
+}
+
+// promptError maps a prompts/get failure onto the wire. A prompt whose
+// owner died between the lookup and the admission answers as an unknown
+// one: -32602, with nothing that tells the two apart.
+func (s *Server) promptError(ctx context.Context, name string, err error) error {
+	q := quote.Name(name)
+	switch {
+	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
+		s.logAuthPanic(err, "prompts/get "+q)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s failed: internal error", q)}
+	case errors.Is(err, catalog.ErrUnknownPrompt), errors.Is(err, catalog.ErrRouteGone):
+		return invalidParams(fmt.Sprintf("unknown prompt %s", q), nil)
+	case errors.Is(err, catalog.ErrInvalidArguments):
+		return invalidParams(err.Error(), nil)
+	case catalog.Denied(err):
+		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("prompt %s: %s", q, denial(err))}
+	case errors.Is(err, catalog.ErrRoutePanicked):
+		s.log.Error("mcpserve: prompt body panicked; its consumer is dead", "prompt", q, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s failed: internal error", q)}
+	case errors.Is(err, catalog.ErrInvalidResult):
+		s.log.Error("mcpserve: prompt returned an invalid result; not sent", "prompt", q, "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s failed: internal error", q)}
+	case errors.Is(err, catalog.ErrOverloaded):
+		return overloaded(fmt.Sprintf("prompt %s is overloaded; retry later", q))
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s: request ended: %v", q, err)}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// The SDK sends prompts list_changed only when its own prompt table
+// changes: the notifier re-adds this sentinel, never listed or got, as it
+// does the tool sentinel.
+var sentinelPrompt = &mcp.Prompt{Name: "livereg.mcpserve.list_changed", Description: "internal: never listed"}
+
+func sentinelPromptHandler(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return nil, invalidParams("unknown prompt", nil)
+}
+
+func (s *Server) promptsChanged() {
+	s.log.Debug("mcpserve: prompts changed; notifying sessions", "version", s.cat.PromptsVersion())
+	s.mcp.AddPrompt(sentinelPrompt, sentinelPromptHandler)
+}
+
+// receiveSurface answers, from the catalog, the methods of prompts,
+// resource templates, completions and subscriptions; ok is false for any
+// other method, which goes on to the SDK. It pokes the notifier after each,
+// as receive does after its own.
+func (s *Server) receiveSurface(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error, ok bool) {
+	switch method {
+	case methodListPrompts:
+		if r, ok := req.(*mcp.ListPromptsRequest); ok {
+			defer s.note.poke()
+			res, err = s.listPrompts(r)
+			return res, err, true
+		}
+	case methodGetPrompt:
+		if r, ok := req.(*mcp.GetPromptRequest); ok {
+			defer s.note.poke()
+			ctx, end := s.calls.start(ctx, req)
+			defer end()
+			res, err = s.getPrompt(ctx, r)
+			return res, err, true
+		}
+	case methodListTemplates:
+		if r, ok := req.(*mcp.ListResourceTemplatesRequest); ok {
+			defer s.note.poke()
+			res, err = s.listResourceTemplates(r)
+			return res, err, true
+		}
+	case methodComplete:
+		if r, ok := req.(*mcp.CompleteRequest); ok {
+			defer s.note.poke()
+			ctx, end := s.calls.start(ctx, req)
+			defer end()
+			res, err = s.complete(ctx, r)
+			return res, err, true
+		}
+	case methodSubscribe:
+		if r, ok := req.(*mcp.SubscribeRequest); ok {
+			res, err = s.subs.subscribeChecked(ctx, method, r)
+			return res, err, true
+		}
+	}
+	return nil, nil, false
+}
+
+// startSurface wires prompts list_changed into the notifier, when the
+// catalog can hold prompts, and starts the subscription table's sender.
+// It runs in New, before the notifier does.
+func (s *Server) startSurface() {
+	if s.cat.HoldsPrompts() {
+		s.note.prompts = s.promptsChanged
+	}
+	s.subs.start(s.mcp)
+}
+
+// promptCapabilities advertises prompts only when the catalog can hold
+// them.
+func promptCapabilities(cat *catalog.Catalog) *mcp.PromptCapabilities {
+	if !cat.HoldsPrompts() {
+		return nil
+	}
+	return &mcp.PromptCapabilities{ListChanged: true}
+}
+
+// completionCapabilities advertises completions when there can be
+// something to complete: a prompt or a template.
+func completionCapabilities(cat *catalog.Catalog) *mcp.CompletionCapabilities {
+	if !cat.HoldsPrompts() && !cat.HoldsResourceTemplates() {
+		return nil
+	}
+	return &mcp.CompletionCapabilities{}
+}

@@ -1,0 +1,285 @@
+package mcpserve
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/owner"
+)
+
+// The subscription methods; the SDK answers them, through the handlers
+// below, and the middleware checks what a resources/subscribe left.
+const (
+	methodSubscribe   = "resources/subscribe"
+	methodUnsubscribe = "resources/unsubscribe"
+)
+
+// subscriptions is the server's table of resource subscriptions: which
+// sessions follow which URI, and whose route served the URI when they
+// subscribed. The SDK keeps a table of its own, which decides who
+// Server.ResourceUpdated reaches; this one decides what the SDK's may
+// hold, and removes from it what the SDK would keep: a URI whose last
+// subscriber left, a session that ended, a URI nobody serves any more.
+//
+// Concurrency: mu guards the maps; sdk serialises the changes to the SDK's
+// table that this table makes, with the subscribes that could race them
+// (see subscribeChecked). Order: sdk, then mu. Updates published by
+// consumers are queued and sent by one goroutine, run, which close stops.
+type subscriptions struct {
+	cat  *catalog.Catalog
+	log  *slog.Logger
+	srv  *mcp.Server
+	next mcp.MethodHandler // the SDK's own handling, beneath the middleware
+
+	sdk       sync.Mutex
+	mu        sync.Mutex
+	byURI     map[string]*uriSubs
+	bySession map[*mcp.ServerSession]map[string]struct{}
+	pending   map[string]struct{} // updates published, not sent yet
+
+	kick         chan struct{}
+	stop, done   chan struct{}
+	stopOnce     sync.Once
+	stopUpdating func()
+}
+
+type uriSubs struct {
+	owner    owner.Ref // the owner of the route that served the URI last we looked
+	sessions map[*mcp.ServerSession]struct{}
+}
+
+// internalKey marks the unsubscribes the table makes itself, so that the
+// handler the SDK calls for them leaves the table alone.
+type internalKey struct{}
+
+func newSubscriptions(cat *catalog.Catalog, log *slog.Logger) *subscriptions {
+	return &subscriptions{
+		cat: cat, log: log,
+		byURI:     make(map[string]*uriSubs),
+		bySession: make(map[*mcp.ServerSession]map[string]struct{}),
+		pending:   make(map[string]struct{}),
+		kick:      make(chan struct{}, 1),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+}
+
+// start begins sending published updates through srv. The middleware has
+// set next by then.
+func (t *subscriptions) start(srv *mcp.Server) {
+	t.srv = srv
+	t.stopUpdating = t.cat.OnResourceUpdated(t.published)
+	go t.run()
+}
+
+// close stops run and the catalog's calls into the table. Idempotent.
+func (t *subscriptions) close() {
+	t.stopOnce.Do(func() {
+		if t.stopUpdating != nil {
+			t.stopUpdating()
+		}
+		close(t.stop)
+	})
+	if t.stopUpdating != nil {
+		<-t.done
+	}
+}
+
+// subscribe is the SDK's SubscribeHandler: a URI that no live route
+// serves (a fixed resource or a template that matches it) is refused
+// with the specification's resource-not-found error, and nothing is
+// recorded.
+func (t *subscriptions) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	o, ok := t.cat.ResourceOwner(uri)
+	if !ok {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	us := t.byURI[uri]
+	if us == nil {
+		us = &uriSubs{owner: o, sessions: make(map[*mcp.ServerSession]struct{})}
+		t.byURI[uri] = us
+	}
+	us.sessions[req.Session] = struct{}{}
+	uris := t.bySession[req.Session]
+	if uris == nil {
+		uris = make(map[string]struct{})
+		t.bySession[req.Session] = uris
+		go t.watch(req.Session)
+	}
+	uris[uri] = struct{}{}
+	return nil
+}
+
+// unsubscribe is the SDK's UnsubscribeHandler. Unsubscribing from a URI
+// not subscribed to succeeds, as the SDK's own table has it.
+func (t *subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	if ctx.Value(internalKey{}) != nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetLocked(req.Session, req.Params.URI)
+	return nil
+}
+
+func (t *subscriptions) forgetLocked(ss *mcp.ServerSession, uri string) {
+	if us := t.byURI[uri]; us != nil {
+		delete(us.sessions, ss)
+		if len(us.sessions) == 0 {
+			delete(t.byURI, uri)
+		}
+	}
+	if uris := t.bySession[ss]; uris != nil {
+		delete(uris, uri)
+		// The session's map stays while the session lives: its watcher
+		// removes it when the session ends.
+	}
+}
+
+// subscribeChecked answers a resources/subscribe through the SDK, which
+// calls subscribe and then records the session in its own table. A
+// death, or the session's end, can drop the subscription from this table
+// in between; then the SDK's entry is removed too and the client is told
+// the resource is not found, since it would never hear of it.
+func (t *subscriptions) subscribeChecked(ctx context.Context, method string, req *mcp.SubscribeRequest) (mcp.Result, error) {
+	t.sdk.Lock()
+	defer t.sdk.Unlock()
+	res, err := t.next(ctx, method, req)
+	if err != nil || req.Params == nil {
+		return res, err
+	}
+	t.mu.Lock()
+	_, held := t.bySession[req.Session][req.Params.URI]
+	t.mu.Unlock()
+	if !held {
+		t.sdkForget(req.Session, req.Params.URI)
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	return res, nil
+}
+
+// sdkForget removes (ss, uri) from the SDK's table, and uri itself once
+// nobody there follows it. Call with t.sdk held and t.mu not.
+func (t *subscriptions) sdkForget(ss *mcp.ServerSession, uri string) {
+	ctx := context.WithValue(context.Background(), internalKey{}, true)
+	if _, err := t.next(ctx, methodUnsubscribe, &mcp.UnsubscribeRequest{Session: ss, Params: &mcp.UnsubscribeParams{URI: uri}}); err != nil {
+		t.log.Warn("mcpserve: dropping a subscription from the SDK's table failed", "err", err)
+	}
+}
+
+// watch drops a session's subscriptions once it ends: one goroutine per
+// session that subscribed, for as long as the session lives.
+func (t *subscriptions) watch(ss *mcp.ServerSession) {
+	_ = ss.Wait()
+	t.sdk.Lock()
+	defer t.sdk.Unlock()
+	t.mu.Lock()
+	uris := t.bySession[ss]
+	delete(t.bySession, ss)
+	for uri := range uris {
+		t.forgetLocked(ss, uri)
+	}
+	t.mu.Unlock()
+	for uri := range uris {
+		t.sdkForget(ss, uri)
+	}
+}
+
+// reconcile runs before every resources list_changed (on the notifier's
+// goroutine): the subscribers of a URI that nobody serves any more get
+// notifications/resources/updated, once, and are then dropped, here and
+// from the SDK's table; those of a URI whose route changed hands (a
+// restart by another consumer) get updated and stay subscribed. It costs
+// a lookup per subscribed URI.
+func (t *subscriptions) reconcile() {
+	t.sdk.Lock()
+	defer t.sdk.Unlock()
+	type gone struct {
+		uri      string
+		sessions []*mcp.ServerSession
+	}
+	var dead []gone
+	var moved []string
+	t.mu.Lock()
+	for uri, us := range t.byURI {
+		o, ok := t.cat.ResourceOwner(uri)
+		switch {
+		case !ok:
+			g := gone{uri: uri}
+			for ss := range us.sessions {
+				g.sessions = append(g.sessions, ss)
+				delete(t.bySession[ss], uri)
+			}
+			delete(t.byURI, uri)
+			dead = append(dead, g)
+		case !o.Same(us.owner):
+			us.owner = o
+			moved = append(moved, uri)
+		}
+	}
+	t.mu.Unlock()
+	for _, uri := range moved {
+		t.send(uri)
+	}
+	for _, g := range dead {
+		t.send(g.uri)
+		for _, ss := range g.sessions {
+			t.sdkForget(ss, g.uri)
+		}
+	}
+}
+
+// published is the catalog's listener: it queues uri if anybody follows
+// it, and returns at once.
+func (t *subscriptions) published(uri string) {
+	t.mu.Lock()
+	_, followed := t.byURI[uri]
+	if followed {
+		t.pending[uri] = struct{}{}
+	}
+	t.mu.Unlock()
+	if followed {
+		select {
+		case t.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// run sends queued updates until close. Updates of one URI published while
+// it waits go out as one.
+func (t *subscriptions) run() {
+	defer close(t.done)
+	for {
+		select {
+		case <-t.kick:
+		case <-t.stop:
+			return
+		}
+		t.mu.Lock()
+		uris := t.pending
+		t.pending = make(map[string]struct{})
+		t.mu.Unlock()
+		for uri := range uris {
+			t.send(uri)
+		}
+	}
+}
+
+func (t *subscriptions) send(uri string) {
+	_ = t.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: uri})
+}
+
+// size returns the URIs and sessions the table holds, for tests.
+func (t *subscriptions) size() (uris, sessions int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.byURI), len(t.bySession)
+}

@@ -1,0 +1,239 @@
+package mcpserve_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+func startWatched(t testing.TB, cat *catalog.Catalog, ctx context.Context, uri string) *catalog.Consumer {
+	t.Helper()
+	k, err := cat.StartResource(ctx, catalog.Resource{URI: uri}, bindsec.Plan{Public: true},
+		func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{Text: uri}, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	return k
+}
+
+// nextUpdate returns the next URI the client was told was updated.
+func nextUpdate(t testing.TB, c *surfaceClient) string {
+	t.Helper()
+	select {
+	case uri := <-c.updated:
+		return uri
+	case <-time.After(hangGuard):
+		t.Fatal("gave up waiting for resources/updated")
+		return ""
+	}
+}
+
+// subscribeTransports are those whose client sends resources/subscribe
+// (2025-11-25) or subscribes on its listen stream (2026-07-28).
+var subscribeTransports = []transport{memoryLegacy, memory, streamable}
+
+func TestSubscribeToUnservedURI(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	f := newFixture(t, cat, mcpserve.Options{})
+	c := f.connectSurface(memoryLegacy)
+	err := c.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://nobody"})
+	if rpcCode(err) != jsonrpc.CodeInvalidParams { // the specification's resource-not-found code
+		t.Fatalf("subscribe to a URI nobody serves: %v", err)
+	}
+	if uris, sessions := f.srv.SubscriptionTable(); uris != 0 || sessions != 0 {
+		t.Fatalf("the refused subscription left %d URIs, %d sessions", uris, sessions)
+	}
+	if !c.InitializeResult().Capabilities.Resources.Subscribe {
+		t.Fatal("subscriptions are not advertised")
+	}
+}
+
+func TestSubscribeOnlySubscribersHear(t *testing.T) {
+	for _, tr := range subscribeTransports {
+		t.Run(string(tr), func(t *testing.T) {
+			cat := newCatalog(t, catalog.Config{})
+			f := newFixture(t, cat, mcpserve.Options{})
+			u := startWatched(t, cat, context.Background(), "test://u")
+			v := startWatched(t, cat, context.Background(), "test://v")
+			a, b := f.connectSurface(tr), f.connectSurface(tr)
+			ctx := ctxGuard(t)
+			if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://u"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://v"}); err != nil {
+				t.Fatal(err)
+			}
+			awaitTable(t, f, 2, 2)
+			if err := u.Updated(); err != nil {
+				t.Fatal(err)
+			}
+			if got := nextUpdate(t, a); got != "test://u" {
+				t.Fatalf("a heard of %s", got)
+			}
+			if err := v.Updated(); err != nil {
+				t.Fatal(err)
+			}
+			// b hears of v first: it never heard of u, which it did not
+			// follow.
+			if got := nextUpdate(t, b); got != "test://v" {
+				t.Fatalf("b heard of %s first", got)
+			}
+			if err := a.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://u"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://v"}); err != nil {
+				t.Fatal(err)
+			}
+			awaitSubscribers(t, f, "test://u", 0)
+			awaitSubscribers(t, f, "test://v", 2)
+			if err := u.Updated(); err != nil {
+				t.Fatal(err)
+			}
+			if err := v.Updated(); err != nil {
+				t.Fatal(err)
+			}
+			if got := nextUpdate(t, a); got != "test://v" {
+				t.Fatalf("a heard of %s after it unsubscribed from it", got)
+			}
+		})
+	}
+}
+
+// awaitTable waits until the subscription table holds uris URIs and
+// sessions sessions: a 2026-07-28 client's subscribe returns before the
+// server has recorded it.
+func awaitTable(t testing.TB, f *fixture, uris, sessions int) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for {
+		u, s := f.srv.SubscriptionTable()
+		if u == uris && s == sessions {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("subscription table holds %d URIs and %d sessions, want %d and %d", u, s, uris, sessions)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// awaitSubscribers waits until n sessions follow uri.
+func awaitSubscribers(t testing.TB, f *fixture, uri string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(hangGuard)
+	for f.srv.SubscribersOf(uri) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sessions follow %s, want %d", f.srv.SubscribersOf(uri), uri, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// When the owner dies, a subscriber hears once: updated, then the list
+// changed; and the subscription is gone.
+func TestSubscribeOwnerDeath(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	f := newFixture(t, cat, mcpserve.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	k := startWatched(t, cat, ctx, "test://dies")
+	v := startWatched(t, cat, context.Background(), "test://v")
+	c := f.connectSurface(memoryLegacy)
+	if err := c.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://dies"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://v"}); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	<-k.Done()
+	if got := nextUpdate(t, c); got != "test://dies" {
+		t.Fatalf("heard of %s", got)
+	}
+	wait(t, c.resources, "resources list_changed after the update")
+	awaitTable(t, f, 1, 1)
+	// A restart later finds no subscriber: the client, told it was gone,
+	// subscribes again if it wants.
+	k2 := startWatched(t, cat, context.Background(), "test://dies")
+	if err := k2.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, c); got != "test://v" {
+		t.Fatalf("heard of %s: told twice, or kept after the death", got)
+	}
+}
+
+// Thousands of sessions subscribe and go away: the table keeps nothing of
+// them.
+func TestSubscriptionTableDoesNotLeak(t *testing.T) {
+	const sessions, uris = 2000, 10
+	cat := newCatalog(t, catalog.Config{})
+	f := newFixture(t, cat, mcpserve.Options{})
+	for i := range uris {
+		startWatched(t, cat, context.Background(), fmt.Sprintf("test://r%d", i))
+	}
+	ctx := ctxGuard(t)
+	for i := range sessions {
+		c := f.connectSurface(memoryLegacy)
+		if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: fmt.Sprintf("test://r%d", i%uris)}); err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			if err := c.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: fmt.Sprintf("test://r%d", i%uris)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	awaitTable(t, f, 0, 0)
+}
+
+// A restart by another consumer that takes the URI over before the death
+// is seen keeps the subscriptions: a subscriber hears one updated, and
+// then the successor's updates.
+func TestSubscriptionSurvivesTakeover(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	win := newHeldWindow()
+	srv, err := mcpserve.NewWithWindow(cat, mcpserve.Options{Logger: quietLogger()}, win.wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := wrapFixture(t, cat, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := startWatched(t, cat, ctx, "test://kept")
+	c := f.connectSurface(memoryLegacy)
+	if err := c.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://kept"}); err != nil {
+		t.Fatal(err)
+	}
+	// A change opens a window, which the test holds while the owner dies
+	// and a successor takes the URI.
+	startWatched(t, cat, context.Background(), "test://other")
+	wait(t, win.entered, "a coalescing window")
+	cancel()
+	<-first.Done()
+	second := startWatched(t, cat, context.Background(), "test://kept")
+	win.end <- struct{}{}
+	if got := nextUpdate(t, c); got != "test://kept" {
+		t.Fatalf("heard of %s", got)
+	}
+	awaitTable(t, f, 1, 1)
+	if err := second.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, c); got != "test://kept" {
+		t.Fatalf("heard of %s", got)
+	}
+}
