@@ -149,6 +149,7 @@ var knownImports = map[string]string{
 	"http":      "net/http",
 	"io":        "io",
 	"json":      "encoding/json",
+	"log":       "log",
 	"os":        "os",
 	"slog":      "log/slog",
 	"strings":   "strings",
