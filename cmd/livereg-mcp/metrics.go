@@ -29,6 +29,8 @@ type metrics struct {
 	calls, deaths, refusals              *prometheus.Desc
 	sessionsOpen, sessionsMax            *prometheus.Desc
 	sessionsOpened, sessionsRefusedTotal *prometheus.Desc
+	listensOpen, listensMax              *prometheus.Desc
+	listensOpened, listensRefusedTotal   *prometheus.Desc
 }
 
 func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
@@ -45,11 +47,16 @@ func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
 		sessionsMax:          prometheus.NewDesc("livereg_mcp_sessions_max", "The cap on HTTP sessions; 0: none.", nil, nil),
 		sessionsOpened:       prometheus.NewDesc("livereg_mcp_sessions_opened_total", "HTTP sessions created.", nil, nil),
 		sessionsRefusedTotal: prometheus.NewDesc("livereg_mcp_sessions_refused_total", "Initializes refused at the session cap.", nil, nil),
+		listensOpen:          prometheus.NewDesc("livereg_mcp_listen_streams_open", "subscriptions/listen streams open now.", nil, nil),
+		listensMax:           prometheus.NewDesc("livereg_mcp_listen_streams_max", "The cap on open listen streams; 0: none.", nil, nil),
+		listensOpened:        prometheus.NewDesc("livereg_mcp_listen_streams_opened_total", "Listen streams admitted.", nil, nil),
+		listensRefusedTotal:  prometheus.NewDesc("livereg_mcp_listen_streams_refused_total", "Listen streams refused at the cap.", nil, nil),
 	}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{m.routes, m.slots, m.version, m.calls, m.deaths, m.refusals, m.sessionsOpen, m.sessionsMax, m.sessionsOpened, m.sessionsRefusedTotal} {
+	for _, d := range []*prometheus.Desc{m.routes, m.slots, m.version, m.calls, m.deaths, m.refusals, m.sessionsOpen, m.sessionsMax, m.sessionsOpened, m.sessionsRefusedTotal,
+		m.listensOpen, m.listensMax, m.listensOpened, m.listensRefusedTotal} {
 		ch <- d
 	}
 }
@@ -58,8 +65,12 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	st := m.cat.Stats()
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(st.Tools), "tool")
 	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(st.Resources), "resource")
+	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(st.Prompts), "prompt")
+	ch <- prometheus.MustNewConstMetric(m.routes, prometheus.GaugeValue, float64(st.Templates), "resource_template")
 	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.ToolSlots), "tool")
 	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.ResourceSlots), "resource")
+	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.PromptSlots), "prompt")
+	ch <- prometheus.MustNewConstMetric(m.slots, prometheus.GaugeValue, float64(st.TemplateSlots), "resource_template")
 	ch <- prometheus.MustNewConstMetric(m.version, prometheus.GaugeValue, float64(st.Version))
 	for _, c := range []struct {
 		outcome string
@@ -81,6 +92,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.sessionsMax, prometheus.GaugeValue, float64(ss.Max))
 	ch <- prometheus.MustNewConstMetric(m.sessionsOpened, prometheus.CounterValue, float64(ss.Opened))
 	ch <- prometheus.MustNewConstMetric(m.sessionsRefusedTotal, prometheus.CounterValue, float64(ss.Refused))
+	ls := m.srv.ListenStats()
+	ch <- prometheus.MustNewConstMetric(m.listensOpen, prometheus.GaugeValue, float64(ls.Open))
+	ch <- prometheus.MustNewConstMetric(m.listensMax, prometheus.GaugeValue, float64(ls.Max))
+	ch <- prometheus.MustNewConstMetric(m.listensOpened, prometheus.CounterValue, float64(ls.Opened))
+	ch <- prometheus.MustNewConstMetric(m.listensRefusedTotal, prometheus.CounterValue, float64(ls.Refused))
 }
 
 // serveMetrics serves /metrics on ln in the Prometheus text format until
