@@ -57,7 +57,10 @@ type callStripe struct {
 
 // counters is what Stats reports beyond the registries' own state.
 type counters struct {
-	calls                   [callStripes]callStripe
+	// calls is an allocation of its own (2 KiB, a size class whose
+	// objects sit on 2 KiB boundaries), so that no stripe shares a cache
+	// line with the catalog's fields that every call reads.
+	calls                   *[callStripes]callStripe
 	deaths                  [4]atomic.Uint64 // stop, cancel, panic, drop
 	duplicates, capRefusals atomic.Uint64
 }
