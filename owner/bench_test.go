@@ -59,3 +59,42 @@ func BenchmarkMintRelease(b *testing.B) {
 }
 
 var sinkInt int
+
+// BenchmarkMintTrackRelease is BenchmarkMintRelease for an owner that a
+// registry tracks: the first Track of a token and the ticks of its death on
+// the registry's clock, beside the same without them.
+func BenchmarkMintTrackRelease(b *testing.B) {
+	var k owner.DeathClock
+	for _, tc := range []struct {
+		name  string
+		track bool
+	}{{"tracked=no", false}, {"tracked=yes", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					t := owner.New()
+					if tc.track && !t.Ref().Track(&k) {
+						b.Error("a live token refused to be tracked")
+					}
+					t.Release()
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkTrackAgain is the cost of Track for a token already tracked on
+// the clock: what every register of an owner with entries pays.
+func BenchmarkTrackAgain(b *testing.B) {
+	var k owner.DeathClock
+	t := owner.New()
+	defer t.Release()
+	r := t.Ref()
+	r.Track(&k)
+	for b.Loop() {
+		if !r.Track(&k) {
+			b.Fatal("refused")
+		}
+	}
+}

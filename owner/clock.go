@@ -46,3 +46,60 @@ func Deaths() (completed uint64, settled bool) {
 	w := clock.Load()
 	return w >> inProgressBits, w&inProgressMask == 0
 }
+
+// A DeathClock is a death clock of its own for the tokens attached to it
+// with [Ref.Track]: it counts their deaths, and only theirs, as [Deaths]
+// counts every death in the process, with the same two counts and the same
+// order (in progress before the token reads dead, completed after). A
+// registry keeps one and attaches to it the owner of every entry before the
+// entry becomes visible: its deaths then prove, as Deaths does, that none
+// of its owners can have died since a reading, while deaths of owners that
+// hold nothing in it leave the clock still.
+//
+// The counts are striped across cache lines, a token's death ticking the
+// stripe its ID picks, so that owners of one registry dying on different
+// cores do not all write one word. Read sums the stripes.
+//
+// The zero DeathClock is ready to use and has counted nothing. A DeathClock
+// must not be copied after first use. It takes clockStripes cache lines.
+// Read is one atomic load per stripe, of lines that only deaths write; a
+// death costs each clock its token is attached to two atomic adds.
+type DeathClock struct {
+	stripes [clockStripes]clockStripe
+}
+
+// clockStripes is the number of stripes of a DeathClock.
+const clockStripes = 8
+
+type clockStripe struct {
+	w atomic.Uint64 // as the process-wide clock: completed, then in progress
+	_ [56]byte
+}
+
+// add adds d to the stripe of the token with the given ID.
+func (c *DeathClock) add(id, d uint64) { c.stripes[id%clockStripes].w.Add(d) }
+
+// Read reports how many deaths of attached tokens have completed, and
+// whether none was in progress when the read looked at it.
+//
+// The rule of [Deaths] applies, restricted to the attached tokens, with one
+// refinement: a reading loads the stripes one after another, so it spans a
+// short interval rather than an instant. If two readings are settled and
+// return the same count, every token attached before the first that was not
+// dead when the first ended had not begun dying when the second began. A
+// death ticks one stripe, in progress and then completed. Begun before the
+// first reading looked at that stripe, it had completed by then (settled),
+// so the token was dead when the first reading ended. Begun after, and
+// before the second reading looked at the stripe, it would show there as in
+// progress or as a count that moved, since completed counts only grow and
+// the sums agree. A token attached after the first reading can only begin
+// dying after its attachment, which the second reading sees the same way.
+func (c *DeathClock) Read() (completed uint64, settled bool) {
+	settled = true
+	for i := range c.stripes {
+		w := c.stripes[i].w.Load()
+		completed += w >> inProgressBits
+		settled = settled && w&inProgressMask == 0
+	}
+	return completed, settled
+}

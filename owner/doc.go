@@ -42,6 +42,14 @@
 // died since, and skip the next sweep. See [Deaths] for the rule that makes
 // this sound.
 //
+// Deaths counts every death in the process, so a registry that trusts it
+// sweeps again whenever any owner anywhere dies. A [DeathClock] counts only
+// the deaths of the tokens tracked on it ([Ref.Track]), by the same rule: a
+// registry tracks the owner of each entry before the entry can be seen, and
+// its clock then moves only when one of its own owners dies. A token keeps
+// its first clock in its own cell, so tracking costs a registry's register
+// no lock and no allocation.
+//
 // # Holds
 //
 // A death moves a token from alive through dying to dead; Alive reads a

@@ -39,3 +39,27 @@ func ExampleRun() {
 	// inside: true
 	// after: false
 }
+
+// A registry keeps a DeathClock of its own and tracks the owner of every
+// entry on it before the entry becomes visible. Two equal settled readings
+// then prove that none of its owners died in between, whatever died
+// elsewhere in the process.
+func ExampleDeathClock() {
+	var clock owner.DeathClock // one per registry
+	mine, elsewhere := owner.New(), owner.New()
+	if !mine.Ref().Track(&clock) { // before mine's entry can be seen
+		fmt.Println("refused: the owner is dying")
+	}
+
+	before, _ := clock.Read()
+	elsewhere.Release() // holds nothing in this registry
+	after, settled := clock.Read()
+	fmt.Println("unrelated death seen:", after != before || !settled)
+
+	mine.Release()
+	after, settled = clock.Read()
+	fmt.Println("own owner's death seen:", after != before || !settled)
+	// Output:
+	// unrelated death seen: false
+	// own owner's death seen: true
+}

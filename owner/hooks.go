@@ -2,7 +2,9 @@ package owner
 
 import (
 	"runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 )
 
 // A Holder holds off the deaths of the tokens it is attached to with
@@ -25,6 +27,10 @@ type hooks struct {
 	sealed  bool // the death began: nothing attaches any more
 	holders []Holder
 	after   []func()
+	// The clocks beyond the cell's first that count this token's death
+	// (see Track): written under mu, copied on write, and read without it,
+	// so that a Track finding its clock already there takes no lock.
+	more atomic.Pointer[[]*DeathClock]
 }
 
 // hooksOf returns c's hooks, allocating them on first use.
@@ -42,15 +48,40 @@ var sealedHooks = &hooks{sealed: true}
 
 // seal stops new attachments and returns what was attached. It runs on the
 // killing goroutine only, after the flip to dying.
-func (c *cell) seal() (holders []Holder, after []func()) {
+//
+// The clocks it returns are final: a Track that comes later is refused, or
+// finds its clock among them. Sealed after the flip to dying, the cell's
+// first clock is final too (see Track).
+func (c *cell) seal() (holders []Holder, after []func(), clocks clockSet) {
+	clocks.first = c.clock0.Load()
 	if c.hooks.CompareAndSwap(nil, sealedHooks) {
-		return nil, nil
+		return nil, nil, clocks
 	}
 	h := c.hooks.Load()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sealed = true
-	return h.holders, h.after
+	if l := h.more.Load(); l != nil {
+		clocks.more = *l
+	}
+	return h.holders, h.after, clocks
+}
+
+// clockSet is the clocks a death ticks, as seal found them.
+type clockSet struct {
+	first *DeathClock // the cell's own; nil when there is none
+	more  []*DeathClock
+}
+
+// add adds d to every clock of the set, on the stripe of the token with
+// the given ID.
+func (s clockSet) add(id, d uint64) {
+	if s.first != nil {
+		s.first.add(id, d)
+	}
+	for _, k := range s.more {
+		k.add(id, d)
+	}
 }
 
 // waitHolders waits until no holder is held. A holder is held only for a
@@ -118,4 +149,70 @@ func (r Ref) AfterDeath(f func()) {
 		<-done
 		f()
 	}()
+}
+
+// Track attaches the clock k to the token behind r, so that the token's
+// death ticks k: counted in progress on k before the token reads dead, and
+// completed after (see [DeathClock]). It reports true when k is attached
+// and the token had not begun dying: then its death will tick k. It
+// reports false when the token is dying or dead, or r is the zero Ref; k
+// may then still count that death, which costs its reader nothing worse
+// than a sweep that finds nothing.
+//
+// A registry tracks the owner of an entry before the entry can be seen,
+// and reports a refusal as the owner's death: then every owner of every
+// visible entry ticks the registry's clock when it dies. An attachment
+// lasts as long as the token; a token that no longer holds anything in the
+// registry only makes the clock tick once more than needed.
+//
+// Cost: a token keeps its first clock in its own cell, so tracking it on
+// one clock takes a compare-and-swap the first time and two loads after,
+// with no lock and no allocation. Further clocks take a mutex and a copy of
+// their list the first time (and, for the token's first hook of any kind,
+// its allocation), and a few loads after. Safe for concurrent use with
+// everything, the token's death included.
+func (r Ref) Track(k *DeathClock) bool {
+	c := r.c
+	if c == nil {
+		return false
+	}
+	// The cell's own clock: announce, then look, as Enter does. A death
+	// flips the cell to dying and then reads the clock (seal): if this
+	// load finds the cell alive, the flip comes later and the death finds
+	// k. If it finds it dying, the death may or may not have found k.
+	first := c.clock0.Load()
+	if first == nil && !c.clock0.CompareAndSwap(nil, k) {
+		first = c.clock0.Load()
+	}
+	if first == nil || first == k {
+		return c.state.Load() == stateAlive
+	}
+	if h := c.hooks.Load(); h != nil && tracks(h, k) {
+		// Added under the lock before any seal, so the death ticks it.
+		return c.state.Load() == stateAlive
+	}
+	hk := c.hooksOf()
+	hk.mu.Lock()
+	defer hk.mu.Unlock()
+	// As in Hold: a death seals after its flip to dying, so one that
+	// sealed before this lock shows here, and one that seals after it
+	// finds k in the list.
+	if hk.sealed || c.state.Load() != stateAlive {
+		return false
+	}
+	if !tracks(hk, k) {
+		var next []*DeathClock
+		if l := hk.more.Load(); l != nil {
+			next = slices.Clip(*l)
+		}
+		next = append(next, k)
+		hk.more.Store(&next)
+	}
+	return true
+}
+
+// tracks reports whether k is among h's further clocks.
+func tracks(h *hooks, k *DeathClock) bool {
+	l := h.more.Load()
+	return l != nil && slices.Contains(*l, k)
 }

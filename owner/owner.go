@@ -25,8 +25,12 @@ type cell struct {
 	holds atomic.Int32 // Enter calls not yet matched by Exit
 	id    uint64
 	done  chan struct{}
-	hooks atomic.Pointer[hooks] // holders and after-death functions; see hooks.go
-	cause atomic.Uint32         // how it died; set by the killer before the flip to dead
+	hooks atomic.Pointer[hooks] // holders, after-death functions and clocks; see hooks.go
+	// The first death clock that tracks this token (see Track), kept here
+	// so that tracking a token on one registry allocates nothing. The cell
+	// stays in the same size class with it.
+	clock0 atomic.Pointer[DeathClock]
+	cause  atomic.Uint32 // how it died; set by the killer before the flip to dead
 }
 
 // lastID numbers cells process-wide; IDs start at 1.
@@ -53,7 +57,11 @@ func (c *cell) kill(cause Cause) bool {
 	for c.holds.Load() != 0 {
 		runtime.Gosched()
 	}
-	holders, after := c.seal()
+	holders, after, clocks := c.seal()
+	// The clocks tracking this token count the death as the process-wide
+	// clock does: in progress before the flip to dead, completed after.
+	// Sealed, the list is final: a Track that comes later is refused.
+	clocks.add(c.id, deathStarted)
 	waitHolders(holders)
 	c.state.Store(stateDead)
 	close(c.done)
@@ -61,6 +69,7 @@ func (c *cell) kill(cause Cause) bool {
 		testHookDeathFlipped()
 	}
 	clock.Add(deathCompleted)
+	clocks.add(c.id, deathCompleted)
 	for _, f := range after {
 		go f()
 	}

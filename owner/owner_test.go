@@ -17,14 +17,21 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// completed reads the completed half of the death clock. Tests in this
-// package never run in parallel and wait for every token they drop, so the
-// clock moves only by the deaths each test causes.
+// completed reads the completed half of the death clock once it settles.
+// Tests in this package never run in parallel and wait for every token
+// they drop, so the clock moves only by the deaths each test causes; but a
+// death counts itself completed a moment after its token reads dead (on
+// the cleanup goroutine, for a dropped one), so the read waits for that,
+// within a bound.
 func completed(t *testing.T) uint64 {
 	t.Helper()
-	c, settled := owner.Deaths()
-	require.True(t, settled, "a death is in progress between tests")
-	return c
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		c, settled := owner.Deaths()
+		if settled {
+			return c
+		}
+		require.False(t, time.Now().After(deadline), "a death stays in progress")
+	}
 }
 
 func isClosed(ch <-chan struct{}) bool {

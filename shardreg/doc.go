@@ -15,8 +15,9 @@
 //   - Before it refuses a register with [ErrCapReached], Register sweeps away
 //     every dead-owner entry under any name, so a dead entry releases its
 //     slot. The sweep visits at most the cap's worth of entries, and it is
-//     skipped, in one atomic load, when [owner.Deaths] proves no owner can
-//     have died since the last one.
+//     skipped, in a load per stripe of the registry's own death clock, when
+//     that clock proves that none of its owners can have died since the
+//     last one; deaths elsewhere in the process never make it sweep.
 //   - [Registry.Resolve] and [Registry.ListReady] skip dead-owner entries and
 //     remove them (Resolve only when no listing holds writes off: it never
 //     waits).
@@ -52,13 +53,57 @@
 // then waits the few instructions until the entry is visible. Holds are
 // never taken while anything else is waited for.
 //
+// # The registry's death clock
+//
+// Each registry keeps an [owner.DeathClock] that only the deaths of its own
+// owners tick, so that owners dying elsewhere in the process cost it
+// nothing. A register tracks its owner on that clock ([owner.Ref.Track])
+// before its entry can be seen, and reports ErrDeadOwner when the owner
+// refuses, which it does once it is dying; the register's hold then keeps
+// the owner alive until the entry is visible. A token is tracked once per
+// registry, however many entries it holds there, so a register whose owner
+// is tracked already pays two loads for it.
+//
+// A register at full cap is refused without a sweep when that clock read
+// (c, settled) when the last full sweep began, before its scan, and reads
+// (c, settled) again now, inside a read of the map that no write
+// overlapped. Let T be the instant this second reading begins: the map then
+// holds what the register read. Then every entry in the map at T has a live
+// owner. Take any entry e there and its owner o, and suppose o dead at T.
+// o was tracked before e became visible, so o's death ticks the clock: in
+// progress before o reads dead, completed after. By the clock's rule
+// ([owner.DeathClock.Read]), o was already dead when the sweep's reading
+// ended, since it was dying by T; so o was dead before the sweep scanned.
+// And e was visible before that death was even counted in progress: the
+// register's hold admits no dying owner, and a death waits for the holds
+// before it ticks. So e was in the map for the whole scan, which therefore
+// met it, found o dead, and removed it. An entry once removed never
+// returns, which contradicts e being in the map at T. So the registry was
+// full of live owners at T, and ErrCapReached is its answer. This is
+// [owner.Deaths]'s argument with "every token" narrowed to "every owner
+// that holds an entry here": the clock of a registry is only ever asked
+// about its own entries' owners.
+//
+// A token that no longer holds anything in the registry stays tracked and
+// still ticks the clock when it dies: one sweep too many, never one too few.
+// Listings use the same clock to keep serving a cached listing in O(1),
+// by the same argument over the listed owners.
+//
+// # Listings
+//
 // Listing needs a consistent view of the whole map, which a concurrent hash
 // map does not give. Every write therefore runs inside a write section that
-// is counted on one atomic word, as the owner package counts deaths: in
-// progress, then completed. A listing reads that word settled, scans, and
-// keeps the scan only when the word has not moved; otherwise it scans
-// again, and after a few disturbed scans it briefly holds new writes off,
-// so writes delay a listing by a bounded number of scans.
+// is counted, as the owner package counts deaths, in progress and then
+// completed, on one stripe of a striped counter: writers on different cores
+// write different cache lines, so writes scale with cores. A listing reads
+// every stripe settled, scans, and keeps the scan only when, stripe by
+// stripe, the counter has not moved (the completed counts only grow, so an
+// unchanged sum with every stripe settled is an unchanged counter);
+// otherwise it scans again, and after a few disturbed scans it briefly
+// holds new writes off, so writes delay a listing by a bounded number of
+// scans. The cap counter stays one word, reserved by compare-and-swap
+// inside the write section: it never passes the cap, not even for an
+// instant.
 //
 // Owner deaths are not writes: nothing can hold them off, and they come
 // from the whole process, so they must not undo a listing, and whether one
@@ -81,9 +126,10 @@
 // The result is cached. A cached listing is still the registry's listing
 // while the write count has not moved and its listed owners are alive
 // (the entries it left out were not ready, which only a write changes, or
-// dead, which lasts). Its owners' liveness comes from the death clock in
-// O(1) while no owner anywhere has died since the listing last saw them
-// alive, and otherwise from one pass over the listed owners. Listers that
+// dead, which lasts). Its owners' liveness comes from the registry's death
+// clock in O(1) while none of the registry's owners has died since the
+// listing last saw them alive, and otherwise from one pass over the listed
+// owners. Listers that
 // find the cache stale share one rebuild. The first change drops the
 // cache, so it never keeps a removed entry's value reachable.
 //

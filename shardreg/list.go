@@ -20,10 +20,11 @@ const DefaultPageSize = 100
 // The returned slice is shared and read-only: callers must not modify it.
 //
 // Cost: while nothing in the registry changes, every call returns the same
-// slice without allocating: in O(1) while no owner anywhere dies, and
-// after a death anywhere in one pass over the listed entries' owners (one
-// load per run of entries of one owner), once, however many owners outside
-// the listing die. After a change, the first call rebuilds the listing: one
+// slice without allocating: in O(1) while none of the registry's owners
+// dies (a load per stripe of the section counter and of the registry's
+// death clock, whatever dies elsewhere in the process), and after such a
+// death in one pass over the listed entries' owners (one load per run of
+// entries of one owner), once. After a change, the first call rebuilds the listing: one
 // scan of the map, one pass over the ready entries' owners, and a sort.
 // Callers that find the cache stale while a rebuild runs wait for it and
 // share the next rebuild's result instead of each running their own, so
@@ -73,22 +74,25 @@ func (r *Registry[V]) ListReady() []Entry[V] {
 // listing now.
 //
 // A cached snapshot was the listing at an instant when the map held exactly
-// what it holds while seq reads the snapshot's version settled: no write
-// completed since, and none is in progress. The entries it did not list were
-// not ready, which only a write changes, or dead, which lasts. So it is
-// still the listing at the instant of the seq load below if each listed
-// owner was still alive then. Two ways to know that:
+// what it holds while the section counter reads the snapshot's version
+// settled: no write completed since, and none is in progress. The entries it
+// did not list were not ready, which only a write changes, or dead, which
+// lasts. So it is still the listing at the instant of the first stripe's
+// load below if each listed owner was still alive then. Two ways to know
+// that:
 //
-//   - the death clock reads settled and unchanged since a reading that was
-//     taken before those owners were last seen alive: no death can have
-//     begun since (see owner.Deaths), in O(1);
-//   - each listed owner reads alive now, hence also at the earlier seq
+//   - the registry's death clock reads settled and unchanged since a
+//     reading that was taken before those owners were last seen alive: the
+//     listed owners held visible entries, so they are tracked on it, and
+//     none of them can have begun dying since (see owner.DeathClock), in
+//     O(1);
+//   - each listed owner reads alive now, hence also at the earlier stripe
 //     load: deaths are permanent. The clock is read first, so when every
 //     owner is alive the snapshot is stamped with the new reading, and the
 //     next call is O(1) again until the clock moves.
 func (r *Registry[V]) cached() ([]Entry[V], bool) {
 	s := r.snap.Load()
-	if s == nil || r.seq.Load() != s.version<<sectionBits {
+	if s == nil || !r.unchangedSince(s.version) {
 		return nil, false
 	}
 	d, settled := r.deaths()
@@ -136,7 +140,7 @@ func (r *Registry[V]) rebuild() []Entry[V] {
 	// A write that completed since the snapshot was taken may have looked
 	// for a cached listing to drop before this store (endWrite): drop it
 	// here instead, so that the cache never holds a removed entry.
-	if r.seq.Load() != s.version<<sectionBits {
+	if !r.unchangedSince(s.version) {
 		r.snap.CompareAndSwap(s, nil)
 	}
 	return s.list

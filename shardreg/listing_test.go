@@ -284,8 +284,8 @@ func TestCachedListingDropsRemovedEntries(t *testing.T) {
 }
 
 // The random check with owners dying elsewhere in the process all along,
-// as consumers come and go in other registries: listings and full
-// registers see the death clock move between any two reads.
+// as consumers come and go in other registries: the process-wide death
+// clock moves between any two reads, and the registry's own must not.
 func TestLinearizabilityUnrelatedDeaths(t *testing.T) {
 	histories := 1000
 	if *long {

@@ -25,8 +25,8 @@ type snapshot[V any] struct {
 // It scans the map once, collecting the ready entries whose owners read
 // alive, and then re-reads those owners in passes until one pass finds none
 // newly dead. The listing is that of the instant just before the clean pass
-// began, where the map was the scanned one (seq says no write completed
-// since the scan began, and none is in progress) and each owner's liveness
+// began, where the map was the scanned one (the section counter says no
+// write completed since the scan began, and none is in progress) and each owner's liveness
 // is known: an owner found dead in an earlier pass was dead then and is dead
 // since, and an owner found alive in the clean pass was alive then, since a
 // death is permanent. Unrelated deaths, which move the process-wide death
@@ -44,8 +44,8 @@ func (r *Registry[V]) takeSnapshot() (s *snapshot[V], dead []*entry[V]) {
 		if frozen {
 			r.freeze()
 		}
-		s1 := r.seq.Load()
-		if !frozen && s1&sectionMask != 0 {
+		v1, settled := r.settledVersion()
+		if !frozen && !settled {
 			runtime.Gosched()
 			continue
 		}
@@ -66,7 +66,7 @@ func (r *Registry[V]) takeSnapshot() (s *snapshot[V], dead []*entry[V]) {
 		})
 		r.fire(hookListScanned)
 		var ok bool
-		s, ok = r.settle(s1, frozen, &ready, &dead)
+		s, ok = r.settle(v1, frozen, &ready, &dead)
 		if frozen {
 			r.thaw()
 		}
@@ -85,13 +85,14 @@ func (r *Registry[V]) takeSnapshot() (s *snapshot[V], dead []*entry[V]) {
 
 // settle runs the liveness passes over the scanned ready entries, moving
 // those whose owners read dead to dead. It reports false when a write has
-// completed or is in progress since the scan began at seq s1: the map is
-// no longer the scanned one and must be scanned again. With writes frozen
-// no write can complete, and settle always succeeds.
-func (r *Registry[V]) settle(s1 uint64, frozen bool, ready, dead *[]*entry[V]) (*snapshot[V], bool) {
+// completed or is in progress since the scan began at version v1: the map
+// is no longer the scanned one and must be scanned again. With writes
+// frozen no write can complete, and settle always succeeds.
+func (r *Registry[V]) settle(v1 uint64, frozen bool, ready, dead *[]*entry[V]) (*snapshot[V], bool) {
 	for {
-		// The instant the listing will be of, if this pass is clean.
-		if !frozen && r.seq.Load() != s1 {
+		// The instant the listing will be of, if this pass is clean: that
+		// of the first stripe's reading.
+		if !frozen && !r.unchangedSince(v1) {
 			return nil, false
 		}
 		// Read before the pass: when the pass finds every owner alive,
@@ -102,7 +103,7 @@ func (r *Registry[V]) settle(s1 uint64, frozen bool, ready, dead *[]*entry[V]) (
 		n := len(*ready)
 		*ready, *dead = keepLive(*ready, *dead)
 		if len(*ready) == n {
-			return &snapshot[V]{version: s1 >> sectionBits, deaths: d, deathsKnown: settled}, true
+			return &snapshot[V]{version: v1, deaths: d, deathsKnown: settled}, true
 		}
 	}
 }

@@ -16,7 +16,9 @@ import (
 )
 
 // The owner dies between Register's first liveness check and its insert:
-// the check under the bucket lock refuses, and nothing is left behind.
+// the tracking of the owner refuses, and nothing is left behind. (When the
+// owner dies after the tracking, the check under the bucket lock refuses:
+// TestOwnerDiesAfterItsTracking.)
 func TestOwnerDiesBeforeInsert(t *testing.T) {
 	r := newReg(t, shardreg.WithCap(1))
 	tok := owner.New()
@@ -66,9 +68,10 @@ func TestOwnerDiesInsideInsert(t *testing.T) {
 	assert.Equal(t, 1, r.Len())
 }
 
-// A register whose owner is dying when it checks under the bucket lock
-// refuses with ErrDeadOwner, and returns only once the death is complete:
-// no one may see the owner alive after the register called it dead.
+// A register whose owner is dying refuses with ErrDeadOwner (its tracking
+// of the owner refuses first; the hold under the bucket lock would too),
+// and returns only once the death is complete: no one may see the owner
+// alive after the register called it dead.
 func TestRegisterRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 	r := newReg(t)
 	holder, tok := live(t), owner.New()
@@ -127,7 +130,7 @@ func TestOwnerDiesDuringItsOwnSweep(t *testing.T) {
 	r := newReg(t, shardreg.WithCap(1))
 	tok := owner.New()
 	require.NoError(t, r.RegisterReady("a", "", tok.Ref()))
-	owner.New().Release() // move the death clock so that the register sweeps
+	// The registry has never swept, so the full register sweeps.
 	r.SetHook(func(p shardreg.HookPoint) {
 		if p == shardreg.HookSweepBegan {
 			tok.Release()
@@ -158,8 +161,8 @@ func TestUnregisterRacingOwnOverwrite(t *testing.T) {
 	}
 }
 
-// fakeClock stands in for owner.Deaths so that a test can hold readings that
-// a real death shows only for nanoseconds.
+// fakeClock stands in for the registry's death clock so that a test can
+// hold readings that a real death shows only for nanoseconds.
 type fakeClock struct {
 	mu        sync.Mutex
 	completed uint64

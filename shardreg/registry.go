@@ -35,21 +35,29 @@ type Registry[V any] struct {
 	m        *xsync.MapOf[string, *entry[V]]
 	cap      int64
 	validate func(string) error
-	deaths   func() (uint64, bool) // owner.Deaths; a seam for tests
+	deaths   func() (uint64, bool) // owners.Read; a seam for tests
 	hook     func(hookPoint)       // nil outside tests
 	scanned  func(name string)     // nil outside tests: called for each entry a listing scans
 	frozen   atomic.Bool           // a reader holds new writes off; see sections.go
+	// The section counter's stripes, each on a line of its own; their
+	// number is a power of two. See sections.go.
+	stripes    []stripe
+	stripeMask uint32
 
-	_ [64]byte // keep the write-hot words below off the lines Resolve reads
+	_ [64]byte // keep the write-hot word below off the lines Resolve reads
 
-	count atomic.Int64  // entries held, dead ones included; never above cap
-	seq   atomic.Uint64 // write sections: completed<<sectionBits | in progress
+	count atomic.Int64 // entries held, dead ones included; never above cap
 
 	_ [64]byte
 
 	// Read by every listing and every changing write, written only when a
 	// listing is cached or dropped: a line of its own.
 	snap atomic.Pointer[snapshot[V]] // cached ListReady result, nil after a change
+
+	// The deaths of this registry's owners, and only theirs: every owner is
+	// tracked on it before its entry can be seen (put). Written only by
+	// those deaths, read by full registers and listings.
+	owners owner.DeathClock
 
 	_ [64]byte
 
@@ -59,7 +67,7 @@ type Registry[V any] struct {
 	// Listers waiting for listMu, and rebuilds begun: see ListReady.
 	listWaiters, rebuilds atomic.Int64
 	sweepMu               sync.Mutex    // one sweep at a time
-	swept                 atomic.Uint64 // death clock when the last full sweep began: c<<1|1, or 0
+	swept                 atomic.Uint64 // owners clock when the last full sweep began: c<<1|1, or 0
 }
 
 // New makes an empty registry. It returns ErrInvalidOption for a bad option.
@@ -70,14 +78,17 @@ func New[V any](opts ...Option) (*Registry[V], error) {
 			return nil, err
 		}
 	}
-	return &Registry[V]{
+	r := &Registry[V]{
 		// Grow-only: a catalog under churn would otherwise shrink and
 		// regrow its table over and over. Its size is bounded by the cap.
 		m:        xsync.NewMapOf[string, *entry[V]](xsync.WithGrowOnly()),
 		cap:      cfg.cap,
 		validate: cfg.validate,
-		deaths:   owner.Deaths,
-	}, nil
+	}
+	n := stripeCount()
+	r.stripes, r.stripeMask = make([]stripe, n), uint32(n-1)
+	r.deaths = r.owners.Read
+	return r, nil
 }
 
 // Register adds a not-ready entry for name, owned by o. Checks run in this
@@ -202,9 +213,19 @@ func (r *Registry[V]) insert(name string, v V, o owner.Ref, ready, overwrite boo
 // put runs one Compute for name inside a write section. A new name takes a
 // slot; a replacement keeps the one it replaces.
 func (r *Registry[V]) put(name string, e *entry[V], overwrite bool) insertOutcome {
+	// Before the entry can be seen, so that the owner's death ticks this
+	// registry's clock (see the package doc). Refused only once the owner
+	// is dying; as below, the death is reported once it is complete. An
+	// owner tracked already costs two loads and no lock.
+	if !e.owner.Track(&r.owners) {
+		r.fire(hookTrackRefused)
+		<-e.owner.Done()
+		return deadOwner
+	}
+	r.fire(hookTracked)
 	var outcome insertOutcome
 	held := false
-	r.beginWrite()
+	st := r.beginWrite()
 	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
 		switch {
 		case loaded && !overwrite && old.owner.Alive():
@@ -238,7 +259,10 @@ func (r *Registry[V]) put(name string, e *entry[V], overwrite bool) insertOutcom
 	if held {
 		e.owner.Exit()
 	}
-	r.endWrite(outcome == inserted || outcome == replaced)
+	r.endWrite(st, outcome == inserted || outcome == replaced)
+	if held {
+		r.fire(hookInserted)
+	}
 	if outcome == deadOwner {
 		// Enter refuses a dying owner, which every other reader still
 		// sees alive. Report the death only once it is complete, so that
@@ -278,7 +302,7 @@ func (r *Registry[V]) MarkReady(name string, o owner.Ref) bool {
 		return true
 	}
 	marked, changed, dying := false, false, false
-	r.beginWrite()
+	st := r.beginWrite()
 	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
 		if !loaded {
 			return nil, true
@@ -300,7 +324,7 @@ func (r *Registry[V]) MarkReady(name string, o owner.Ref) bool {
 		marked = true
 		return old, false
 	})
-	r.endWrite(changed)
+	r.endWrite(st, changed)
 	if dying {
 		<-o.Done() // as in put: report a death only once it is complete
 	}
@@ -386,22 +410,22 @@ func (r *Registry[V]) removeIfCurrent(name string, e *entry[V]) bool {
 // tryRemoveIfCurrent is removeIfCurrent that gives up, without waiting,
 // when a reader holds writes off.
 func (r *Registry[V]) tryRemoveIfCurrent(name string, e *entry[V]) bool {
-	if !r.tryBeginWrite() {
+	st, ok := r.tryBeginWrite()
+	if !ok {
 		return false
 	}
-	return r.removeInSection(name, func(cur *entry[V]) bool { return cur == e })
+	return r.removeInSection(st, name, func(cur *entry[V]) bool { return cur == e })
 }
 
 // remove removes name's entry if match approves it, under the bucket lock,
 // and reports whether it did.
 func (r *Registry[V]) remove(name string, match func(*entry[V]) bool) bool {
-	r.beginWrite()
-	return r.removeInSection(name, match)
+	return r.removeInSection(r.beginWrite(), name, match)
 }
 
 // removeInSection is remove inside a write section that the caller opened
 // and that it closes.
-func (r *Registry[V]) removeInSection(name string, match func(*entry[V]) bool) bool {
+func (r *Registry[V]) removeInSection(st *stripe, name string, match func(*entry[V]) bool) bool {
 	removed := false
 	r.m.Compute(name, func(old *entry[V], loaded bool) (*entry[V], bool) {
 		if !loaded {
@@ -416,6 +440,6 @@ func (r *Registry[V]) removeInSection(name string, match func(*entry[V]) bool) b
 	if removed {
 		r.count.Add(-1)
 	}
-	r.endWrite(removed)
+	r.endWrite(st, removed)
 	return removed
 }

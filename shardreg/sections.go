@@ -1,18 +1,34 @@
 package shardreg
 
-import "runtime"
+import (
+	"math/bits"
+	"runtime"
+	"sync/atomic"
+	"unsafe"
+)
 
 // Write sections make whole-map reads (listings, Len) linearizable on top
 // of a concurrent hash map that offers no snapshot.
 //
 // Every change to the map, or to an entry's ready flag, or to the count,
-// happens inside a section: it first adds one to the "in progress" half of
-// seq, makes the change, then moves itself to "completed" (or just leaves,
-// when it changed nothing). A reader that reads seq settled (nothing in
-// progress), reads, and reads the same settled seq again knows that no
-// write was visible in between, so it saw one instant's state of the map.
-// Owner deaths are not writes and do not move seq; listings deal with them
-// on their own (list.go).
+// happens inside a section. A section is counted on one stripe of the
+// section counter: it first adds one to the stripe's "in progress" half,
+// makes the change, then moves itself to "completed" (or just leaves, when
+// it changed nothing). Owner deaths are not writes and do not move the
+// stripes; listings deal with them on their own (list.go).
+//
+// The counter is striped so that writers on different cores write
+// different cache lines: a write picks its stripe by the address of its
+// own stack, which costs a multiply, and goroutines running at once have
+// different stacks. A reader validates stripe by stripe. It reads every
+// stripe settled (nothing in progress) and sums their completed halves,
+// reads, and then reads every stripe settled again with the same sum. The
+// completed halves only grow, so an equal sum means that each stripe's is
+// unchanged; a section that changed the map during the read would have
+// been in progress or completed on its own stripe at the second reading of
+// that stripe, which came after the change, and it was not in progress at
+// the first reading, which came before. So the reader saw one instant's
+// state of the map: any instant of its read.
 //
 // Under a steady stream of writes a read may keep failing. After
 // optimisticScans tries the reader freezes: it sets frozen, which new writes
@@ -27,11 +43,40 @@ const (
 	optimisticScans = 4
 )
 
-// beginWrite opens a write section, waiting while a reader holds writes
-// off. Sections must not nest: a frozen reader waits for every open section
-// to close.
-func (r *Registry[V]) beginWrite() {
-	for !r.tryBeginWrite() {
+// stripe is one stripe of the section counter: completed<<sectionBits | in
+// progress, on a cache line of its own.
+type stripe struct {
+	w atomic.Uint64
+	_ [56]byte
+}
+
+// maxStripes bounds the stripes, and with them what a reader reads: a
+// listing, Len, or a register at full cap reads every stripe twice.
+const maxStripes = 32
+
+// stripeCount is the number of stripes a new registry gets: four times
+// GOMAXPROCS, rounded up to a power of two, at most maxStripes. Four
+// times, so that two writers rarely share a stripe for long: a goroutine
+// keeps the stripe of its stack.
+func stripeCount() int {
+	return min(1<<bits.Len(uint(4*runtime.GOMAXPROCS(0)-1)), maxStripes)
+}
+
+// pickStripe returns the stripe for a section of the calling goroutine.
+func (r *Registry[V]) pickStripe() *stripe {
+	var here byte
+	h := uint32((uint64(uintptr(unsafe.Pointer(&here))>>11) * 0x9E3779B97F4A7C15) >> 32)
+	return &r.stripes[h&r.stripeMask]
+}
+
+// beginWrite opens a write section on a stripe and returns it, waiting
+// while a reader holds writes off. Sections must not nest: a frozen reader
+// waits for every open section to close.
+func (r *Registry[V]) beginWrite() *stripe {
+	for {
+		if st, ok := r.tryBeginWrite(); ok {
+			return st
+		}
 		r.fire(hookGateWait)
 		r.gate.Lock()
 		//lint:ignore SA2001 an empty critical section is the point: it waits for the reader
@@ -42,29 +87,31 @@ func (r *Registry[V]) beginWrite() {
 // tryBeginWrite opens a write section unless a reader holds writes off,
 // and reports whether it did. It never waits: lookups use it to reclaim a
 // dead entry only when that costs them nothing.
-func (r *Registry[V]) tryBeginWrite() bool {
-	r.seq.Add(sectionStarted)
+func (r *Registry[V]) tryBeginWrite() (*stripe, bool) {
+	st := r.pickStripe()
+	st.w.Add(sectionStarted)
 	if !r.frozen.Load() {
-		return true
+		return st, true
 	}
 	// A reader is freezing writes. Step back out of its way; it saw this
 	// section either before it froze or not at all, since both sides
 	// announce themselves before they look.
-	r.seq.Add(sectionNoChange)
-	return false
+	st.w.Add(sectionNoChange)
+	return nil, false
 }
 
-// endWrite closes a write section; changed says whether it changed anything
-// a reader could see, which bumps the version and drops the cached listing,
-// so that the cache never keeps a removed entry's value reachable. The drop
-// costs a writer one load of a line that only listings write, and a store
-// only for the first change after a listing was cached.
-func (r *Registry[V]) endWrite(changed bool) {
+// endWrite closes a write section on its stripe; changed says whether it
+// changed anything a reader could see, which bumps the version and drops
+// the cached listing, so that the cache never keeps a removed entry's
+// value reachable. The drop costs a writer one load of a line that only
+// listings write, and a store only for the first change after a listing
+// was cached.
+func (r *Registry[V]) endWrite(st *stripe, changed bool) {
 	if !changed {
-		r.seq.Add(sectionNoChange)
+		st.w.Add(sectionNoChange)
 		return
 	}
-	r.seq.Add(sectionChanged)
+	st.w.Add(sectionChanged)
 	// After the version moved: a listing that stores its snapshot after
 	// this load sees the new version and drops the snapshot itself (see
 	// rebuild), so one of the two always drops it.
@@ -73,11 +120,34 @@ func (r *Registry[V]) endWrite(changed bool) {
 	}
 }
 
+// settledVersion reads every stripe and returns the sum of their completed
+// halves, and whether no stripe had a section in progress when read.
+func (r *Registry[V]) settledVersion() (version uint64, settled bool) {
+	settled = true
+	for i := range r.stripes {
+		w := r.stripes[i].w.Load()
+		version += w >> sectionBits
+		settled = settled && w&sectionMask == 0
+	}
+	return version, settled
+}
+
+// unchangedSince reports whether every stripe reads settled and their
+// completed halves sum to v, read by a settled settledVersion earlier: then
+// no write section completed a change since that reading, and none is in
+// progress (see above).
+func (r *Registry[V]) unchangedSince(v uint64) bool {
+	now, settled := r.settledVersion()
+	return settled && now == v
+}
+
 // Version returns a number that grows with every change a listing can see:
 // an insert, a replacement, a removal (a prune included) or a ready flip. It
 // does not move on an owner's death until the dead entry is reclaimed.
+// Cost: one load per stripe.
 func (r *Registry[V]) Version() uint64 {
-	return r.seq.Load() >> sectionBits
+	v, _ := r.settledVersion()
+	return v
 }
 
 // readConsistent calls read until one call overlaps no write section, and
@@ -85,31 +155,33 @@ func (r *Registry[V]) Version() uint64 {
 // and must not write to the registry.
 func (r *Registry[V]) readConsistent(read func()) uint64 {
 	for range optimisticScans {
-		s1 := r.seq.Load()
-		if s1&sectionMask != 0 {
+		v, settled := r.settledVersion()
+		if !settled {
 			runtime.Gosched()
 			continue
 		}
 		read()
-		if r.seq.Load() == s1 {
-			return s1 >> sectionBits
+		if r.unchangedSince(v) {
+			return v
 		}
 	}
 	r.freeze()
 	defer r.thaw()
 	read()
-	return r.seq.Load() >> sectionBits
+	return r.Version()
 }
 
 // freeze holds new writes off and waits for the open sections to close.
-// From its return until thaw no write can complete, so the completed half
-// of seq stands still; its in-progress half may still flicker with writers
+// From its return until thaw no write can complete, so the completed
+// halves stand still; the in-progress halves may still flicker with writers
 // that announce themselves, see the freeze and step back without writing.
 func (r *Registry[V]) freeze() {
 	r.gate.Lock()
 	r.frozen.Store(true)
-	for r.seq.Load()&sectionMask != 0 {
-		runtime.Gosched()
+	for i := range r.stripes {
+		for r.stripes[i].w.Load()&sectionMask != 0 {
+			runtime.Gosched()
+		}
 	}
 }
 

@@ -21,10 +21,12 @@ func (r *Registry[V]) makeRoom() {
 	}
 }
 
-// sweepIsCurrent reports whether no owner can have died since the last full
-// sweep began. That holds exactly when the death clock reads settled now
-// with the same completed count it read, also settled, when that sweep
-// began; see owner.Deaths.
+// sweepIsCurrent reports whether no owner of an entry can have died since
+// the last full sweep began. That holds exactly when the registry's own
+// death clock, which only its owners' deaths tick, reads settled now with the
+// same completed count it read, also settled, when that sweep began; see
+// owner.DeathClock and the package doc. Deaths of owners that hold nothing
+// here leave it true.
 func (r *Registry[V]) sweepIsCurrent() bool {
 	c, settled := r.deaths()
 	return settled && r.swept.Load() == c<<1|1
@@ -49,6 +51,7 @@ func (r *Registry[V]) sweepLocked() int {
 	} else {
 		r.swept.Store(0)
 	}
+	r.fire(hookSweepEnded)
 	return removed
 }
 
@@ -58,13 +61,17 @@ type hookPoint uint8
 const (
 	hookBeforeInsert      hookPoint = iota // after an insert's checks, before its Compute
 	hookInsideInsert                       // in the Compute, after the owner was found alive
-	hookSweepBegan                         // after a sweep read the death clock
+	hookSweepBegan                         // after a sweep read the registry's death clock
 	hookListScanned                        // after a listing's scan, before it is validated
 	hookLivenessPass                       // before each pass of a listing over its owners
 	hookListWait                           // before a listing waits for the one rebuilding the cache
 	hookBeforeCacheStore                   // after a listing's rebuild, before it is cached
 	hookGateWait                           // before a write waits for a reader holding writes off
 	hookUnregisterChecked                  // after UnregisterOwned's lock-free owner check passed, before its Compute
+	hookTrackRefused                       // after an insert's owner refused to be tracked, before the wait for its death
+	hookTracked                            // after an insert's owner was tracked, before its write section opens
+	hookInserted                           // after an insert's entry became visible and its write section closed
+	hookSweepEnded                         // after a sweep recorded the clock reading it began with
 )
 
 func (r *Registry[V]) fire(p hookPoint) {
