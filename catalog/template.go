@@ -382,14 +382,18 @@ func (x *templateIndex) match(c *Catalog, uri string) (*templateRoute, map[strin
 			if best != nil && !t.better(best) {
 				break // the rest of the group is worse still
 			}
-			if !t.rt.ref.Alive() || !t.mayMatch(uri) {
+			if !t.mayMatch(uri) {
+				continue
+			}
+			// The registry before the route: the index holds a route from
+			// before its start has set it up, and the registry hands out
+			// only a ready route of a live owner, its lookup ordered after
+			// the start that made it ready.
+			if rt, _, ok := c.surf.templates.reg.Lookup(t.key); !ok || rt != t.rt {
 				continue
 			}
 			v := t.tmpl.Match(uri)
 			if v == nil {
-				continue
-			}
-			if rt, _, ok := c.surf.templates.reg.Lookup(t.key); !ok || rt != t.rt {
 				continue
 			}
 			best, vals = t, v

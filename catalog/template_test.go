@@ -221,3 +221,31 @@ func ExampleCatalog_StartResourceTemplate() {
 	fmt.Println(res.Text, res.MIMEType, err)
 	// Output: contents of readme in docs text/plain <nil>
 }
+
+// Reads that race the starts of the templates they match: the index
+// holds a route before its start has set it up, so a read must reach the
+// route through the registry, which orders it after the start. Under
+// -race, a read that touches an indexed route first is reported.
+func TestTemplateReadRacingStart(t *testing.T) {
+	c := newCatalog(t, catalog.Config{})
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				_, _ = c.ReadURI(bg, "race://x/1", "")
+			}
+		}
+	}()
+	for range 300 {
+		k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: "race://x/{id}", Name: "race"}, public, tag("race", nil))
+		require.NoError(t, err)
+		require.NoError(t, k.Stop(bg))
+	}
+	close(stop)
+	<-done
+}

@@ -1,8 +1,10 @@
 // Command loadgen is livereg's stress test: it hammers an in-process
-// catalog with parallel calls, listings, starts and stops while consumers
-// die in every way ADR-0068 names (clean stop, context cancel, panic in the
-// route body, drop without stop), checks the ADR's seven invariants as it
-// runs, and reports throughput, latency percentiles and violations.
+// catalog with parallel calls, prompt gets, templated reads, listings,
+// starts and stops of tools, prompts and resource templates while
+// consumers die in every way ADR-0068 names (clean stop, context cancel,
+// panic in the route body, drop without stop), checks the ADR's invariants
+// (eleven, listed in package internal/loadgen) as it runs, and reports
+// throughput, latency percentiles and violations.
 //
 // Usage:
 //

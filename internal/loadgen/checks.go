@@ -58,9 +58,22 @@ type deadEntryChecker struct {
 	lookup func(id uint64) *record
 }
 
-// listed checks a listing that began at clock reading begin.
+// listedEntry is one route of a listing: its name (a template's URI
+// template) and its title, the owner's tag.
+type listedEntry struct{ Name, Title string }
+
+// listed checks a tool listing that began at clock reading begin.
 func (c deadEntryChecker) listed(begin uint64, tools []catalog.Tool) (unchecked int) {
-	for _, tool := range tools {
+	entries := make([]listedEntry, len(tools))
+	for i, t := range tools {
+		entries[i] = listedEntry{t.Name, t.Title}
+	}
+	return c.listedEntries(begin, entries)
+}
+
+// listedEntries checks a listing of any kind that began at begin.
+func (c deadEntryChecker) listedEntries(begin uint64, entries []listedEntry) (unchecked int) {
+	for _, tool := range entries {
 		id, ok := parseTag(tool.Title)
 		var rec *record
 		if ok {
@@ -117,7 +130,7 @@ func (c deadEntryChecker) callEnded(s callSnapshot, o outcome) {
 // a live holder throughout and no start on the name overlapped the call,
 // a successful call must have run that holder's body, which answers with
 // its tag, and no other consumer's.
-func (c deadEntryChecker) oneWinner(s callSnapshot, o outcome, res catalog.Result) {
+func (c deadEntryChecker) oneWinner(s callSnapshot, o outcome, tag string) {
 	if o != outcomeOK || s.holder == nil || s.starts&countMask != 0 || s.ns.starts.Load() != s.starts {
 		return
 	}
@@ -125,7 +138,7 @@ func (c deadEntryChecker) oneWinner(s callSnapshot, o outcome, res catalog.Resul
 		return // the holder died during the call: invariants 1 and 5 judge it
 	}
 	c.t.check(InvOneWinner, 1)
-	if tag := resultText(res); tag != s.holder.tag {
+	if tag != s.holder.tag {
 		c.t.violate(InvOneWinner, "a call to %s that began at %d, while %s held it and lived, ran the body of %q",
 			s.ns.name, s.begin, s.holder.tag, tag)
 	}
@@ -179,18 +192,31 @@ const (
 
 // capChecker checks invariant 4.
 type capChecker struct {
-	t   *tally
-	cap int
+	t    *tally
+	cap  int
+	kind kind
+}
+
+// counts returns the slots and the listed routes of c's kind.
+func (c capChecker) counts(st catalog.Stats) (slots, listed int) {
+	switch c.kind {
+	case kindPrompt:
+		return st.PromptSlots, st.Prompts
+	case kindTemplate:
+		return st.TemplateSlots, st.Templates
+	}
+	return st.ToolSlots, st.Tools
 }
 
 // sample checks one reading of the catalog's counts.
 func (c capChecker) sample(st catalog.Stats) {
 	c.t.check(InvCapCounter, 1)
-	if st.ToolSlots > c.cap {
-		c.t.violate(InvCapCounter, "the catalog holds %d tool slots, above its cap of %d", st.ToolSlots, c.cap)
+	slots, listed := c.counts(st)
+	if slots > c.cap {
+		c.t.violate(InvCapCounter, "the catalog holds %d %s slots, above its cap of %d", slots, c.kind, c.cap)
 	}
-	if st.ToolSlots < 0 || st.Tools < 0 {
-		c.t.violate(InvCapCounter, "the catalog reports negative counts: %d slots, %d tools", st.ToolSlots, st.Tools)
+	if slots < 0 || listed < 0 {
+		c.t.violate(InvCapCounter, "the catalog reports negative %s counts: %d slots, %d listed", c.kind, slots, listed)
 	}
 }
 
@@ -203,7 +229,7 @@ func (c capChecker) refused(s startSnapshot, potentialNow uint64) {
 	c.t.check(InvCapCounter, 1)
 	upper := int64(s.potential&countMask) - 1 + int64(potentialNow>>32-s.potential>>32)
 	if upper < int64(c.cap) {
-		c.t.violate(InvCapCounter, "a start on %s was refused at cap %d while at most %d consumers could hold an entry: dead entries kept their slots",
+		c.t.violate(InvCapCounter, "a start on %s was refused at its cap of %d while at most %d consumers could hold an entry: dead entries kept their slots",
 			s.ns.name, c.cap, upper)
 	}
 }
@@ -215,10 +241,10 @@ func (c capChecker) refused(s startSnapshot, potentialNow uint64) {
 func (c capChecker) quiet(ctx context.Context, sys System, live int, timeout time.Duration, when string) {
 	c.t.check(InvCapCounter, 1)
 	deadline := time.Now().Add(timeout)
-	var st catalog.Stats
+	var slots, listed int
 	for {
-		st = sys.Stats()
-		if st.ToolSlots == live && st.Tools == live {
+		slots, listed = c.counts(sys.Stats())
+		if slots == live && listed == live {
 			return
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
@@ -226,17 +252,18 @@ func (c capChecker) quiet(ctx context.Context, sys System, live int, timeout tim
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	c.t.violate(InvCapCounter, "%s: the catalog holds %d slots and lists %d tools, want %d (live consumers) for %v",
-		when, st.ToolSlots, st.Tools, live, timeout)
+	c.t.violate(InvCapCounter, "%s: the catalog holds %d %s slots and lists %d, want %d (live consumers) for %v",
+		when, slots, c.kind, listed, live, timeout)
 }
 
 // lateStopChecker checks invariant 2: after a dead consumer's late Stop,
 // its name's live successor still resolves, is listed, and its plan is
 // enforced.
 type lateStopChecker struct {
-	t    *tally
-	sys  System
-	tick func() uint64
+	t      *tally
+	tick   func() uint64
+	invoke func(ctx context.Context, ns *nameState, a callArgs, cred credClass) (string, error)
+	list   func(k kind) []listedEntry
 }
 
 // check probes the successor succ, whose consumer the caller holds and is
@@ -247,19 +274,19 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 	var problems []string
 
 	nonce := c.tick()
-	res, err := callRetry(ctx, c.sys, rec.ns.name, encodeArgs(nonce, credValid, 0, nonce), credValid.token())
+	text, err := c.invoke(ctx, rec.ns, callArgs{Seq: nonce, Cred: credValid.String(), Probe: nonce}, credValid)
 	switch {
 	case errors.Is(err, catalog.ErrOverloaded):
 		return false // a queue that stays full proves nothing either way
 	case err != nil:
 		problems = append(problems, fmt.Sprintf("a valid call failed: %v", err))
-	case resultText(res) != rec.tag || rec.probe.Load() != nonce:
-		problems = append(problems, fmt.Sprintf("a valid call was answered by %q, not by the successor's body", resultText(res)))
+	case text != rec.tag || rec.probe.Load() != nonce:
+		problems = append(problems, fmt.Sprintf("a valid call was answered by %q, not by the successor's body", text))
 	}
 
 	listed := false
-	for _, tool := range c.sys.ListTools() {
-		if tool.Name == rec.ns.name && tool.Title == rec.tag {
+	for _, tool := range c.list(rec.ns.kind) {
+		if tool.Title == rec.tag {
 			listed = true
 		}
 	}
@@ -268,7 +295,8 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 	}
 
 	if !rec.public {
-		_, err = callRetry(ctx, c.sys, rec.ns.name, encodeArgs(c.tick(), credNone, 0, 0), credNone.token())
+		seq := c.tick()
+		_, err = c.invoke(ctx, rec.ns, callArgs{Seq: seq, Cred: credNone.String()}, credNone)
 		switch {
 		case errors.Is(err, catalog.ErrOverloaded):
 			return false
@@ -279,7 +307,7 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 		}
 	}
 
-	if !rec.owner.Alive() || ctx.Err() != nil {
+	if !rec.alive() || ctx.Err() != nil {
 		return false
 	}
 	c.t.check(InvLateStopRemovedSuccessor, 1)
@@ -290,23 +318,8 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 	return true
 }
 
-// overloadPatience is how long callRetry keeps retrying a full queue.
+// overloadPatience is how long invokeRetry keeps retrying a full queue.
 const overloadPatience = 2 * time.Second
-
-// callRetry calls, retrying with backoff while the route's queue is full,
-// for up to overloadPatience: an overloaded route says nothing about
-// entries or plans. What it returns may still be ErrOverloaded.
-func callRetry(ctx context.Context, sys System, name string, args []byte, cred string) (catalog.Result, error) {
-	deadline := time.Now().Add(overloadPatience)
-	for backoff := 50 * time.Microsecond; ; {
-		res, err := sys.CallTool(ctx, name, args, cred)
-		if !errors.Is(err, catalog.ErrOverloaded) || ctx.Err() != nil || time.Now().After(deadline) {
-			return res, err
-		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, 5*time.Millisecond)
-	}
-}
 
 // startWon checks invariant 9 at a start: rec's start on ns succeeded, and
 // no other consumer whose start on the name succeeded may still be a
@@ -321,7 +334,7 @@ func (c deadEntryChecker) startWon(ns *nameState, rec *record) {
 	c.t.check(InvOneWinner, 1)
 	kept := ns.winners[:0]
 	for _, other := range ns.winners {
-		if other.stopping.Load() || !other.owner.Alive() {
+		if other.stopping.Load() || !other.alive() {
 			continue // it no longer holds the name, or may not
 		}
 		c.t.violate(InvOneWinner, "the start of %s on %s succeeded while %s, whose start had succeeded and which still lives, held the name",

@@ -39,6 +39,8 @@ func bugName(b bug) string {
 		bugSlotsNotFreed: "slots not freed", bugListDead: "dead listed", bugGoneForDead: "resolve returns dead",
 		bugDupDead: "dead incumbent blocks", bugLeak: "leak", bugSlotLeak: "slot leak",
 		bugBodyAfterStop: "body after stop", bugStaleBody: "stale body", bugLiveTakeover: "live takeover",
+		bugMatchDead: "dead template matched", bugLessSpecific: "less specific template", bugWrongVars: "wrong variables",
+		bugVarNamesDistinct: "variable names distinct",
 	}[b]
 }
 
@@ -65,7 +67,7 @@ func newTestWorld(t *testing.T, k systemKind, cfg Config) *world {
 }
 
 func allOps() *latencies {
-	return newLatencies(opCall, opList, opStart, opStop, opLateStop, opMCPCall, opMCPList)
+	return newLatencies(opCall, opList, opStart, opStop, opLateStop, opMCPCall, opMCPList, opGet, opRead, opMCPGet, opMCPRead)
 }
 
 // endBy ends h by shape sh, collecting garbage meanwhile for a drop, and

@@ -22,10 +22,10 @@ import (
 type Config struct {
 	Resolvers     int           // goroutines calling and listing tools
 	Consumers     int           // goroutines starting and ending consumers
-	Names         int           // distinct tool names the consumers draw from
-	Cap           int           // the catalog's tool cap
+	Names         int           // distinct tool names the consumers draw from; prompts half, template groups a quarter
+	Cap           int           // the catalog's tool cap; prompts and templates a quarter each (kindCap)
 	Duration      time.Duration // run length; 0 with Ops set means until Ops
-	Ops           int64         // resolver operations (calls + listings) to run; 0: no limit
+	Ops           int64         // resolver operations (calls, gets, reads, listings) to run; 0: no limit
 	Seed          uint64        // seed of every worker's random choices
 	Hold          time.Duration // longest a consumer is kept before it is ended
 	MaxConcurrent int           // bodies of a route at once (catalog.WithMaxConcurrent); 0: no limit
@@ -58,14 +58,16 @@ const (
 // operations, and three percentages.
 type Mix struct {
 	Stop, Cancel, Panic, Drop int // weights of the four death shapes
-	Call, List                int // weights of the resolver operations
+	Call, Get, Read, List     int // weights of the resolver operations
+	Tool, Prompt, Template    int // weights of the kinds consumers start and listings list
 	Late                      int // % of cancelled or panicked consumers restarted and then stopped late
 	BadCred                   int // % of calls made without valid credentials
 	Public                    int // % of routes whose plan is public
 }
 
 // DefaultMix is the mix of a run without -mix.
-var DefaultMix = Mix{Stop: 35, Cancel: 25, Panic: 20, Drop: 20, Call: 90, List: 10, Late: 50, BadCred: 20, Public: 20}
+var DefaultMix = Mix{Stop: 35, Cancel: 25, Panic: 20, Drop: 20, Call: 60, Get: 15, Read: 15, List: 10,
+	Tool: 50, Prompt: 25, Template: 25, Late: 50, BadCred: 20, Public: 20}
 
 // DefaultConfig is sized for a 2-core machine: twelve consumers over
 // twelve names against a cap of eight, so that starts collide on names
@@ -89,15 +91,20 @@ var mixKeys = map[string]struct {
 	doc   string
 	pct   bool
 }{
-	"stop":    {func(m *Mix) *int { return &m.Stop }, "weight of clean Stop", false},
-	"cancel":  {func(m *Mix) *int { return &m.Cancel }, "weight of context cancel", false},
-	"panic":   {func(m *Mix) *int { return &m.Panic }, "weight of panic in the route body", false},
-	"drop":    {func(m *Mix) *int { return &m.Drop }, "weight of drop without Stop (GC)", false},
-	"call":    {func(m *Mix) *int { return &m.Call }, "weight of tool calls", false},
-	"list":    {func(m *Mix) *int { return &m.List }, "weight of tool listings", false},
-	"late":    {func(m *Mix) *int { return &m.Late }, "% of crashed consumers restarted, then stopped late", true},
-	"badcred": {func(m *Mix) *int { return &m.BadCred }, "% of calls without valid credentials", true},
-	"public":  {func(m *Mix) *int { return &m.Public }, "% of routes with a public plan", true},
+	"stop":     {func(m *Mix) *int { return &m.Stop }, "weight of clean Stop", false},
+	"cancel":   {func(m *Mix) *int { return &m.Cancel }, "weight of context cancel", false},
+	"panic":    {func(m *Mix) *int { return &m.Panic }, "weight of panic in the route body", false},
+	"drop":     {func(m *Mix) *int { return &m.Drop }, "weight of drop without Stop (GC)", false},
+	"call":     {func(m *Mix) *int { return &m.Call }, "weight of tool calls", false},
+	"get":      {func(m *Mix) *int { return &m.Get }, "weight of prompt gets", false},
+	"read":     {func(m *Mix) *int { return &m.Read }, "weight of reads of templated URIs", false},
+	"list":     {func(m *Mix) *int { return &m.List }, "weight of listings (of the kind drawn by tool/prompt/template)", false},
+	"tool":     {func(m *Mix) *int { return &m.Tool }, "weight of tools among consumer starts and listings", false},
+	"prompt":   {func(m *Mix) *int { return &m.Prompt }, "weight of prompts among consumer starts and listings", false},
+	"template": {func(m *Mix) *int { return &m.Template }, "weight of resource templates among consumer starts and listings", false},
+	"late":     {func(m *Mix) *int { return &m.Late }, "% of crashed consumers restarted, then stopped late", true},
+	"badcred":  {func(m *Mix) *int { return &m.BadCred }, "% of calls without valid credentials", true},
+	"public":   {func(m *Mix) *int { return &m.Public }, "% of routes with a public plan", true},
 }
 
 // ParseMix applies "key=value,key=value" to base. Keys not named keep
@@ -122,16 +129,19 @@ func ParseMix(s string, base Mix) (Mix, error) {
 	if m.Stop+m.Cancel+m.Panic+m.Drop == 0 {
 		return base, errors.New("-mix: the death shapes stop, cancel, panic, drop cannot all be 0")
 	}
-	if m.Call+m.List == 0 {
-		return base, errors.New("-mix: the operations call, list cannot both be 0")
+	if m.Call+m.Get+m.Read+m.List == 0 {
+		return base, errors.New("-mix: the operations call, get, read, list cannot all be 0")
+	}
+	if m.Tool+m.Prompt+m.Template == 0 {
+		return base, errors.New("-mix: the kinds tool, prompt, template cannot all be 0")
 	}
 	return m, nil
 }
 
 // String formats m as the -mix flag takes it, every share named.
 func (m Mix) String() string {
-	return fmt.Sprintf("stop=%d,cancel=%d,panic=%d,drop=%d,call=%d,list=%d,late=%d,badcred=%d,public=%d",
-		m.Stop, m.Cancel, m.Panic, m.Drop, m.Call, m.List, m.Late, m.BadCred, m.Public)
+	return fmt.Sprintf("stop=%d,cancel=%d,panic=%d,drop=%d,call=%d,get=%d,read=%d,list=%d,tool=%d,prompt=%d,template=%d,late=%d,badcred=%d,public=%d",
+		m.Stop, m.Cancel, m.Panic, m.Drop, m.Call, m.Get, m.Read, m.List, m.Tool, m.Prompt, m.Template, m.Late, m.BadCred, m.Public)
 }
 
 func sortedMixKeys() []string {
@@ -155,17 +165,17 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	fs.SetOutput(io.Discard) // errors are printed once, by the caller
 	fs.IntVar(&cfg.Resolvers, "resolvers", cfg.Resolvers, "goroutines that call tools (resolve + guard + dispatch) and list them")
 	fs.IntVar(&cfg.Consumers, "consumers", cfg.Consumers, "goroutines that start consumers, hold them a random while, and end them by a death shape")
-	fs.IntVar(&cfg.Names, "names", cfg.Names, "distinct tool names the consumers draw from; fewer names mean more collisions and takeovers")
-	fs.IntVar(&cfg.Cap, "cap", cfg.Cap, "the catalog's tool cap; below -consumers, starts collide with the cap")
+	fs.IntVar(&cfg.Names, "names", cfg.Names, "distinct tool names the consumers draw from (prompt names: half as many; template groups of two keys: a quarter); fewer names mean more collisions and takeovers")
+	fs.IntVar(&cfg.Cap, "cap", cfg.Cap, "the catalog's tool cap; below -consumers, starts collide with the cap; prompts and templates are each capped at a quarter of it (at least 1)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run; with -ops and no -duration, run until -ops is reached")
-	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many resolver operations (calls + listings); 0 means no limit")
+	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many resolver operations (calls, gets, reads, listings); 0 means no limit")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of every worker's random choices (0: pick one and print it); goroutine interleaving still varies between runs")
 	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "longest time a consumer is kept before it is ended (uniformly random up to this)")
 	fs.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "at most this many bodies of a route run at once (catalog.WithMaxConcurrent); 0, the default, sets no limit")
 	missing := fs.String("missing-plan", "pass", "what a route without a live plan does: pass (ADR-0068's pass-through, the adversarial setting) or deny")
 	mix := fs.String("mix", "", "shares, as key=value,...; keys not given keep their defaults:\n"+mixHelp())
 	fs.StringVar(&cfg.JSONPath, "json", "", "also write the report as JSON to `FILE` (\"-\" for stdout)")
-	fs.BoolVar(&cfg.MCP, "mcp", false, "drive calls and listings through the official MCP SDK client over streamable HTTP to an in-process mcpserve server on loopback: -resolvers goroutines call through it, one calls in-process beside them")
+	fs.BoolVar(&cfg.MCP, "mcp", false, "drive calls, prompt gets, templated reads and tool listings through the official MCP SDK client over streamable HTTP to an in-process mcpserve server on loopback: -resolvers goroutines call through it, one calls in-process beside them")
 	fs.StringVar(&cfg.Target, "target", "", "with -mcp: `URL` of a running livereg-mcp server to call and list instead of the in-process one (loopback only); the invariants are then checked on the in-process catalog only, since the target's consumers are not the loadgen's")
 	fs.StringVar(&cfg.Protocol, "protocol", "", "with -mcp: the MCP `VERSION` the clients ask for and must get, "+strings.Join(Protocols, " or ")+
 		"; "+ProtocolCurrent+" serves the in-process server stateless (server/discover, list_changed over subscriptions/listen), and a -target must run livereg-mcp -stateless; empty means the SDK's own negotiation, which a stateful server settles at "+ProtocolLegacy+" (implies -mcp)")
@@ -206,7 +216,7 @@ func mixHelp() string {
 	var b strings.Builder
 	d := DefaultMix
 	for _, k := range sortedMixKeys() {
-		fmt.Fprintf(&b, "  %-8s %s (default %d)\n", k, mixKeys[k].doc, *mixKeys[k].field(&d))
+		fmt.Fprintf(&b, "  %-9s %s (default %d)\n", k, mixKeys[k].doc, *mixKeys[k].field(&d))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -1,5 +1,6 @@
 // Package loadgen is the engine of cmd/loadgen: it hammers a catalog with
-// parallel calls, listings, starts and stops while consumers die in every
+// parallel calls, prompt gets, templated reads, listings, starts and stops
+// of tools, prompts and resource templates while consumers die in every
 // way ADR-0068 names, checks the ADR's invariants while it runs, and
 // reports what it saw.
 //
@@ -20,11 +21,25 @@
 // at once and then calls the dead consumer's Stop late, to exercise the
 // owner-conditional unregister.
 //
-// With -mcp, the same calls and listings also go through the official MCP
-// SDK client over streamable HTTP, to an in-process mcpserve server on a
-// loopback port that serves the run's catalog; the route bodies check
-// those calls exactly as they check in-process ones, and the report gives
-// protocol latency (mcp_call, mcp_list) beside in-process latency. With
+// Consumers serve three kinds of route, drawn by the mix's tool, prompt
+// and template weights, each kind under its own cap (Config.Cap for tools,
+// a quarter of it for prompts and for templates). Resolvers get prompts
+// as they call tools. Templates come in groups of two overlapping keys, a
+// wide "lg://gN/{+path}" and a specific "lg://gN/item/{id}", and each key
+// has two variants that differ only in the variable's name, which a start
+// picks between: live variants collide as duplicates. Resolvers read
+// item URIs, which both keys match and the specific one must win while it
+// lives, and URIs only the wide key matches; a read carries its begin
+// number and credential in the URI's last segment, as a call does in its
+// arguments. Every kind dies by the same four shapes, is listed, and is
+// restarted and stopped late.
+//
+// With -mcp, the same calls, prompt gets, templated reads and tool
+// listings also go through the official MCP SDK client over streamable
+// HTTP, to an in-process mcpserve server on a loopback port that serves
+// the run's catalog; the route bodies check those operations exactly as
+// they check in-process ones, and the report gives protocol latency
+// (mcp_call, mcp_get, mcp_read, mcp_list) beside in-process latency. With
 // -target, the client drives a running server instead; its consumers are
 // not the loadgen's, so its answers are measured, not checked, and the
 // invariants are checked on the in-process catalog that runs beside it.
@@ -56,26 +71,34 @@
 // by probing the system through the [System] interface, so that tests can
 // feed each one a deliberately broken system and watch it fire:
 //
-//  1. body_after_death: a route body started for a call that began after
-//     its owner was observed dead. The body knows its owner; the call's
-//     begin number travels in its JSON arguments.
+//  1. body_after_death: a route body (tool handler, prompt handler,
+//     template reader) started for a call, get or read that began after
+//     its owner was observed dead. The body knows its owner; the begin
+//     number travels in the call's JSON arguments, the prompt's arguments
+//     or the read's URI.
 //  2. late_stop_removed_successor: after a dead consumer's late Stop, the
 //     live successor on its name no longer resolves, is no longer listed,
 //     or its plan is no longer enforced (a call without credentials is not
 //     denied, or a valid call does not reach the successor's body).
-//  3. unauthenticated_body: a route body with a plan that needs a role ran
+//  3. unauthenticated_body: a route body of any kind with a plan that needs a role ran
 //     for a call made without valid credentials, or saw a principal that
 //     lacks the role.
-//  4. cap_counter: the catalog's slot count exceeded the cap; a start was
-//     refused with ErrCapReached although fewer than cap consumers could
-//     possibly have held an entry (dead entries must release their slots);
-//     or, when quiet at the end, the slot count differed from the number
-//     of live consumers.
-//  5. dead_entry_returned: a listing that began after an owner was
-//     observed dead contained its tool, or a call resolved an entry of an
-//     owner observed dead (ErrRouteGone where the only possible entry was
-//     dead before the call began).
-//  6. duplicate_with_dead_incumbent: a start was refused with ErrDuplicate
+//  4. cap_counter, per kind: the catalog's slot count of the kind exceeded
+//     its cap; a start was refused with ErrCapReached although fewer than
+//     cap consumers of the kind could possibly have held an entry (dead
+//     entries must release their slots); or, when quiet at the end, the
+//     kind's slot count or listing differed from its live consumers.
+//  5. dead_entry_returned: a listing of any kind that began after an
+//     owner was observed dead contained its route, or a call or prompt get
+//     resolved an entry of an owner observed dead (ErrRouteGone where the
+//     only possible entry was dead before the call began). A templated read
+//     during which no start on its group's keys overlapped it: succeeded or
+//     got ErrRouteGone although every template that matches its URI was
+//     observed dead before it began; or, while the wide template lived
+//     throughout and the specific one was observed dead before the read
+//     began, got ErrRouteGone or unknown, or the dead one's answer.
+//  6. duplicate_with_dead_incumbent: a start (of a template: of either
+//     variant of its key) was refused with ErrDuplicate
 //     although the name's incumbent had been observed dead before the start
 //     began and no other start on the name overlapped it.
 //  7. resource_growth: goroutines or live heap kept growing across the run
@@ -86,9 +109,11 @@
 //     returned nil, whenever its call began. Stop closes the route, then
 //     waits for the bodies already admitted, so this is exact: no body of a
 //     stopped consumer can see its Stop returned.
-//  9. one_winner: a successful call, made while one consumer held the name
-//     and lived and no start on the name overlapped the call, ran another
-//     consumer's body (the body answers with its owner's tag).
+//  9. one_winner: a successful call or get, made while one consumer held
+//     the name and lived and no start on the name overlapped the call, ran
+//     another consumer's body (the body answers with its owner's tag); or a
+//     start succeeded while another consumer whose start on the name (a
+//     template's key, whichever variant) had succeeded still lived.
 //  10. list_changed (-mcp with the in-process server only): the end of a
 //     started consumer, by any death or a Stop, was not followed within
 //     the server's coalescing window plus a generous margin (3 s) by a
@@ -102,7 +127,15 @@
 //     window run out, and ends it by a cancel and then by a Stop, each
 //     the only change, so that a server that forgets one kind of end is
 //     caught every run. Listings after an observed death are invariant 5's
-//     throughout.
+//     throughout. Only tool ends are judged: prompts and templates have
+//     notifications of their own.
+//  11. template_match: a templated item read during which no start on its
+//     group's keys overlapped it, made while the specific template's owner
+//     lived throughout (its owner alive and its Stop not begun when the
+//     read ended), was answered by another body; or, made while only the
+//     wide template lived throughout, by another body than the wide one's.
+//     Also: a template reader got variables other than its own template's
+//     one variable holding the URI's text after the template's prefix.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

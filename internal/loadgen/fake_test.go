@@ -13,6 +13,7 @@ import (
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/owner"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // bug is one deliberate fault of fakeSystem. Each checker's test feeds it
@@ -64,19 +65,33 @@ const (
 	// owner is alive, as two takeovers that both read the same dead
 	// incumbent would (invariant 9).
 	bugLiveTakeover
+	// bugMatchDead: a templated read matches templates whose owner is
+	// dead, which then answer ErrUnknownResource, though a live template
+	// matches too (invariant 5's templated reads).
+	bugMatchDead
+	// bugLessSpecific: a templated read picks the least specific template
+	// that matches (invariant 11).
+	bugLessSpecific
+	// bugWrongVars: a reader gets the matched variables under the key's
+	// "_" names, not its template's own (invariant 11).
+	bugWrongVars
+	// bugVarNamesDistinct: templates are keyed by their whole string, so
+	// two that differ only in a variable's name both start (invariant 9).
+	bugVarNamesDistinct
 )
 
 // noticesDeathBugs lists the bugs of a system that does not notice deaths
 // by itself: such a fake neither reclaims a dead owner's entry when it
 // dies nor when a call or a listing meets it, so that the fault has dead
 // entries to show. They go only when replaced, stopped or swept at cap.
-const noticesDeathBugs = bugRunDeadBodies | bugSlotsNotFreed | bugListDead | bugGoneForDead | bugDupDead
+const noticesDeathBugs = bugRunDeadBodies | bugSlotsNotFreed | bugListDead | bugGoneForDead | bugDupDead | bugMatchDead
 
 // fakeSystem is a small, lock-based catalog with the same contract as
-// *catalog.Catalog, plus switchable faults. Without faults it satisfies
+// *catalog.Catalog for tools, prompts and resource templates, plus
+// switchable faults, each of which applies to every kind. Without faults it satisfies
 // every invariant, which the control tests check.
 type fakeSystem struct {
-	cap  int
+	cap  [numKinds]int
 	bugs bug
 	auth bindsec.Authenticator
 	mode bindsec.MissingPlanMode
@@ -84,7 +99,7 @@ type fakeSystem struct {
 	mu      sync.Mutex
 	entries map[string]*fakeEntry
 	plans   map[string]fakePlan
-	slots   int
+	slots   [numKinds]int
 	// bodyCache is the stale-body fault's cache, name → first body.
 	bodyCache map[string]catalog.ToolHandler
 
@@ -94,8 +109,16 @@ type fakeSystem struct {
 }
 
 type fakeEntry struct {
+	kind    kind
+	key     string // the name, or a template's key
 	tool    catalog.Tool
 	h       catalog.ToolHandler
+	ph      catalog.PromptHandler
+	prompt  catalog.Prompt
+	rd      catalog.ResourceReader
+	tpl     catalog.ResourceTemplate
+	match   *uritemplate.Template
+	literal int // a template's literal bytes: its specificity
 	ref     owner.Ref
 	release func()
 	// closed (under fakeSystem.mu) refuses new calls once Stop began;
@@ -115,7 +138,7 @@ type fakePlan struct {
 
 func newFake(capacity int, bugs bug) *fakeSystem {
 	return &fakeSystem{
-		cap: capacity, bugs: bugs, auth: Authenticator(), mode: bindsec.PassThrough,
+		cap: [numKinds]int{capacity, kindCap(Config{Cap: capacity}), kindCap(Config{Cap: capacity})}, bugs: bugs, auth: Authenticator(), mode: bindsec.PassThrough,
 		entries: map[string]*fakeEntry{}, plans: map[string]fakePlan{}, closed: make(chan struct{}),
 		bodyCache: map[string]catalog.ToolHandler{},
 	}
@@ -140,6 +163,12 @@ type fakeConsumer struct {
 }
 
 func (f *fakeSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec.Plan, h catalog.ToolHandler) (Consumer, error) {
+	return f.start(ctx, &fakeEntry{kind: kindTool, key: t.Name, tool: t, h: h}, p)
+}
+
+// start starts e, whose kind, key and body are set, under plan p.
+func (f *fakeSystem) start(ctx context.Context, e *fakeEntry, p bindsec.Plan) (Consumer, error) {
+	name := mapKey(e.kind, e.key)
 	tok := owner.NewContext(ctx)
 	ref := tok.Ref()
 	f.mu.Lock()
@@ -148,42 +177,42 @@ func (f *fakeSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec.Pl
 		f.leaked = append(f.leaked, make([]byte, 128<<10))
 		go func() { <-f.closed }()
 	}
-	cur := f.entries[t.Name]
+	cur := f.entries[name]
 	if cur != nil && (cur.ref.Alive() || f.has(bugDupDead)) && !f.has(bugLiveTakeover) {
 		if f.has(bugCapOvershoot) {
-			f.slots++
+			f.slots[e.kind]++
 		}
 		tok.Release()
-		return nil, fmt.Errorf("fake: start %q: %w", t.Name, catalog.ErrDuplicate)
+		return nil, fmt.Errorf("fake: start %q: %w", name, catalog.ErrDuplicate)
 	}
 	if cur == nil {
-		if f.slots >= f.cap && !f.has(bugSlotsNotFreed) {
-			for name, e := range f.entries {
-				if !e.ref.Alive() {
-					f.removeLocked(name, e.ref)
+		if f.slots[e.kind] >= f.cap[e.kind] && !f.has(bugSlotsNotFreed) {
+			for key, o := range f.entries {
+				if o.kind == e.kind && !o.ref.Alive() {
+					f.removeLocked(key, o.ref)
 				}
 			}
 		}
-		if f.slots >= f.cap {
+		if f.slots[e.kind] >= f.cap[e.kind] {
 			tok.Release()
-			return nil, fmt.Errorf("fake: start %q: %w", t.Name, catalog.ErrCapReached)
+			return nil, fmt.Errorf("fake: start %q: %w", name, catalog.ErrCapReached)
 		}
-		f.slots++
+		f.slots[e.kind]++
 	}
 	if f.has(bugStaleBody) {
-		if old, ok := f.bodyCache[t.Name]; ok {
-			h = old
+		if old, ok := f.bodyCache[name]; ok {
+			e.h = old
 		} else {
-			f.bodyCache[t.Name] = h
+			f.bodyCache[name] = e.h
 		}
 	}
-	e := &fakeEntry{tool: t, h: h, ref: ref, release: tok.Releaser()}
-	f.entries[t.Name] = e
-	f.plans[t.Name] = fakePlan{p: p, ref: ref}
+	e.ref, e.release = ref, tok.Releaser()
+	f.entries[name] = e
+	f.plans[name] = fakePlan{p: p, ref: ref}
 	if !f.has(noticesDeathBugs) {
-		go f.reclaimOnDeath(t.Name, ref)
+		go f.reclaimOnDeath(name, ref)
 	}
-	return &fakeConsumer{f: f, tok: tok, name: t.Name, e: e}, nil
+	return &fakeConsumer{f: f, tok: tok, name: name, e: e}, nil
 }
 
 // reclaimOnDeath removes the owner's entry and plan when it dies, as the
@@ -207,7 +236,7 @@ func (f *fakeSystem) removeLocked(name string, ref owner.Ref) bool {
 	if e := f.entries[name]; e != nil && e.ref.Same(ref) {
 		delete(f.entries, name)
 		if !f.has(bugSlotLeak) {
-			f.slots--
+			f.slots[e.kind]--
 		}
 		return true
 	}
@@ -245,9 +274,9 @@ func (k *fakeConsumer) stop() {
 	f.mu.Lock()
 	k.e.closed = true
 	if f.has(bugUnconditionalStop) {
-		if _, ok := f.entries[k.name]; ok {
+		if e, ok := f.entries[k.name]; ok {
 			delete(f.entries, k.name)
-			f.slots--
+			f.slots[e.kind]--
 		}
 		delete(f.plans, k.name)
 	} else {
@@ -264,6 +293,16 @@ func (k *fakeConsumer) stop() {
 }
 
 func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (res catalog.Result, err error) {
+	err = f.dispatch(ctx, name, credential, catalog.ErrUnknownTool, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+		res, err = e.h(ctx, catalog.Call{Name: name, Arguments: args, Principal: pr})
+		return err
+	})
+	return res, err
+}
+
+// dispatch resolves the entry under name, guards it with its plan, and
+// runs body on it as the catalog runs a route's body.
+func (f *fakeSystem) dispatch(ctx context.Context, name, credential string, unknown error, body func(*fakeEntry, bindsec.Principal) error) (err error) {
 	f.mu.Lock()
 	e := f.entries[name]
 	if e != nil && !e.ref.Alive() && !f.has(bugRunDeadBodies|bugGoneForDead) {
@@ -284,33 +323,33 @@ func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMes
 	pl, hasPlan := f.plans[name]
 	f.mu.Unlock()
 	if e == nil {
-		return res, fmt.Errorf("fake: %w %q", catalog.ErrUnknownTool, name)
+		return fmt.Errorf("fake: %w %q", unknown, name)
 	}
 	if f.has(bugGoneForDead) && !e.ref.Alive() {
-		return res, fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
+		return fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
 	}
 	var pr bindsec.Principal
 	switch {
 	case f.has(bugNoAuth):
 	case hasPlan && pl.ref.Alive() && !pl.ref.Same(e.ref):
-		return res, fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
+		return fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
 	case !hasPlan || !pl.ref.Alive():
 		if f.mode == bindsec.Deny {
-			return res, fmt.Errorf("fake: %q: %w", name, bindsec.ErrNoPlan)
+			return fmt.Errorf("fake: %q: %w", name, bindsec.ErrNoPlan)
 		}
 	case !pl.p.Public:
 		if credential == "" {
-			return res, fmt.Errorf("fake: %q: %w", name, bindsec.ErrUnauthenticated)
+			return fmt.Errorf("fake: %q: %w", name, bindsec.ErrUnauthenticated)
 		}
 		if pr, err = f.auth.Authenticate(ctx, credential); err != nil {
-			return res, fmt.Errorf("fake: %q: %w", name, err)
+			return fmt.Errorf("fake: %q: %w", name, err)
 		}
 		if err = pl.p.Authorize(pr, time.Now()); err != nil {
-			return res, fmt.Errorf("fake: %q: %w", name, err)
+			return fmt.Errorf("fake: %q: %w", name, err)
 		}
 	}
 	if !e.ref.Alive() && !f.has(bugRunDeadBodies) {
-		return res, fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
+		return fmt.Errorf("fake: %q: %w", name, catalog.ErrRouteGone)
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -322,28 +361,39 @@ func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMes
 	if late != nil {
 		defer e.lateOnce.Do(func() { close(late) })
 	}
-	return e.h(ctx, catalog.Call{Name: name, Arguments: args, Principal: pr})
+	return body(e, pr)
 }
 
 func (f *fakeSystem) ListTools() []catalog.Tool {
+	var out []catalog.Tool
+	for _, e := range f.list(kindTool) {
+		out = append(out, e.tool)
+	}
+	return out
+}
+
+// list returns the listed entries of kind k, sorted by key.
+func (f *fakeSystem) list(k kind) []*fakeEntry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []catalog.Tool
+	var out []*fakeEntry
 	for name, e := range f.entries {
 		switch {
+		case e.kind != k:
 		case e.ref.Alive() || f.has(bugListDead):
-			out = append(out, e.tool)
+			out = append(out, e)
 		case !f.has(noticesDeathBugs):
 			f.removeLocked(name, e.ref)
 		}
 	}
-	slices.SortFunc(out, func(a, b catalog.Tool) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b *fakeEntry) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
 func (f *fakeSystem) Stats() catalog.Stats {
-	tools := len(f.ListTools())
+	tools, prompts, templates := len(f.list(kindTool)), len(f.list(kindPrompt)), len(f.list(kindTemplate))
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return catalog.Stats{Tools: tools, ToolSlots: f.slots}
+	return catalog.Stats{Tools: tools, ToolSlots: f.slots[kindTool], Prompts: prompts, PromptSlots: f.slots[kindPrompt],
+		Templates: templates, TemplateSlots: f.slots[kindTemplate]}
 }

@@ -18,10 +18,14 @@ const (
 	opLateStop           // Stop of a consumer that had already died
 	opMCPCall            // tools/call through the MCP client
 	opMCPList            // tools/list through the MCP client
+	opGet                // GetPrompt from a resolver, every outcome
+	opRead               // ReadURI of a templated URI from a resolver
+	opMCPGet             // prompts/get through the MCP client
+	opMCPRead            // resources/read of a templated URI through the MCP client
 	numOps
 )
 
-var opNames = [numOps]string{"call", "list", "start", "stop", "late_stop", "mcp_call", "mcp_list"}
+var opNames = [numOps]string{"call", "list", "start", "stop", "late_stop", "mcp_call", "mcp_list", "get", "read", "mcp_get", "mcp_read"}
 
 func (o op) String() string { return opNames[o] }
 

@@ -223,7 +223,14 @@ func (w *world) mcpResolver(ctx context.Context, rs *runState, d *mcpDriver, ind
 			rs.finish("ops")
 			return
 		}
-		if rng.IntN(m.Call+m.List) >= m.Call {
+		// A target's prompts and templates are not the loadgen's: against
+		// it, only tools are called.
+		get, read := m.Get, m.Read
+		if d.target != "" {
+			get, read = 0, 0
+		}
+		n := rng.IntN(m.Call + get + read + m.List)
+		if n >= m.Call+get+read {
 			w.mcpList(ctx, d, l)
 			continue
 		}
@@ -231,11 +238,16 @@ func (w *world) mcpResolver(ctx context.Context, rs *runState, d *mcpDriver, ind
 		if rng.IntN(100) < m.BadCred {
 			cred = credClass(1 + rng.IntN(int(numCreds)-1))
 		}
-		if d.target != "" {
+		switch {
+		case d.target != "":
 			w.mcpCallTarget(ctx, d, rng, cred, l)
-			continue
+		case n < m.Call:
+			w.mcpCall(ctx, d, w.names[rng.IntN(len(w.names))], cred, l)
+		case n < m.Call+get:
+			w.mcpGet(ctx, d, w.prompts[rng.IntN(len(w.prompts))], cred, l)
+		default:
+			w.mcpRead(ctx, d, w.groups[rng.IntN(len(w.groups))], rng.IntN(2) == 0, cred, l)
 		}
-		w.mcpCall(ctx, d, w.names[rng.IntN(len(w.names))], cred, l)
 	}
 }
 

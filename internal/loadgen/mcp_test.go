@@ -38,6 +38,9 @@ func TestRunMCP(t *testing.T) {
 	assert.Positive(t, rep.Ops["call"].Count)
 	assert.Positive(t, rep.Ops["mcp_call"].Count)
 	assert.Positive(t, rep.Ops["mcp_list"].Count)
+	// Prompts and templated reads go through the client too.
+	assert.Positive(t, rep.Ops["mcp_get"].Count)
+	assert.Positive(t, rep.Ops["mcp_read"].Count)
 	assert.Positive(t, rep.MCPCallOutcomes["ok"], "%v", rep.MCPCallOutcomes)
 	assert.Positive(t, rep.MCPCallOutcomes["denied"]+rep.MCPCallOutcomes["unknown"], "%v", rep.MCPCallOutcomes)
 	// The end-of-run probe alone checks invariant 10 three times.

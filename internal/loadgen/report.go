@@ -28,14 +28,18 @@ type Report struct {
 		Target      string `json:"target,omitempty"`
 	} `json:"config"`
 
-	// Ops maps an operation kind (call, list, start, stop, late_stop, and
-	// in MCP mode mcp_call, mcp_list) to its count and latency.
+	// Ops maps an operation kind (call, get, read, list, start, stop,
+	// late_stop, and in MCP mode mcp_call, mcp_get, mcp_read, mcp_list) to its count and
+	// latency. list counts listings of every kind, start starts of every
+	// kind.
 	Ops map[string]OpStats `json:"ops"`
 
-	Starts        int64 `json:"starts"`
-	Takeovers     int64 `json:"takeovers"` // starts on a name whose last holder crashed
-	CapRejections int64 `json:"cap_rejections"`
-	Duplicates    int64 `json:"duplicates"`
+	Starts int64 `json:"starts"`
+	// KindStarts maps tool, prompt and template to the starts of that kind.
+	KindStarts    map[string]int64 `json:"kind_starts"`
+	Takeovers     int64            `json:"takeovers"` // starts on a name whose last holder crashed
+	CapRejections int64            `json:"cap_rejections"`
+	Duplicates    int64            `json:"duplicates"`
 	// Deaths maps stop, cancel, panic and drop to how many consumers died
 	// that way; every key is present.
 	Deaths           map[string]int64 `json:"deaths"`
@@ -43,7 +47,9 @@ type Report struct {
 	LateStops        int64            `json:"late_stops"`
 	LateStopChecks   int64            `json:"late_stop_checks"`
 	CallOutcomes     map[string]int64 `json:"call_outcomes"`
-	MCPCallOutcomes  map[string]int64 `json:"mcp_call_outcomes,omitempty"`
+	MCPCallOutcomes  map[string]int64 `json:"mcp_call_outcomes,omitempty"` // MCP calls, gets and reads
+	GetOutcomes      map[string]int64 `json:"get_outcomes"`                // prompt gets
+	ReadOutcomes     map[string]int64 `json:"read_outcomes"`               // reads of templated URIs
 	UncheckedListed  int64            `json:"unchecked_listed"`
 
 	// Violations maps every invariant's name to its count, zeros included;
@@ -111,9 +117,14 @@ func (w *world) report(elapsed time.Duration, interrupted bool, hists map[op]*hd
 	}
 	r.UnexpectedDeaths = w.deaths[shapeUnexpected].Load()
 	r.LateStops, r.LateStopChecks = w.lateStops.Load(), w.lateChecks.Load()
-	r.CallOutcomes = map[string]int64{}
+	r.CallOutcomes, r.GetOutcomes, r.ReadOutcomes, r.KindStarts = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
 	for o := range numOutcomes {
 		r.CallOutcomes[o.String()] = w.outcomes[o].Load()
+		r.GetOutcomes[o.String()] = w.kindOutcomes[kindPrompt][o].Load()
+		r.ReadOutcomes[o.String()] = w.kindOutcomes[kindTemplate][o].Load()
+	}
+	for k := range numKinds {
+		r.KindStarts[k.String()] = w.kindStarts[k].Load()
 	}
 	if w.cfg.MCP {
 		r.MCPCallOutcomes = map[string]int64{}
@@ -153,7 +164,7 @@ func opStats(h *hdrhistogram.Histogram, elapsed time.Duration) OpStats {
 }
 
 // opOrder is the order ops are printed in.
-var opOrder = []string{"call", "mcp_call", "list", "mcp_list", "start", "stop", "late_stop"}
+var opOrder = []string{"call", "mcp_call", "get", "mcp_get", "read", "mcp_read", "list", "mcp_list", "start", "stop", "late_stop"}
 
 // WriteText writes the human report.
 func (r *Report) WriteText(out io.Writer) {
@@ -177,16 +188,18 @@ func (r *Report) WriteText(out io.Writer) {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(out, "\nconsumers: %d starts, %d takeovers, %d cap rejections, %d duplicates, %d late stops (%d checked)\n",
-		r.Starts, r.Takeovers, r.CapRejections, r.Duplicates, r.LateStops, r.LateStopChecks)
+	fmt.Fprintf(out, "\nconsumers: %d starts (%d tool, %d prompt, %d template), %d takeovers, %d cap rejections, %d duplicates, %d late stops (%d checked)\n",
+		r.Starts, r.KindStarts["tool"], r.KindStarts["prompt"], r.KindStarts["template"], r.Takeovers, r.CapRejections, r.Duplicates, r.LateStops, r.LateStopChecks)
 	fmt.Fprintf(out, "deaths: stop %d, cancel %d, panic %d, drop %d", r.Deaths["stop"], r.Deaths["cancel"], r.Deaths["panic"], r.Deaths["drop"])
 	if r.UnexpectedDeaths > 0 {
 		fmt.Fprintf(out, ", unexpected %d", r.UnexpectedDeaths)
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "call outcomes: %s\n", fmtOutcomes(r.CallOutcomes))
+	fmt.Fprintf(out, "prompt get outcomes: %s\n", fmtOutcomes(r.GetOutcomes))
+	fmt.Fprintf(out, "templated read outcomes: %s\n", fmtOutcomes(r.ReadOutcomes))
 	if r.MCPCallOutcomes != nil {
-		fmt.Fprintf(out, "mcp call outcomes: %s\n", fmtOutcomes(r.MCPCallOutcomes))
+		fmt.Fprintf(out, "mcp call, get and read outcomes: %s\n", fmtOutcomes(r.MCPCallOutcomes))
 	}
 	fmt.Fprintf(out, "goroutines: baseline %d, peak %d, end %d; live heap: baseline %s, peak %s, end %s\n\n",
 		r.Goroutines.Baseline, r.Goroutines.Peak, r.Goroutines.End, fmtBytes(r.HeapLive.Baseline), fmtBytes(r.HeapLive.Peak), fmtBytes(r.HeapLive.End))

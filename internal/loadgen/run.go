@@ -69,7 +69,7 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	}
 	resolverLat := make([]*latencies, inProcess)
 	for i := range resolverLat {
-		resolverLat[i] = book.worker(false, opCall, opList)
+		resolverLat[i] = book.worker(false, opCall, opList, opGet, opRead)
 	}
 	consumerLat := book.worker(true, opStart, opStop, opLateStop)
 	rs := newRunState()
@@ -95,7 +95,7 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 			w.notes = nil
 		} else {
 			for i := range cfg.Resolvers {
-				l := book.worker(false, opMCPCall, opMCPList)
+				l := book.worker(false, opMCPCall, opMCPList, opMCPGet, opMCPRead)
 				opts.extra = append(opts.extra, func(ctx context.Context, rs *runState) { w.mcpResolver(ctx, rs, d, i, l) })
 			}
 		}
@@ -170,11 +170,19 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 		}
 		live = append(live, h)
 	}
-	w.capc.quiet(context.Background(), w.sys, len(live), quiet, "quiet at the end of the run")
+	var liveOf [numKinds]int
+	for _, h := range live {
+		liveOf[h.rec.ns.kind]++
+	}
+	for k, c := range w.capk {
+		c.quiet(context.Background(), w.sys, liveOf[k], quiet, "quiet at the end of the run")
+	}
 	for _, h := range live {
 		w.end(h, shapeStop, consumerLat)
 	}
-	w.capc.quiet(context.Background(), w.sys, 0, quiet, "after every consumer ended")
+	for _, c := range w.capk {
+		c.quiet(context.Background(), w.sys, 0, quiet, "after every consumer ended")
+	}
 
 	if w.notes != nil {
 		// Judged while the sessions are still connected: every end's

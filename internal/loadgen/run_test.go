@@ -37,11 +37,17 @@ func TestRunCatalog(t *testing.T) {
 	assert.Positive(t, rep.Duplicates, "no start hit a live duplicate")
 	assert.Positive(t, rep.LateStopChecks, "no late stop was checked")
 	assert.Zero(t, rep.UnexpectedDeaths)
-	for _, o := range []string{"call", "list", "start", "stop", "late_stop"} {
+	for _, o := range []string{"call", "get", "read", "list", "start", "stop", "late_stop"} {
 		assert.Positive(t, rep.Ops[o].Count, "no %s measured", o)
 	}
-	assert.Positive(t, rep.CallOutcomes["ok"])
-	assert.Positive(t, rep.CallOutcomes["denied"])
+	for _, outcomes := range []map[string]int64{rep.CallOutcomes, rep.GetOutcomes, rep.ReadOutcomes} {
+		assert.Positive(t, outcomes["ok"], "%v", outcomes)
+		assert.Positive(t, outcomes["denied"], "%v", outcomes)
+		assert.Positive(t, outcomes["unknown"], "%v", outcomes)
+	}
+	for _, k := range []string{"tool", "prompt", "template"} {
+		assert.Positive(t, rep.KindStarts[k], "no %s started", k)
+	}
 }
 
 // The control: the correct fake under the whole workload shows nothing.

@@ -52,12 +52,24 @@ type record struct {
 	// on no body of its may start (invariant 8).
 	stopped atomic.Bool
 	// stopping is set before Stop is called; owner is set once the start
-	// succeeded (invariant 9's start check). Its liveness is read, not its
-	// Done: a death makes the owner read dead a moment before it closes
-	// Done, and a registry that reclaimed the entry in that moment must not
-	// be taken for one that let two live owners win.
+	// succeeded (invariant 9's start check) and dropped once the death was
+	// observed, so that the ring of records does not keep dead owners'
+	// routes reachable. Its liveness is read, not its Done: a death makes
+	// the owner read dead a moment before it closes Done, and a registry
+	// that reclaimed the entry in that moment must not be taken for one
+	// that let two live owners win.
 	stopping atomic.Bool
-	owner    owner.Ref
+	owner    atomic.Pointer[owner.Ref]
+	// tmpl is the URI template a template consumer started with (one of
+	// its key's variants), and varName its one variable's name.
+	tmpl, varName string
+}
+
+// alive reports whether r's owner lives: its start succeeded and it has
+// not died.
+func (r *record) alive() bool {
+	ref := r.owner.Load()
+	return ref != nil && ref.Alive()
 }
 
 func (r *record) deathShape() shape { return shape(r.shape.Load()) }
@@ -94,9 +106,16 @@ const (
 
 // nameState is the loadgen's bookkeeping of one tool name.
 type nameState struct {
-	name   string
-	holder atomic.Pointer[record] // the consumer whose start on the name last succeeded
-	starts atomic.Uint64          // begun<<32 | in flight
+	name string // a tool's or prompt's name, a template's key
+	kind kind
+	// A template key's variants differ only in their variable's name:
+	// starts pick one, so that live duplicates collide. prefix is the
+	// literal text before the variable.
+	variants []string
+	prefix   string
+	wide     bool                   // the template is its group's least specific one
+	holder   atomic.Pointer[record] // the consumer whose start on the name last succeeded
+	starts   atomic.Uint64          // begun<<32 | in flight
 
 	mu      sync.Mutex
 	winners []*record // consumers whose start on the name succeeded and that may still hold it
@@ -106,7 +125,7 @@ func newNames(n int) []*nameState {
 	out := make([]*nameState, n)
 	width := len(strconv.Itoa(n - 1))
 	for i := range out {
-		out[i] = &nameState{name: fmt.Sprintf("lg.tool-%0*d", width, i)}
+		out[i] = &nameState{name: fmt.Sprintf("lg.tool-%0*d", width, i), kind: kindTool}
 	}
 	return out
 }

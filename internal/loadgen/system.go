@@ -23,6 +23,18 @@ type System interface {
 	CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (catalog.Result, error)
 	ListTools() []catalog.Tool
 	Stats() catalog.Stats
+
+	// Prompts and resource templates, under the same owner discipline as
+	// tools. Errors as above, with catalog.ErrUnknownPrompt and
+	// catalog.ErrUnknownResource for what resolves nothing. ReadURI is a
+	// resources/read of a URI that only templates hold: the most specific
+	// live template that matches it reads it.
+	StartPrompt(ctx context.Context, p catalog.Prompt, pl bindsec.Plan, h catalog.PromptHandler) (Consumer, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (catalog.PromptResult, error)
+	ListPrompts() []catalog.Prompt
+	StartResourceTemplate(ctx context.Context, t catalog.ResourceTemplate, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error)
+	ReadURI(ctx context.Context, uri, credential string) (catalog.Contents, error)
+	ListResourceTemplates() []catalog.ResourceTemplate
 }
 
 // Consumer is a started route's owner handle. Dropping the last reference
@@ -68,6 +80,8 @@ func Authenticator() bindsec.Authenticator {
 func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 	cat, err := catalog.New(catalog.Config{
 		MaxTools:      cfg.Cap,
+		MaxPrompts:    kindCap(cfg),
+		MaxTemplates:  kindCap(cfg),
 		MissingPlan:   cfg.MissingPlan,
 		Authenticator: Authenticator(),
 		// The run drops consumers on purpose, thousands of times: the
@@ -78,6 +92,51 @@ func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 		return nil, err
 	}
 	return &CatalogSystem{Cat: cat, MaxConcurrent: cfg.MaxConcurrent}, nil
+}
+
+func (s *CatalogSystem) options() []catalog.StartOption {
+	if s.MaxConcurrent > 0 {
+		return []catalog.StartOption{catalog.WithMaxConcurrent(s.MaxConcurrent)}
+	}
+	return nil
+}
+
+// StartPrompt starts a prompt consumer; the handle is the catalog's own,
+// as StartTool's is.
+func (s *CatalogSystem) StartPrompt(ctx context.Context, p catalog.Prompt, pl bindsec.Plan, h catalog.PromptHandler) (Consumer, error) {
+	k, err := s.Cat.StartPrompt(ctx, p, pl, h, s.options()...)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// GetPrompt gets a prompt through the catalog's dispatch.
+func (s *CatalogSystem) GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (catalog.PromptResult, error) {
+	return s.Cat.GetPrompt(ctx, name, args, credential)
+}
+
+// ListPrompts lists the catalog's live, ready prompts.
+func (s *CatalogSystem) ListPrompts() []catalog.Prompt { return s.Cat.ListPrompts() }
+
+// StartResourceTemplate starts a resource template consumer; the handle is
+// the catalog's own.
+func (s *CatalogSystem) StartResourceTemplate(ctx context.Context, t catalog.ResourceTemplate, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error) {
+	k, err := s.Cat.StartResourceTemplate(ctx, t, pl, rd, s.options()...)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// ReadURI reads a URI as resources/read does.
+func (s *CatalogSystem) ReadURI(ctx context.Context, uri, credential string) (catalog.Contents, error) {
+	return s.Cat.ReadURI(ctx, uri, credential)
+}
+
+// ListResourceTemplates lists the catalog's live, ready templates.
+func (s *CatalogSystem) ListResourceTemplates() []catalog.ResourceTemplate {
+	return s.Cat.ListResourceTemplates()
 }
 
 // StartTool starts a consumer in the catalog. The *catalog.Consumer itself

@@ -21,14 +21,15 @@ const (
 	InvBodyAfterStop
 	InvOneWinner
 	InvListChanged
-	numInvariants = int(InvListChanged)
+	InvTemplateMatch
+	numInvariants = int(InvTemplateMatch)
 )
 
 // Invariants lists every invariant in order.
 var Invariants = []Invariant{
 	InvBodyAfterDeath, InvLateStopRemovedSuccessor, InvUnauthenticatedBody, InvCapCounter,
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
-	InvBodyAfterStop, InvOneWinner, InvListChanged,
+	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -43,6 +44,7 @@ var invariantNames = [numInvariants + 1]string{
 	"body_after_stop",
 	"one_winner",
 	"list_changed",
+	"template_match",
 }
 
 // String is the invariant's key in reports and JSON.

@@ -64,17 +64,50 @@ func (w *world) resolver(ctx context.Context, rs *runState, index int, l *latenc
 			rs.finish("ops")
 			return
 		}
-		if rng.IntN(m.Call+m.List) >= m.Call {
-			w.list(l)
+		n := rng.IntN(m.Call + m.Get + m.Read + m.List)
+		if n >= m.Call+m.Get+m.Read {
+			w.listOf(pickKind(rng, m), l)
 			continue
 		}
-		ns := w.names[rng.IntN(len(w.names))]
 		cred := credValid
 		if rng.IntN(100) < m.BadCred {
 			cred = credClass(1 + rng.IntN(int(numCreds)-1))
 		}
-		w.call(ctx, ns, cred, l)
+		switch {
+		case n < m.Call:
+			w.call(ctx, w.names[rng.IntN(len(w.names))], cred, l)
+		case n < m.Call+m.Get:
+			w.getPrompt(ctx, w.prompts[rng.IntN(len(w.prompts))], cred, l)
+		default:
+			w.readTemplate(ctx, w.groups[rng.IntN(len(w.groups))], rng.IntN(2) == 0, cred, l)
+		}
 	}
+}
+
+// pickKind draws a route kind by the mix's weights; tools if all are 0.
+func pickKind(rng *rand.Rand, m Mix) kind {
+	total := m.Tool + m.Prompt + m.Template
+	if total == 0 {
+		return kindTool
+	}
+	switch n := rng.IntN(total); {
+	case n < m.Tool:
+		return kindTool
+	case n < m.Tool+m.Prompt:
+		return kindPrompt
+	}
+	return kindTemplate
+}
+
+// namesOf returns the names (template keys) of kind k.
+func (w *world) namesOf(k kind) []*nameState {
+	switch k {
+	case kindPrompt:
+		return w.prompts
+	case kindTemplate:
+		return w.templates
+	}
+	return w.names
 }
 
 // pickShape draws a death shape by the mix's weights.
@@ -104,7 +137,8 @@ func (w *world) consumer(rs *runState, index int, l *latencies) {
 		}
 	}()
 	for !rs.stopping.Load() {
-		ns := w.names[rng.IntN(len(w.names))]
+		set := w.namesOf(pickKind(rng, m))
+		ns := set[rng.IntN(len(set))]
 		public := rng.IntN(100) < m.Public
 		if late != nil {
 			// Restart the crashed consumer's name at once, with a plan the
@@ -166,9 +200,15 @@ func sleepRand(rng *rand.Rand, most time.Duration) {
 	time.Sleep(time.Duration(rng.Int64N(int64(most))))
 }
 
-// prober checks the catalog's counts against the cap every interval.
+// prober checks the catalog's counts against each kind's cap every
+// interval.
 func (w *world) prober(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() { w.capc.sample(w.sys.Stats()) })
+	every(ctx, interval, func() {
+		st := w.sys.Stats()
+		for _, c := range w.capk {
+			c.sample(st)
+		}
+	})
 }
 
 // every calls fn every interval until ctx ends.

@@ -35,7 +35,7 @@ func classify(err error) outcome {
 	switch {
 	case err == nil:
 		return outcomeOK
-	case errors.Is(err, catalog.ErrUnknownTool):
+	case errors.Is(err, catalog.ErrUnknownTool), errors.Is(err, catalog.ErrUnknownPrompt), errors.Is(err, catalog.ErrUnknownResource):
 		return outcomeUnknown
 	case errors.Is(err, catalog.ErrRouteGone):
 		return outcomeGone
@@ -67,15 +67,20 @@ type world struct {
 
 	clock     atomic.Uint64 // see "One clock for before" in the package doc
 	nextID    atomic.Uint64
-	names     []*nameState
+	names     []*nameState // tool names
+	prompts   []*nameState // prompt names
+	groups    []tmplGroup  // template keys, two per group
+	templates []*nameState // every group's keys
 	ring      *recordRing
-	potential atomic.Uint64 // begun<<32 | potential holders; see capChecker
+	potential [numKinds]atomic.Uint64 // per kind, begun<<32 | potential holders; see capChecker
 
 	body   bodyChecker
 	auth   authChecker
 	dead   deadEntryChecker
 	dup    dupChecker
-	capc   capChecker
+	capc   capChecker // tools'
+	capk   [numKinds]capChecker
+	tmpl   templateChecker
 	late   lateStopChecker
 	growth *growthChecker
 	notes  *notifyChecker // invariant 10; nil unless an in-process MCP server runs
@@ -84,18 +89,28 @@ type world struct {
 	lateStops, lateChecks, lateInconclusive      atomic.Int64
 	deaths                                       [numShapes]atomic.Int64
 	outcomes, mcpOutcomes                        [numOutcomes]atomic.Int64
+	kindOutcomes                                 [numKinds][numOutcomes]atomic.Int64 // gets and reads; tool calls are in outcomes
+	kindStarts                                   [numKinds]atomic.Int64
 	unchecked                                    atomic.Int64 // listed tools whose record was recycled
 	pendingDrops                                 atomic.Int64 // dropped consumers not yet collected
 }
 
 func newWorld(cfg Config, sys System) *world {
-	w := &world{cfg: cfg, sys: sys, t: &tally{}, names: newNames(cfg.Names), ring: &recordRing{}}
+	w := &world{cfg: cfg, sys: sys, t: &tally{}, names: newNames(cfg.Names), prompts: newPrompts(cfg.Names),
+		groups: newGroups(cfg.Names), ring: &recordRing{}}
+	for _, g := range w.groups {
+		w.templates = append(w.templates, g.wide, g.specific)
+	}
 	w.body = bodyChecker{w.t}
 	w.auth = authChecker{w.t}
 	w.dead = deadEntryChecker{t: w.t, lookup: w.ring.get}
 	w.dup = dupChecker{w.t}
-	w.capc = capChecker{t: w.t, cap: cfg.Cap}
-	w.late = lateStopChecker{t: w.t, sys: sys, tick: w.tick}
+	for k := range numKinds {
+		w.capk[k] = capChecker{t: w.t, cap: capOf(cfg, k), kind: k}
+	}
+	w.capc = w.capk[kindTool]
+	w.tmpl = templateChecker{w.t}
+	w.late = lateStopChecker{t: w.t, tick: w.tick, invoke: w.invokeRetry, list: w.listKind}
 	w.growth = newGrowthChecker(w.t, DefaultGrowthTolerance, readProcess)
 	return w
 }
@@ -154,22 +169,24 @@ func (w *world) handler(rec *record) catalog.ToolHandler {
 // cancellation behind the workers' backs.
 func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 	rec := w.newRecord(ns, public)
-	s := startSnapshot{ns: ns, starts: ns.starts.Add(countOneIn), potential: w.potential.Add(potOneIn)}
+	pot := &w.potential[ns.kind]
+	s := startSnapshot{ns: ns, starts: ns.starts.Add(countOneIn), potential: pot.Add(potOneIn)}
 	s.holder = ns.holder.Load()
 	s.begin = w.tick()
 	ctx, cancel := context.WithCancel(context.Background())
 	t0 := time.Now()
-	k, err := w.sys.StartTool(ctx, catalog.Tool{Name: ns.name, Title: rec.tag, Description: "loadgen consumer " + rec.tag}, plan(rec), w.handler(rec))
+	k, err := w.startRoute(ctx, ns, rec)
 	l.record(opStart, time.Since(t0))
 	w.starts.Add(1)
+	w.kindStarts[ns.kind].Add(1)
 	w.dup.started(s, err)
 	if err != nil {
 		cancel()
 		if errors.Is(err, catalog.ErrCapReached) {
 			w.capRejections.Add(1)
-			w.capc.refused(s, w.potential.Load())
+			w.capk[ns.kind].refused(s, pot.Load())
 		}
-		w.potential.Add(potOneOut)
+		pot.Add(potOneOut)
 		ns.starts.Add(countOneOut)
 		switch {
 		case errors.Is(err, catalog.ErrDuplicate):
@@ -183,7 +200,8 @@ func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 	if prev := ns.holder.Load(); prev != nil && prev.death.Load() != 0 && prev.deathShape().crash() {
 		w.takeovers.Add(1)
 	}
-	rec.owner = k.Owner()
+	ref := k.Owner()
+	rec.owner.Store(&ref)
 	w.dead.startWon(ns, rec)
 	ns.holder.Store(rec)
 	ns.starts.Add(countOneOut)
@@ -203,7 +221,7 @@ func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *late
 	o := classify(err)
 	w.outcomes[o].Add(1)
 	w.dead.callEnded(s, o)
-	w.dead.oneWinner(s, o, res)
+	w.dead.oneWinner(s, o, resultText(res))
 	if o == outcomeOther || o == outcomePanicked {
 		w.t.unexpected("call %s: %v", ns.name, err)
 	}
@@ -226,7 +244,8 @@ func (w *world) list(l *latencies) {
 func (w *world) observeDeath(rec *record, sh shape) {
 	rec.shape.Store(int32(sh))
 	rec.death.Store(w.tick())
-	w.potential.Add(potOneOut)
+	rec.owner.Store(nil) // dead for good: the ring must not keep its route
+	w.potential[rec.ns.kind].Add(potOneOut)
 	w.deaths[sh].Add(1)
 }
 
@@ -234,7 +253,7 @@ func (w *world) observeDeath(rec *record, sh shape) {
 // the shape the consumer actually died by (a panic that could not be
 // delivered falls back to a cancel), or shapeNone if it did not die.
 func (w *world) end(h *held, sh shape, l *latencies) shape {
-	if w.notes != nil {
+	if w.notes != nil && h.rec.ns.kind == kindTool {
 		// Which sessions must hear of the end is settled before it
 		// begins: see notifyChecker.
 		listening := w.notes.listening()
@@ -280,8 +299,7 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 func (w *world) triggerPanic(h *held) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), deathTimeout)
 	defer cancel()
-	args := encodeArgs(w.tick(), credValid, h.rec.id, 0)
-	_, err := callRetry(ctx, w.sys, h.rec.ns.name, args, credValid.token())
+	_, err := w.invokeRetry(ctx, h.rec.ns, callArgs{Seq: w.tick(), Cred: credValid.String(), Panic: h.rec.id}, credValid)
 	if errors.Is(err, catalog.ErrRoutePanicked) {
 		return true
 	}

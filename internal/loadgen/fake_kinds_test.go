@@ -1,0 +1,107 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// The fake's prompts and resource templates: the same entries, plans,
+// slots and faults as its tools, under keys of their own (mapKey).
+
+func (f *fakeSystem) StartPrompt(ctx context.Context, pr catalog.Prompt, p bindsec.Plan, h catalog.PromptHandler) (Consumer, error) {
+	return f.start(ctx, &fakeEntry{kind: kindPrompt, key: pr.Name, prompt: pr, ph: h}, p)
+}
+
+// fakeVar is a template expression; fakeTemplateKey names every variable
+// "_", as the catalog's keys do.
+var fakeVar = regexp.MustCompile(`\{([+#./;?&]?)[^}]*\}`)
+
+func (f *fakeSystem) StartResourceTemplate(ctx context.Context, t catalog.ResourceTemplate, p bindsec.Plan, rd catalog.ResourceReader) (Consumer, error) {
+	m, err := uritemplate.New(t.URITemplate)
+	if err != nil {
+		return nil, fmt.Errorf("fake: template %q: %w: %v", t.URITemplate, catalog.ErrInvalidName, err)
+	}
+	key := fakeVar.ReplaceAllString(t.URITemplate, "{${1}_}")
+	if f.has(bugVarNamesDistinct) {
+		key = t.URITemplate
+	}
+	literal := len(fakeVar.ReplaceAllString(t.URITemplate, ""))
+	return f.start(ctx, &fakeEntry{kind: kindTemplate, key: key, tpl: t, rd: rd, match: m, literal: literal}, p)
+}
+
+// mapKey is an entry's key in the fake's maps: tools by name, so that the
+// tool scenarios read as they always did, the other kinds prefixed.
+func mapKey(k kind, key string) string {
+	if k == kindTool {
+		return key
+	}
+	return k.String() + "\x00" + key
+}
+
+func (f *fakeSystem) GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (res catalog.PromptResult, err error) {
+	err = f.dispatch(ctx, mapKey(kindPrompt, name), credential, catalog.ErrUnknownPrompt, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+		res, err = e.ph(ctx, catalog.PromptGet{Name: name, Arguments: args, Principal: pr, Owner: e.ref})
+		return err
+	})
+	return res, err
+}
+
+// ReadURI reads uri with the most specific live template that matches it.
+func (f *fakeSystem) ReadURI(ctx context.Context, uri, credential string) (res catalog.Contents, err error) {
+	f.mu.Lock()
+	var best *fakeEntry
+	for _, e := range f.entries {
+		if e.kind != kindTemplate || e.closed || (!e.ref.Alive() && !f.has(bugMatchDead|bugRunDeadBodies|bugGoneForDead)) {
+			continue
+		}
+		if e.match.Match(uri) == nil {
+			continue
+		}
+		better := best == nil || e.literal > best.literal || e.literal == best.literal && e.tpl.URITemplate < best.tpl.URITemplate
+		if best != nil && f.has(bugLessSpecific) {
+			better = e.literal < best.literal
+		}
+		if better {
+			best = e
+		}
+	}
+	f.mu.Unlock()
+	if best == nil {
+		return res, fmt.Errorf("fake: %w %q", catalog.ErrUnknownResource, uri)
+	}
+	// The key's entry may have changed hands since the match, to a variant
+	// with other variable names: the variables are the entry's own.
+	err = f.dispatch(ctx, mapKey(kindTemplate, best.key), credential, catalog.ErrUnknownResource, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+		vars := map[string]string{}
+		for name, v := range e.match.Match(uri) {
+			if f.has(bugWrongVars) {
+				name = "_"
+			}
+			vars[name] = v.String()
+		}
+		res, err = e.rd(ctx, catalog.Read{URI: uri, Vars: vars, Principal: pr, Owner: e.ref})
+		return err
+	})
+	return res, err
+}
+
+func (f *fakeSystem) ListPrompts() []catalog.Prompt {
+	var out []catalog.Prompt
+	for _, e := range f.list(kindPrompt) {
+		out = append(out, e.prompt)
+	}
+	return out
+}
+
+func (f *fakeSystem) ListResourceTemplates() []catalog.ResourceTemplate {
+	var out []catalog.ResourceTemplate
+	for _, e := range f.list(kindTemplate) {
+		out = append(out, e.tpl)
+	}
+	return out
+}
