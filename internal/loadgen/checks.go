@@ -204,6 +204,8 @@ func (c capChecker) counts(st catalog.Stats) (slots, listed int) {
 		return st.PromptSlots, st.Prompts
 	case kindTemplate:
 		return st.TemplateSlots, st.Templates
+	case kindResource:
+		return st.ResourceSlots, st.Resources
 	}
 	return st.ToolSlots, st.Tools
 }

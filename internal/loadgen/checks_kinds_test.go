@@ -33,6 +33,7 @@ var routeCases = []routeCase{
 	{"prompt", func(w *world) *nameState { return w.prompts[0] }},
 	{"template", func(w *world) *nameState { return w.groups[0].specific }},
 	{"wide template", func(w *world) *nameState { return w.groups[0].wide }},
+	{"resource", func(w *world) *nameState { return w.resources[0] }},
 }
 
 // runOp runs a resolver's operation on ns, with its checks: a prompt get, or
@@ -40,7 +41,7 @@ var routeCases = []routeCase{
 func runOp(w *world, ns *nameState, cred credClass) outcome {
 	ctx := context.Background()
 	switch ns.kind {
-	case kindPrompt:
+	case kindPrompt, kindResource:
 		return w.getPrompt(ctx, ns, cred, allOps())
 	case kindTemplate:
 		for _, g := range w.groups {
@@ -179,7 +180,7 @@ func TestCheckerKindsTwoWinners(t *testing.T) {
 // compared with its own live consumers; a counter that drifts within the
 // cap passes every sample.
 func TestCheckerKindsCapQuiet(t *testing.T) {
-	for _, kd := range []kind{kindPrompt, kindTemplate} {
+	for _, kd := range []kind{kindPrompt, kindTemplate, kindResource} {
 		for _, k := range kinds(bugSlotLeak) {
 			t.Run(kd.String()+"/"+k.name, func(t *testing.T) {
 				w := newTestWorld(t, k, kindsConfig())
@@ -202,7 +203,7 @@ func TestCheckerKindsCapQuiet(t *testing.T) {
 // Invariant 4 per kind, the samples: a kind's slot counter never exceeds
 // its own cap.
 func TestCheckerKindsCapOvershoot(t *testing.T) {
-	for _, kd := range []kind{kindPrompt, kindTemplate} {
+	for _, kd := range []kind{kindPrompt, kindTemplate, kindResource} {
 		for _, k := range kinds(bugCapOvershoot) {
 			t.Run(kd.String()+"/"+k.name, func(t *testing.T) {
 				w := newTestWorld(t, k, kindsConfig())
@@ -227,7 +228,7 @@ func TestCheckerKindsCapOvershoot(t *testing.T) {
 // their slots, so a start at that kind's full cap succeeds once every
 // holder was observed dead, and a refusal with live holders is judged.
 func TestCheckerKindsCapRefused(t *testing.T) {
-	for _, kd := range []kind{kindPrompt, kindTemplate} {
+	for _, kd := range []kind{kindPrompt, kindTemplate, kindResource} {
 		for _, k := range kinds(bugSlotsNotFreed) {
 			t.Run(kd.String()+"/"+k.name, func(t *testing.T) {
 				w := newTestWorld(t, k, kindsConfig())

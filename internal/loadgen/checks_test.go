@@ -40,7 +40,8 @@ func bugName(b bug) string {
 		bugDupDead: "dead incumbent blocks", bugLeak: "leak", bugSlotLeak: "slot leak",
 		bugBodyAfterStop: "body after stop", bugStaleBody: "stale body", bugLiveTakeover: "live takeover",
 		bugMatchDead: "dead template matched", bugLessSpecific: "less specific template", bugWrongVars: "wrong variables",
-		bugVarNamesDistinct: "variable names distinct",
+		bugVarNamesDistinct: "variable names distinct", bugUpdateDead: "dead consumer publishes",
+		bugUpdateDropped: "update dropped",
 	}[b]
 }
 

@@ -77,7 +77,7 @@ func TestParseArgs(t *testing.T) {
 		{"mix percent over 100", []string{"-mix", "late=101"}, nil, "up to 100"},
 		{"mix no shapes", []string{"-mix", "stop=0,cancel=0,panic=0,drop=0"}, nil, "death shapes"},
 		{"mix no ops", []string{"-mix", "call=0,get=0,read=0,list=0"}, nil, "operations"},
-		{"mix no kinds", []string{"-mix", "tool=0,prompt=0,template=0"}, nil, "kinds"},
+		{"mix no kinds", []string{"-mix", "tool=0,prompt=0,template=0,resource=0"}, nil, "kinds"},
 		{"bad missing plan", []string{"-missing-plan", "maybe"}, nil, "-missing-plan"},
 		{"remote target", []string{"-target", "http://10.0.0.1:8080/mcp"}, nil, "not loopback"},
 		{"named remote target", []string{"-target", "http://example.com/mcp"}, nil, "not loopback"},

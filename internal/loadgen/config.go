@@ -22,8 +22,8 @@ import (
 type Config struct {
 	Resolvers     int           // goroutines calling and listing tools
 	Consumers     int           // goroutines starting and ending consumers
-	Names         int           // distinct tool names the consumers draw from; prompts half, template groups a quarter
-	Cap           int           // the catalog's tool cap; prompts and templates a quarter each (kindCap)
+	Names         int           // distinct tool names the consumers draw from; prompts and fixed resources half, template groups a quarter
+	Cap           int           // the catalog's tool cap; prompts, templates and fixed resources a quarter each (kindCap)
 	Duration      time.Duration // run length; 0 with Ops set means until Ops
 	Ops           int64         // resolver operations (calls, gets, reads, listings) to run; 0: no limit
 	Seed          uint64        // seed of every worker's random choices
@@ -60,6 +60,7 @@ type Mix struct {
 	Stop, Cancel, Panic, Drop int // weights of the four death shapes
 	Call, Get, Read, List     int // weights of the resolver operations
 	Tool, Prompt, Template    int // weights of the kinds consumers start and listings list
+	Resource                  int // weight of fixed resources, among those kinds and among reads
 	Late                      int // % of cancelled or panicked consumers restarted and then stopped late
 	BadCred                   int // % of calls made without valid credentials
 	Public                    int // % of routes whose plan is public
@@ -67,7 +68,7 @@ type Mix struct {
 
 // DefaultMix is the mix of a run without -mix.
 var DefaultMix = Mix{Stop: 35, Cancel: 25, Panic: 20, Drop: 20, Call: 60, Get: 15, Read: 15, List: 10,
-	Tool: 50, Prompt: 25, Template: 25, Late: 50, BadCred: 20, Public: 20}
+	Tool: 50, Prompt: 25, Template: 25, Resource: 25, Late: 50, BadCred: 20, Public: 20}
 
 // DefaultConfig is sized for a 2-core machine: twelve consumers over
 // twelve names against a cap of eight, so that starts collide on names
@@ -97,11 +98,12 @@ var mixKeys = map[string]struct {
 	"drop":     {func(m *Mix) *int { return &m.Drop }, "weight of drop without Stop (GC)", false},
 	"call":     {func(m *Mix) *int { return &m.Call }, "weight of tool calls", false},
 	"get":      {func(m *Mix) *int { return &m.Get }, "weight of prompt gets", false},
-	"read":     {func(m *Mix) *int { return &m.Read }, "weight of reads of templated URIs", false},
-	"list":     {func(m *Mix) *int { return &m.List }, "weight of listings (of the kind drawn by tool/prompt/template)", false},
+	"read":     {func(m *Mix) *int { return &m.Read }, "weight of reads (of templated URIs or fixed resources, by template/resource)", false},
+	"list":     {func(m *Mix) *int { return &m.List }, "weight of listings (of the kind drawn by tool/prompt/template/resource)", false},
 	"tool":     {func(m *Mix) *int { return &m.Tool }, "weight of tools among consumer starts and listings", false},
 	"prompt":   {func(m *Mix) *int { return &m.Prompt }, "weight of prompts among consumer starts and listings", false},
 	"template": {func(m *Mix) *int { return &m.Template }, "weight of resource templates among consumer starts and listings", false},
+	"resource": {func(m *Mix) *int { return &m.Resource }, "weight of fixed resources (which publish updates) among consumer starts, listings and reads", false},
 	"late":     {func(m *Mix) *int { return &m.Late }, "% of crashed consumers restarted, then stopped late", true},
 	"badcred":  {func(m *Mix) *int { return &m.BadCred }, "% of calls without valid credentials", true},
 	"public":   {func(m *Mix) *int { return &m.Public }, "% of routes with a public plan", true},
@@ -132,16 +134,16 @@ func ParseMix(s string, base Mix) (Mix, error) {
 	if m.Call+m.Get+m.Read+m.List == 0 {
 		return base, errors.New("-mix: the operations call, get, read, list cannot all be 0")
 	}
-	if m.Tool+m.Prompt+m.Template == 0 {
-		return base, errors.New("-mix: the kinds tool, prompt, template cannot all be 0")
+	if m.Tool+m.Prompt+m.Template+m.Resource == 0 {
+		return base, errors.New("-mix: the kinds tool, prompt, template, resource cannot all be 0")
 	}
 	return m, nil
 }
 
 // String formats m as the -mix flag takes it, every share named.
 func (m Mix) String() string {
-	return fmt.Sprintf("stop=%d,cancel=%d,panic=%d,drop=%d,call=%d,get=%d,read=%d,list=%d,tool=%d,prompt=%d,template=%d,late=%d,badcred=%d,public=%d",
-		m.Stop, m.Cancel, m.Panic, m.Drop, m.Call, m.Get, m.Read, m.List, m.Tool, m.Prompt, m.Template, m.Late, m.BadCred, m.Public)
+	return fmt.Sprintf("stop=%d,cancel=%d,panic=%d,drop=%d,call=%d,get=%d,read=%d,list=%d,tool=%d,prompt=%d,template=%d,resource=%d,late=%d,badcred=%d,public=%d",
+		m.Stop, m.Cancel, m.Panic, m.Drop, m.Call, m.Get, m.Read, m.List, m.Tool, m.Prompt, m.Template, m.Resource, m.Late, m.BadCred, m.Public)
 }
 
 func sortedMixKeys() []string {
@@ -165,8 +167,8 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	fs.SetOutput(io.Discard) // errors are printed once, by the caller
 	fs.IntVar(&cfg.Resolvers, "resolvers", cfg.Resolvers, "goroutines that call tools (resolve + guard + dispatch) and list them")
 	fs.IntVar(&cfg.Consumers, "consumers", cfg.Consumers, "goroutines that start consumers, hold them a random while, and end them by a death shape")
-	fs.IntVar(&cfg.Names, "names", cfg.Names, "distinct tool names the consumers draw from (prompt names: half as many; template groups of two keys: a quarter); fewer names mean more collisions and takeovers")
-	fs.IntVar(&cfg.Cap, "cap", cfg.Cap, "the catalog's tool cap; below -consumers, starts collide with the cap; prompts and templates are each capped at a quarter of it (at least 1)")
+	fs.IntVar(&cfg.Names, "names", cfg.Names, "distinct tool names the consumers draw from (prompt names and fixed resource URIs: half as many; template groups of two keys: a quarter); fewer names mean more collisions and takeovers")
+	fs.IntVar(&cfg.Cap, "cap", cfg.Cap, "the catalog's tool cap; below -consumers, starts collide with the cap; prompts, templates and fixed resources are each capped at a quarter of it (at least 1)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run; with -ops and no -duration, run until -ops is reached")
 	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many resolver operations (calls, gets, reads, listings); 0 means no limit")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of every worker's random choices (0: pick one and print it); goroutine interleaving still varies between runs")

@@ -1,6 +1,7 @@
 // Package loadgen is the engine of cmd/loadgen: it hammers a catalog with
-// parallel calls, prompt gets, templated reads, listings, starts and stops
-// of tools, prompts and resource templates while consumers die in every
+// parallel calls, prompt gets, templated and fixed reads, listings,
+// resource updates, starts and stops of tools, prompts, resource templates
+// and fixed resources while consumers die in every
 // way ADR-0068 names, checks the ADR's invariants while it runs, and
 // reports what it saw.
 //
@@ -21,9 +22,9 @@
 // at once and then calls the dead consumer's Stop late, to exercise the
 // owner-conditional unregister.
 //
-// Consumers serve three kinds of route, drawn by the mix's tool, prompt
-// and template weights, each kind under its own cap (Config.Cap for tools,
-// a quarter of it for prompts and for templates). Resolvers get prompts
+// Consumers serve four kinds of route, drawn by the mix's tool, prompt,
+// template and resource weights, each kind under its own cap (Config.Cap
+// for tools, a quarter of it for each other kind). Resolvers get prompts
 // as they call tools. Templates come in groups of two overlapping keys, a
 // wide "lg://gN/{+path}" and a specific "lg://gN/item/{id}", and each key
 // has two variants that differ only in the variable's name, which a start
@@ -33,6 +34,22 @@
 // number and credential in the URI's last segment, as a call does in its
 // arguments. Every kind dies by the same four shapes, is listed, and is
 // restarted and stopped late.
+//
+// Fixed resources are the fourth kind, drawn by the mix's resource weight
+// under a cap of their own (a quarter of Config.Cap), on half as many URIs
+// as tool names, "lg://res-N", which no loadgen template matches.
+// Resolvers read them (the read weight is split between templated and
+// fixed reads by the template and resource weights); an in-process read
+// carries its begin number and credential in the context, which the
+// catalog hands to the reader, since a fixed URI has no room for them. A
+// resource consumer publishes an update (Consumer.Updated) after its
+// start and after its hold, and once more after its death was observed,
+// and a crashed one again just before its late Stop, while its successor
+// holds the URI. A listener registered with OnResourceUpdated counts the
+// updates of each URI; the loadgen's Updated calls on one URI run one at a
+// time, and the catalog calls listeners on the publisher's goroutine
+// before Updated returns, so the count's change across a call is what
+// that call delivered.
 //
 // With -mcp, the same calls, prompt gets, templated reads and tool
 // listings also go through the official MCP SDK client over streamable
@@ -127,8 +144,8 @@
 //     window run out, and ends it by a cancel and then by a Stop, each
 //     the only change, so that a server that forgets one kind of end is
 //     caught every run. Listings after an observed death are invariant 5's
-//     throughout. Only tool ends are judged: prompts and templates have
-//     notifications of their own.
+//     throughout. Only tool ends are judged: prompts, templates and
+//     resources have notifications of their own.
 //  11. template_match: a templated item read during which no start on its
 //     group's keys overlapped it, made while the specific template's owner
 //     lived throughout (its owner alive and its Stop not begun when the
@@ -136,6 +153,15 @@
 //     wide template lived throughout, by another body than the wide one's.
 //     Also: a template reader got variables other than its own template's
 //     one variable holding the URI's text after the template's prefix.
+//  12. resource_update: an Updated call that began after its consumer was
+//     observed dead returned anything but ErrDeadOwner or reached a
+//     listener; or one whose consumer still lived, its Stop not begun,
+//     when the call returned (so throughout it) did not succeed or did not
+//     reach the listener exactly once; or the listener heard an update
+//     while no loadgen Updated call on its URI was in flight, or of a URI
+//     no loadgen consumer serves. A call during which its consumer died is
+//     not judged. Invariants 1 to 6, 8 and 9 cover fixed resources as they
+//     cover the other kinds, 1, 3 and 8 for in-process reads only.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

@@ -51,9 +51,18 @@ func (f *fakeSystem) GetPrompt(ctx context.Context, name string, args map[string
 	return res, err
 }
 
-// ReadURI reads uri with the most specific live template that matches it.
+// ReadURI reads uri's fixed resource if one is held, else uri with the
+// most specific live template that matches it.
 func (f *fakeSystem) ReadURI(ctx context.Context, uri, credential string) (res catalog.Contents, err error) {
 	f.mu.Lock()
+	if _, ok := f.entries[mapKey(kindResource, uri)]; ok {
+		f.mu.Unlock()
+		err = f.dispatch(ctx, mapKey(kindResource, uri), credential, catalog.ErrUnknownResource, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+			res, err = e.rd(ctx, catalog.Read{URI: uri, Principal: pr, Owner: e.ref})
+			return err
+		})
+		return res, err
+	}
 	var best *fakeEntry
 	for _, e := range f.entries {
 		if e.kind != kindTemplate || e.closed || (!e.ref.Alive() && !f.has(bugMatchDead|bugRunDeadBodies|bugGoneForDead)) {
@@ -104,4 +113,56 @@ func (f *fakeSystem) ListResourceTemplates() []catalog.ResourceTemplate {
 		out = append(out, e.tpl)
 	}
 	return out
+}
+
+func (f *fakeSystem) StartResource(ctx context.Context, r catalog.Resource, p bindsec.Plan, rd catalog.ResourceReader) (Consumer, error) {
+	return f.start(ctx, &fakeEntry{kind: kindResource, key: r.URI, res: r, rd: rd}, p)
+}
+
+func (f *fakeSystem) ListResources() []catalog.Resource {
+	var out []catalog.Resource
+	for _, e := range f.list(kindResource) {
+		out = append(out, e.res)
+	}
+	return out
+}
+
+func (f *fakeSystem) OnResourceUpdated(fn func(uri string)) (cancel func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := f.nextListener
+	f.nextListener++
+	f.listeners[id] = fn
+	return func() {
+		f.mu.Lock()
+		delete(f.listeners, id)
+		f.mu.Unlock()
+	}
+}
+
+// Updated publishes as the catalog does: only while k lives, its Stop not
+// begun, and its entry still holds the URI; the listeners run on the
+// caller's goroutine before it returns.
+func (k *fakeConsumer) Updated() error {
+	f := k.f
+	if k.e.kind != kindResource {
+		return fmt.Errorf("fake: %q: %w", k.name, catalog.ErrInvalidRoute)
+	}
+	f.mu.Lock()
+	holds := f.entries[k.name] == k.e && k.e.ref.Alive() && !k.e.closed
+	fns := make([]func(string), 0, len(f.listeners))
+	for _, fn := range f.listeners {
+		fns = append(fns, fn)
+	}
+	f.mu.Unlock()
+	if !holds && !f.has(bugUpdateDead) {
+		return fmt.Errorf("fake: %q: %w", k.name, catalog.ErrDeadOwner)
+	}
+	if f.has(bugUpdateDropped) {
+		return nil
+	}
+	for _, fn := range fns {
+		fn(k.e.key)
+	}
+	return nil
 }

@@ -78,6 +78,12 @@ const (
 	// bugVarNamesDistinct: templates are keyed by their whole string, so
 	// two that differ only in a variable's name both start (invariant 9).
 	bugVarNamesDistinct
+	// bugUpdateDead: a resource consumer's Updated publishes whether or
+	// not it lives and holds its URI (invariant 12).
+	bugUpdateDead
+	// bugUpdateDropped: Updated returns nil without calling the
+	// listeners (invariant 12).
+	bugUpdateDropped
 )
 
 // noticesDeathBugs lists the bugs of a system that does not notice deaths
@@ -102,6 +108,9 @@ type fakeSystem struct {
 	slots   [numKinds]int
 	// bodyCache is the stale-body fault's cache, name → first body.
 	bodyCache map[string]catalog.ToolHandler
+	// listeners are the OnResourceUpdated functions by id.
+	listeners    map[int]func(string)
+	nextListener int
 
 	closed chan struct{}
 	leaked [][]byte
@@ -117,6 +126,7 @@ type fakeEntry struct {
 	prompt  catalog.Prompt
 	rd      catalog.ResourceReader
 	tpl     catalog.ResourceTemplate
+	res     catalog.Resource
 	match   *uritemplate.Template
 	literal int // a template's literal bytes: its specificity
 	ref     owner.Ref
@@ -138,9 +148,10 @@ type fakePlan struct {
 
 func newFake(capacity int, bugs bug) *fakeSystem {
 	return &fakeSystem{
-		cap: [numKinds]int{capacity, kindCap(Config{Cap: capacity}), kindCap(Config{Cap: capacity})}, bugs: bugs, auth: Authenticator(), mode: bindsec.PassThrough,
+		cap:  [numKinds]int{capacity, kindCap(Config{Cap: capacity}), kindCap(Config{Cap: capacity}), kindCap(Config{Cap: capacity})},
+		bugs: bugs, auth: Authenticator(), mode: bindsec.PassThrough,
 		entries: map[string]*fakeEntry{}, plans: map[string]fakePlan{}, closed: make(chan struct{}),
-		bodyCache: map[string]catalog.ToolHandler{},
+		bodyCache: map[string]catalog.ToolHandler{}, listeners: map[int]func(string){},
 	}
 }
 
@@ -392,8 +403,9 @@ func (f *fakeSystem) list(k kind) []*fakeEntry {
 
 func (f *fakeSystem) Stats() catalog.Stats {
 	tools, prompts, templates := len(f.list(kindTool)), len(f.list(kindPrompt)), len(f.list(kindTemplate))
+	resources := len(f.list(kindResource))
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return catalog.Stats{Tools: tools, ToolSlots: f.slots[kindTool], Prompts: prompts, PromptSlots: f.slots[kindPrompt],
-		Templates: templates, TemplateSlots: f.slots[kindTemplate]}
+		Templates: templates, TemplateSlots: f.slots[kindTemplate], Resources: resources, ResourceSlots: f.slots[kindResource]}
 }

@@ -20,12 +20,16 @@ func (w *world) startRoute(ctx context.Context, ns *nameState, rec *record) (Con
 		rec.varName = varOf(rec.tmpl)
 		return w.sys.StartResourceTemplate(ctx, catalog.ResourceTemplate{URITemplate: rec.tmpl, Name: "loadgen", Title: rec.tag, Description: desc},
 			plan(rec), w.reader(rec))
+	case kindResource:
+		// A resource has no title: its name carries the owner's tag.
+		return w.sys.StartResource(ctx, catalog.Resource{URI: ns.name, Name: rec.tag, Description: desc}, plan(rec), w.resourceReader(rec))
 	}
 	return w.sys.StartTool(ctx, catalog.Tool{Name: ns.name, Title: rec.tag, Description: desc}, plan(rec), w.handler(rec))
 }
 
 // invoke runs one operation on ns's route with a: a tool call, a prompt
-// get, or a read of the URI that reaches ns's template (uriFor). It
+// get, a read of the URI that reaches ns's template (uriFor), or a read of
+// ns's fixed resource, a carrying the context (argsKey). It
 // returns the tag of the body that answered.
 func (w *world) invoke(ctx context.Context, ns *nameState, a callArgs, cred credClass) (string, error) {
 	switch ns.kind {
@@ -37,6 +41,9 @@ func (w *world) invoke(ctx context.Context, ns *nameState, a callArgs, cred cred
 		return res.Messages[0].Content.Text, nil
 	case kindTemplate:
 		res, err := w.sys.ReadURI(ctx, uriFor(ns, a), cred.token())
+		return res.Text, err
+	case kindResource:
+		res, err := w.sys.ReadURI(context.WithValue(ctx, argsKey{}, a), ns.name, cred.token())
 		return res.Text, err
 	}
 	res, err := w.sys.CallTool(ctx, ns.name, encodeArgs(a.Seq, cred, a.Panic, a.Probe), cred.token())
@@ -68,6 +75,10 @@ func (w *world) listKind(k kind) []listedEntry {
 		for _, t := range w.sys.ListResourceTemplates() {
 			out = append(out, listedEntry{t.URITemplate, t.Title})
 		}
+	case kindResource:
+		for _, r := range w.sys.ListResources() {
+			out = append(out, listedEntry{r.URI, r.Name})
+		}
 	default:
 		for _, t := range w.sys.ListTools() {
 			out = append(out, listedEntry{t.Name, t.Title})
@@ -91,20 +102,31 @@ func (w *world) listOf(k kind, l *latencies) {
 	}
 }
 
-// getPrompt gets ns's prompt and runs the checks a call runs.
+// getPrompt gets ns's prompt, or reads ns's fixed resource, and runs the
+// checks a call runs.
 func (w *world) getPrompt(ctx context.Context, ns *nameState, cred credClass, l *latencies) outcome {
 	s := callSnapshot{ns: ns, starts: ns.starts.Load()}
 	s.holder = ns.holder.Load()
 	s.begin = w.tick()
 	t0 := time.Now()
 	text, err := w.invoke(ctx, ns, callArgs{Seq: s.begin, Cred: cred.String()}, cred)
-	l.record(opGet, time.Since(t0))
+	what, timed := "get prompt", opGet
+	if ns.kind == kindResource {
+		what, timed = "read", opRead
+	}
+	l.record(timed, time.Since(t0))
+	return w.ended(s, err, text, what)
+}
+
+// ended runs the caller-side checks of a prompt get or resource read.
+func (w *world) ended(s callSnapshot, err error, text, what string) outcome {
+	ns := s.ns
 	o := classify(err)
-	w.kindOutcomes[kindPrompt][o].Add(1)
+	w.kindOutcomes[ns.kind][o].Add(1)
 	w.dead.callEnded(s, o)
 	w.dead.oneWinner(s, o, text)
 	if o == outcomeOther || o == outcomePanicked {
-		w.t.unexpected("get prompt %s: %v", ns.name, err)
+		w.t.unexpected("%s %s: %v", what, ns.name, err)
 	}
 	return o
 }

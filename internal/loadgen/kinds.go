@@ -17,14 +17,16 @@ const (
 	kindTool     kind = iota
 	kindPrompt        // StartPrompt, GetPrompt, ListPrompts
 	kindTemplate      // StartResourceTemplate, ReadURI, ListResourceTemplates
+	kindResource      // StartResource, ReadURI of its fixed URI, ListResources, Consumer.Updated
 	numKinds
 )
 
-var kindNames = [numKinds]string{"tool", "prompt", "template"}
+var kindNames = [numKinds]string{"tool", "prompt", "template", "resource"}
 
 func (k kind) String() string { return kindNames[k] }
 
-// kindCap is the catalog's cap on prompts and on templates: a quarter of
+// kindCap is the catalog's cap on prompts, on templates and on fixed
+// resources: a quarter of
 // the tool cap, so that the fewer consumers that draw these kinds still
 // meet their cap.
 func kindCap(cfg Config) int { return max(1, cfg.Cap/4) }
@@ -44,6 +46,19 @@ func newPrompts(names int) []*nameState {
 	width := len(strconv.Itoa(n - 1))
 	for i := range out {
 		out[i] = &nameState{name: fmt.Sprintf("lg.prompt-%0*d", width, i), kind: kindPrompt}
+	}
+	return out
+}
+
+// newResources makes the fixed resources' URIs, half as many as tool
+// names. No loadgen template matches them, so that a read of one reaches
+// its fixed resource or nothing.
+func newResources(names int) []*nameState {
+	n := max(1, names/2)
+	out := make([]*nameState, n)
+	width := len(strconv.Itoa(n - 1))
+	for i := range out {
+		out[i] = &nameState{name: fmt.Sprintf("lg://res-%0*d", width, i), kind: kindResource}
 	}
 	return out
 }
@@ -179,6 +194,23 @@ func (w *world) reader(rec *record) catalog.ResourceReader {
 			return catalog.Contents{Text: "loadgen: bad uri"}, nil
 		}
 		w.bodyChecks(rec, a, r.Principal)
+		return catalog.Contents{Text: rec.tag}, nil
+	}
+}
+
+// argsKey is the context key under which an in-process read of a fixed
+// resource carries its callArgs: a fixed URI has no room for them, and
+// the catalog hands the reader the caller's context.
+type argsKey struct{}
+
+// resourceReader is a fixed-resource consumer's body: the checks of
+// handler when the read carries its arguments (an in-process read does),
+// and its owner's tag as the contents.
+func (w *world) resourceReader(rec *record) catalog.ResourceReader {
+	return func(ctx context.Context, r catalog.Read) (catalog.Contents, error) {
+		if a, ok := ctx.Value(argsKey{}).(callArgs); ok {
+			w.bodyChecks(rec, a, r.Principal)
+		}
 		return catalog.Contents{Text: rec.tag}, nil
 	}
 }

@@ -21,7 +21,7 @@ func (w *world) progress(ctx context.Context, out io.Writer, began time.Time) {
 		case now := <-tk.C:
 			var calls int64
 			for o := range numOutcomes {
-				calls += w.outcomes[o].Load() + w.mcpOutcomes[o].Load() + w.kindOutcomes[kindPrompt][o].Load() + w.kindOutcomes[kindTemplate][o].Load()
+				calls += w.outcomes[o].Load() + w.mcpOutcomes[o].Load() + w.kindOutcomes[kindPrompt][o].Load() + w.kindOutcomes[kindTemplate][o].Load() + w.kindOutcomes[kindResource][o].Load()
 			}
 			rate := float64(calls-lastCalls) / now.Sub(last).Seconds()
 			lastCalls, last = calls, now

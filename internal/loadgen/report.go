@@ -35,7 +35,8 @@ type Report struct {
 	Ops map[string]OpStats `json:"ops"`
 
 	Starts int64 `json:"starts"`
-	// KindStarts maps tool, prompt and template to the starts of that kind.
+	// KindStarts maps tool, prompt, template and resource to the starts of
+	// that kind.
 	KindStarts    map[string]int64 `json:"kind_starts"`
 	Takeovers     int64            `json:"takeovers"` // starts on a name whose last holder crashed
 	CapRejections int64            `json:"cap_rejections"`
@@ -50,7 +51,13 @@ type Report struct {
 	MCPCallOutcomes  map[string]int64 `json:"mcp_call_outcomes,omitempty"` // MCP calls, gets and reads
 	GetOutcomes      map[string]int64 `json:"get_outcomes"`                // prompt gets
 	ReadOutcomes     map[string]int64 `json:"read_outcomes"`               // reads of templated URIs
-	UncheckedListed  int64            `json:"unchecked_listed"`
+	ResourceOutcomes map[string]int64 `json:"resource_read_outcomes"`      // reads of fixed resources
+	// UpdatesPublished and UpdatesRefused count the fixed-resource
+	// consumers' Updated calls that succeeded and that were refused
+	// (ErrDeadOwner: the consumer had died).
+	UpdatesPublished int64 `json:"updates_published"`
+	UpdatesRefused   int64 `json:"updates_refused"`
+	UncheckedListed  int64 `json:"unchecked_listed"`
 
 	// Violations maps every invariant's name to its count, zeros included;
 	// Checks maps it to how often it was checked.
@@ -118,10 +125,13 @@ func (w *world) report(elapsed time.Duration, interrupted bool, hists map[op]*hd
 	r.UnexpectedDeaths = w.deaths[shapeUnexpected].Load()
 	r.LateStops, r.LateStopChecks = w.lateStops.Load(), w.lateChecks.Load()
 	r.CallOutcomes, r.GetOutcomes, r.ReadOutcomes, r.KindStarts = map[string]int64{}, map[string]int64{}, map[string]int64{}, map[string]int64{}
+	r.ResourceOutcomes = map[string]int64{}
+	r.UpdatesPublished, r.UpdatesRefused = w.updatesPublished.Load(), w.updatesRefused.Load()
 	for o := range numOutcomes {
 		r.CallOutcomes[o.String()] = w.outcomes[o].Load()
 		r.GetOutcomes[o.String()] = w.kindOutcomes[kindPrompt][o].Load()
 		r.ReadOutcomes[o.String()] = w.kindOutcomes[kindTemplate][o].Load()
+		r.ResourceOutcomes[o.String()] = w.kindOutcomes[kindResource][o].Load()
 	}
 	for k := range numKinds {
 		r.KindStarts[k.String()] = w.kindStarts[k].Load()
@@ -188,8 +198,8 @@ func (r *Report) WriteText(out io.Writer) {
 	}
 	tw.Flush()
 
-	fmt.Fprintf(out, "\nconsumers: %d starts (%d tool, %d prompt, %d template), %d takeovers, %d cap rejections, %d duplicates, %d late stops (%d checked)\n",
-		r.Starts, r.KindStarts["tool"], r.KindStarts["prompt"], r.KindStarts["template"], r.Takeovers, r.CapRejections, r.Duplicates, r.LateStops, r.LateStopChecks)
+	fmt.Fprintf(out, "\nconsumers: %d starts (%d tool, %d prompt, %d template, %d resource), %d takeovers, %d cap rejections, %d duplicates, %d late stops (%d checked)\n",
+		r.Starts, r.KindStarts["tool"], r.KindStarts["prompt"], r.KindStarts["template"], r.KindStarts["resource"], r.Takeovers, r.CapRejections, r.Duplicates, r.LateStops, r.LateStopChecks)
 	fmt.Fprintf(out, "deaths: stop %d, cancel %d, panic %d, drop %d", r.Deaths["stop"], r.Deaths["cancel"], r.Deaths["panic"], r.Deaths["drop"])
 	if r.UnexpectedDeaths > 0 {
 		fmt.Fprintf(out, ", unexpected %d", r.UnexpectedDeaths)
@@ -198,6 +208,8 @@ func (r *Report) WriteText(out io.Writer) {
 	fmt.Fprintf(out, "call outcomes: %s\n", fmtOutcomes(r.CallOutcomes))
 	fmt.Fprintf(out, "prompt get outcomes: %s\n", fmtOutcomes(r.GetOutcomes))
 	fmt.Fprintf(out, "templated read outcomes: %s\n", fmtOutcomes(r.ReadOutcomes))
+	fmt.Fprintf(out, "resource read outcomes: %s\n", fmtOutcomes(r.ResourceOutcomes))
+	fmt.Fprintf(out, "resource updates: %d published, %d refused\n", r.UpdatesPublished, r.UpdatesRefused)
 	if r.MCPCallOutcomes != nil {
 		fmt.Fprintf(out, "mcp call, get and read outcomes: %s\n", fmtOutcomes(r.MCPCallOutcomes))
 	}

@@ -53,6 +53,7 @@ func Run(ctx context.Context, cfg Config, sys System, opts RunOptions) *Report {
 }
 
 func (w *world) run(ctx context.Context, opts RunOptions) *Report {
+	defer w.unlisten()
 	cfg := w.cfg
 	quiet := quietTimeout
 	if opts.QuietTimeout > 0 {

@@ -40,14 +40,16 @@ func TestRunCatalog(t *testing.T) {
 	for _, o := range []string{"call", "get", "read", "list", "start", "stop", "late_stop"} {
 		assert.Positive(t, rep.Ops[o].Count, "no %s measured", o)
 	}
-	for _, outcomes := range []map[string]int64{rep.CallOutcomes, rep.GetOutcomes, rep.ReadOutcomes} {
+	for _, outcomes := range []map[string]int64{rep.CallOutcomes, rep.GetOutcomes, rep.ReadOutcomes, rep.ResourceOutcomes} {
 		assert.Positive(t, outcomes["ok"], "%v", outcomes)
 		assert.Positive(t, outcomes["denied"], "%v", outcomes)
 		assert.Positive(t, outcomes["unknown"], "%v", outcomes)
 	}
-	for _, k := range []string{"tool", "prompt", "template"} {
+	for _, k := range []string{"tool", "prompt", "template", "resource"} {
 		assert.Positive(t, rep.KindStarts[k], "no %s started", k)
 	}
+	assert.Positive(t, rep.UpdatesPublished, "no resource update published")
+	assert.Positive(t, rep.UpdatesRefused, "no dead consumer's update refused")
 }
 
 // The control: the correct fake under the whole workload shows nothing.
@@ -81,6 +83,8 @@ func TestRunCatchesFaults(t *testing.T) {
 		{bugBodyAfterStop, InvBodyAfterStop},
 		{bugStaleBody, InvOneWinner},
 		{bugLiveTakeover, InvOneWinner},
+		{bugUpdateDead, InvResourceUpdate},
+		{bugUpdateDropped, InvResourceUpdate},
 	}
 	for _, tt := range tests {
 		t.Run(bugName(tt.bug), func(t *testing.T) {

@@ -35,6 +35,13 @@ type System interface {
 	StartResourceTemplate(ctx context.Context, t catalog.ResourceTemplate, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error)
 	ReadURI(ctx context.Context, uri, credential string) (catalog.Contents, error)
 	ListResourceTemplates() []catalog.ResourceTemplate
+
+	// Fixed resources, read with ReadURI, and their updates: fn runs for
+	// every update a resource consumer publishes (Consumer.Updated), on
+	// the publisher's goroutine, until cancel is called.
+	StartResource(ctx context.Context, r catalog.Resource, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error)
+	ListResources() []catalog.Resource
+	OnResourceUpdated(fn func(uri string)) (cancel func())
 }
 
 // Consumer is a started route's owner handle. Dropping the last reference
@@ -43,6 +50,10 @@ type Consumer interface {
 	Stop(ctx context.Context) error
 	Done() <-chan struct{}
 	Owner() owner.Ref
+	// Updated publishes an update of a fixed resource's URI to every
+	// OnResourceUpdated listener, before it returns; it fails with
+	// catalog.ErrDeadOwner unless the consumer lives and holds the URI.
+	Updated() error
 }
 
 // CatalogSystem drives a real *catalog.Catalog.
@@ -82,6 +93,7 @@ func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 		MaxTools:      cfg.Cap,
 		MaxPrompts:    kindCap(cfg),
 		MaxTemplates:  kindCap(cfg),
+		MaxResources:  kindCap(cfg),
 		MissingPlan:   cfg.MissingPlan,
 		Authenticator: Authenticator(),
 		// The run drops consumers on purpose, thousands of times: the
@@ -137,6 +149,24 @@ func (s *CatalogSystem) ReadURI(ctx context.Context, uri, credential string) (ca
 // ListResourceTemplates lists the catalog's live, ready templates.
 func (s *CatalogSystem) ListResourceTemplates() []catalog.ResourceTemplate {
 	return s.Cat.ListResourceTemplates()
+}
+
+// StartResource starts a fixed-resource consumer; the handle is the
+// catalog's own.
+func (s *CatalogSystem) StartResource(ctx context.Context, r catalog.Resource, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error) {
+	k, err := s.Cat.StartResource(ctx, r, pl, rd, s.options()...)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// ListResources lists the catalog's live, ready fixed resources.
+func (s *CatalogSystem) ListResources() []catalog.Resource { return s.Cat.ListResources() }
+
+// OnResourceUpdated registers fn as the catalog's update listener.
+func (s *CatalogSystem) OnResourceUpdated(fn func(uri string)) (cancel func()) {
+	return s.Cat.OnResourceUpdated(fn)
 }
 
 // StartTool starts a consumer in the catalog. The *catalog.Consumer itself

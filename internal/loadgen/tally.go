@@ -22,14 +22,15 @@ const (
 	InvOneWinner
 	InvListChanged
 	InvTemplateMatch
-	numInvariants = int(InvTemplateMatch)
+	InvResourceUpdate
+	numInvariants = int(InvResourceUpdate)
 )
 
 // Invariants lists every invariant in order.
 var Invariants = []Invariant{
 	InvBodyAfterDeath, InvLateStopRemovedSuccessor, InvUnauthenticatedBody, InvCapCounter,
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
-	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch,
+	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch, InvResourceUpdate,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -45,6 +46,7 @@ var invariantNames = [numInvariants + 1]string{
 	"one_winner",
 	"list_changed",
 	"template_match",
+	"resource_update",
 }
 
 // String is the invariant's key in reports and JSON.

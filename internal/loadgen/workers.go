@@ -78,6 +78,8 @@ func (w *world) resolver(ctx context.Context, rs *runState, index int, l *latenc
 			w.call(ctx, w.names[rng.IntN(len(w.names))], cred, l)
 		case n < m.Call+m.Get:
 			w.getPrompt(ctx, w.prompts[rng.IntN(len(w.prompts))], cred, l)
+		case pickRead(rng, m) == kindResource:
+			w.getPrompt(ctx, w.resources[rng.IntN(len(w.resources))], cred, l)
 		default:
 			w.readTemplate(ctx, w.groups[rng.IntN(len(w.groups))], rng.IntN(2) == 0, cred, l)
 		}
@@ -86,7 +88,7 @@ func (w *world) resolver(ctx context.Context, rs *runState, index int, l *latenc
 
 // pickKind draws a route kind by the mix's weights; tools if all are 0.
 func pickKind(rng *rand.Rand, m Mix) kind {
-	total := m.Tool + m.Prompt + m.Template
+	total := m.Tool + m.Prompt + m.Template + m.Resource
 	if total == 0 {
 		return kindTool
 	}
@@ -95,6 +97,17 @@ func pickKind(rng *rand.Rand, m Mix) kind {
 		return kindTool
 	case n < m.Tool+m.Prompt:
 		return kindPrompt
+	case n < m.Tool+m.Prompt+m.Template:
+		return kindTemplate
+	}
+	return kindResource
+}
+
+// pickRead draws what a read reads, a templated URI or a fixed resource,
+// by the template and resource weights; templated if both are 0.
+func pickRead(rng *rand.Rand, m Mix) kind {
+	if total := m.Template + m.Resource; total > 0 && rng.IntN(total) >= m.Template {
+		return kindResource
 	}
 	return kindTemplate
 }
@@ -106,6 +119,8 @@ func (w *world) namesOf(k kind) []*nameState {
 		return w.prompts
 	case kindTemplate:
 		return w.templates
+	case kindResource:
+		return w.resources
 	}
 	return w.names
 }
@@ -154,14 +169,19 @@ func (w *world) consumer(rs *runState, index int, l *latencies) {
 			sleepRand(rng, 500*time.Microsecond)
 			continue
 		}
+		w.publish(h) // a resource consumer publishes an update now and then
 		if !w.hold(rs, h, rng) {
 			continue
 		}
+		w.publish(h)
 		if rs.stopping.Load() {
 			rs.addSurvivor(h)
 			return
 		}
 		sh := w.end(h, pickShape(rng, m), l)
+		if sh != shapeNone {
+			w.publish(h) // observed dead by now: must be refused
+		}
 		if (sh == shapeCancel || sh == shapePanic) && rng.IntN(100) < m.Late {
 			late = h
 		}

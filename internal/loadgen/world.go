@@ -71,6 +71,7 @@ type world struct {
 	prompts   []*nameState // prompt names
 	groups    []tmplGroup  // template keys, two per group
 	templates []*nameState // every group's keys
+	resources []*nameState // fixed resources' URIs
 	ring      *recordRing
 	potential [numKinds]atomic.Uint64 // per kind, begun<<32 | potential holders; see capChecker
 
@@ -81,6 +82,7 @@ type world struct {
 	capc   capChecker // tools'
 	capk   [numKinds]capChecker
 	tmpl   templateChecker
+	upd    updateChecker
 	late   lateStopChecker
 	growth *growthChecker
 	notes  *notifyChecker // invariant 10; nil unless an in-process MCP server runs
@@ -93,11 +95,14 @@ type world struct {
 	kindStarts                                   [numKinds]atomic.Int64
 	unchecked                                    atomic.Int64 // listed tools whose record was recycled
 	pendingDrops                                 atomic.Int64 // dropped consumers not yet collected
+	updatesPublished, updatesRefused             atomic.Int64 // resource consumers' Updated calls
+	// unlisten ends the update checker's listener.
+	unlisten func()
 }
 
 func newWorld(cfg Config, sys System) *world {
 	w := &world{cfg: cfg, sys: sys, t: &tally{}, names: newNames(cfg.Names), prompts: newPrompts(cfg.Names),
-		groups: newGroups(cfg.Names), ring: &recordRing{}}
+		groups: newGroups(cfg.Names), resources: newResources(cfg.Names), ring: &recordRing{}}
 	for _, g := range w.groups {
 		w.templates = append(w.templates, g.wide, g.specific)
 	}
@@ -110,6 +115,8 @@ func newWorld(cfg Config, sys System) *world {
 	}
 	w.capc = w.capk[kindTool]
 	w.tmpl = templateChecker{w.t}
+	w.upd = newUpdateChecker(w.t, w.resources)
+	w.unlisten = sys.OnResourceUpdated(w.upd.heard)
 	w.late = lateStopChecker{t: w.t, tick: w.tick, invoke: w.invokeRetry, list: w.listKind}
 	w.growth = newGrowthChecker(w.t, DefaultGrowthTolerance, readProcess)
 	return w
@@ -329,6 +336,7 @@ func (w *world) drop(h *held) shape {
 // (nil if the restart was refused) took its name over, and checks the
 // successor.
 func (w *world) lateStop(dead, succ *held, l *latencies) {
+	w.publish(dead) // observed dead, its successor perhaps live: refused
 	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 	defer cancel()
 	t0 := time.Now()
