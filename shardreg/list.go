@@ -3,7 +3,6 @@ package shardreg
 import (
 	"encoding/base64"
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -158,32 +157,16 @@ func (r *Registry[V]) rebuild() []Entry[V] {
 // client makes up just resumes after the name it holds. The page shares
 // ListReady's read-only slice.
 func (r *Registry[V]) Page(cursor string, limit int) (page []Entry[V], next string, err error) {
-	var after string
-	if cursor != "" {
-		if after, err = decodeCursor(cursor); err != nil {
-			return nil, "", err
-		}
+	// The cursor first: a malformed one costs no listing.
+	after, err := decodeCursorOrEmpty(cursor)
+	if err != nil {
+		return nil, "", err
 	}
-	start := 0
-	list := r.ListReady()
-	if cursor != "" {
-		start, _ = slices.BinarySearchFunc(list, after, func(e Entry[V], name string) int {
-			if e.Name <= name {
-				return -1
-			}
-			return 1
-		})
-	}
-	if limit <= 0 {
-		limit = DefaultPageSize
-	}
-	end := start + min(limit, len(list)-start)
-	page = list[start:end:end]
-	if end < len(list) {
-		next = encodeCursor(list[end-1].Name)
-	}
+	page, next = pageAfter(r.ListReady(), entryName[V], after, limit)
 	return page, next, nil
 }
+
+func entryName[V any](e *Entry[V]) string { return e.Name }
 
 // cursorPrefix versions the cursor format, so that a cursor from some other
 // paginator is refused rather than misread.
