@@ -242,15 +242,11 @@ func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	tools, next, err := s.cat.ToolsPage(cursor, s.page)
+	tools, next, err := pageOf(s, methodListTools, cursor, s.cat.ToolsPage, toolToSDK)
 	if err != nil {
-		return nil, invalidParams("tools/list: invalid cursor", nil)
+		return nil, err
 	}
-	out := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, len(tools)), NextCursor: next, Cacheable: uncached()}
-	for i, t := range tools {
-		out.Tools[i] = toolToSDK(t)
-	}
-	return out, nil
+	return &mcp.ListToolsResult{Tools: tools, NextCursor: next, Cacheable: uncached()}, nil
 }
 
 func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {
@@ -258,15 +254,28 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	rs, next, err := s.cat.ResourcesPage(cursor, s.page)
+	rs, next, err := pageOf(s, methodListResources, cursor, s.cat.ResourcesPage, func(r catalog.Resource) *mcp.Resource {
+		return &mcp.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}
+	})
 	if err != nil {
-		return nil, invalidParams("resources/list: invalid cursor", nil)
+		return nil, err
 	}
-	out := &mcp.ListResourcesResult{Resources: make([]*mcp.Resource, len(rs)), NextCursor: next, Cacheable: uncached()}
-	for i, r := range rs {
-		out.Resources[i] = &mcp.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}
+	return &mcp.ListResourcesResult{Resources: rs, NextCursor: next, Cacheable: uncached()}, nil
+}
+
+// pageOf serves one page of a listing: the items after cursor, converted
+// for the SDK, and the next cursor. A cursor the catalog did not make is
+// -32602.
+func pageOf[T, S any](s *Server, method, cursor string, page func(string, int) ([]T, string, error), conv func(T) S) ([]S, string, error) {
+	items, next, err := page(cursor, s.page)
+	if err != nil {
+		return nil, "", invalidParams(method+": invalid cursor", nil)
 	}
-	return out, nil
+	out := make([]S, len(items))
+	for i, it := range items {
+		out[i] = conv(it)
+	}
+	return out, next, nil
 }
 
 // uncached marks a result as stale at once: listings follow owner liveness,

@@ -24,15 +24,11 @@ func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	ps, next, err := s.cat.PromptsPage(cursor, s.page)
+	ps, next, err := pageOf(s, methodListPrompts, cursor, s.cat.PromptsPage, promptToSDK)
 	if err != nil {
-		return nil, invalidParams("prompts/list: invalid cursor", nil)
+		return nil, err
 	}
-	out := &mcp.ListPromptsResult{Prompts: make([]*mcp.Prompt, len(ps)), NextCursor: next, Cacheable: uncached()}
-	for i, p := range ps {
-		out.Prompts[i] = promptToSDK(p)
-	}
-	return out, nil
+	return &mcp.ListPromptsResult{Prompts: ps, NextCursor: next, Cacheable: uncached()}, nil
 }
 
 func promptToSDK(p catalog.Prompt) *mcp.Prompt {

@@ -2,6 +2,8 @@ package mcpserve
 
 import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
 )
 
 // methodListTemplates is the template listing the middleware answers from
@@ -14,15 +16,11 @@ func (s *Server) listResourceTemplates(req *mcp.ListResourceTemplatesRequest) (m
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	ts, next, err := s.cat.ResourceTemplatesPage(cursor, s.page)
+	ts, next, err := pageOf(s, methodListTemplates, cursor, s.cat.ResourceTemplatesPage, func(t catalog.ResourceTemplate) *mcp.ResourceTemplate {
+		return &mcp.ResourceTemplate{URITemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
+	})
 	if err != nil {
-		return nil, invalidParams("resources/templates/list: invalid cursor", nil)
+		return nil, err
 	}
-	out := &mcp.ListResourceTemplatesResult{ResourceTemplates: make([]*mcp.ResourceTemplate, len(ts)), NextCursor: next, Cacheable: uncached()}
-	for i, t := range ts {
-		out.ResourceTemplates[i] = &mcp.ResourceTemplate{
-			URITemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType,
-		}
-	}
-	return out, nil
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts, NextCursor: next, Cacheable: uncached()}, nil
 }
