@@ -33,9 +33,11 @@ type Release func()
 
 // Claim is what a catalog asks a Claimer to claim.
 type Claim struct {
-	// Kind is "tool" or "resource".
+	// Kind is "tool", "resource", "prompt" or "resource template".
 	Kind string
-	// Name is the tool name or resource URI, valid for the catalog.
+	// Name is the tool name, resource URI or prompt name, or a resource
+	// template's key (the template with every variable renamed, so that
+	// templates that differ only in variable names claim one name).
 	Name string
 	// Owner is the consumer's owner.
 	Owner owner.Ref

@@ -40,8 +40,12 @@ type ResourceDesc struct {
 	MIMEType    string `json:"mimeType,omitempty"`
 }
 
-// Key returns the key that claims name for kind ("tool" or "resource"):
-// <prefix>/tools/<name> or <prefix>/resources/<uri>, the name path-escaped
+// Key returns the key that claims name for kind ("tool", "resource",
+// "prompt" or "resource template"): <prefix>/tools/<name>,
+// <prefix>/resources/<uri>, <prefix>/prompts/<name> or
+// <prefix>/templates/<key> (the template with its variables renamed, so
+// that templates differing only in variable names collide), the name
+// path-escaped
 // so that a URI's slashes stay inside one segment and distinct names make
 // distinct keys. A key over MaxKeyBytes, or an unknown kind, gives
 // catalog.ErrInvalidName.
@@ -60,14 +64,17 @@ func (r *Replica) Key(kind, name string) (string, error) {
 	return key, nil
 }
 
-// dir returns the directory of kind's keys, "/" included:
-// <prefix>/tools/ or <prefix>/resources/.
+// dir returns the directory of kind's keys, "/" included.
 func (r *Replica) dir(kind string) (string, error) {
 	switch kind {
 	case "tool":
 		return r.cfg.Prefix + "/tools/", nil
 	case "resource":
 		return r.cfg.Prefix + "/resources/", nil
+	case "prompt":
+		return r.cfg.Prefix + "/prompts/", nil
+	case "resource template":
+		return r.cfg.Prefix + "/templates/", nil
 	}
 	return "", fmt.Errorf("%w: unknown kind %q", errInvalidName, kind)
 }
@@ -150,10 +157,14 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 
 func (r *Replica) record(cl catalog.Claim) Record {
 	rec := Record{Replica: r.cfg.Replica, Owner: cl.Owner.ID(), Kind: cl.Kind}
-	if cl.Kind == "tool" {
+	// Prompts and templates are claimed, so that their names are one
+	// namespace fleet-wide, but carry no description: the View lists
+	// tools and fixed resources only.
+	switch cl.Kind {
+	case "tool":
 		t := cl.Tool
 		rec.Tool = &ToolDesc{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
-	} else {
+	case "resource":
 		d := cl.Resource
 		rec.Resource = &ResourceDesc{URI: d.URI, Name: d.Name, Description: d.Description, MIMEType: d.MIMEType}
 	}
