@@ -11,6 +11,8 @@
 //
 //	<prefix>/tools/<name>        for a tool
 //	<prefix>/resources/<uri>     for a resource
+//	<prefix>/prompts/<name>      for a prompt
+//	<prefix>/templates/<key>     for a resource template (its variables renamed)
 //
 // the name path-escaped, so that a URI's slashes stay in one segment. The
 // claim is one Txn that puts the key only if it does not exist
