@@ -175,3 +175,15 @@ func waitDone(t testing.TB, k *catalog.Consumer) {
 }
 
 func toolKey(name string) string { return prefix + "/tools/" + name }
+
+// leaseGranted reports whether etcd still holds lease: it has not expired
+// nor been revoked. etcd answers TTL -1 for a lease it no longer holds; a
+// granted one has 0 or more whole seconds left.
+func leaseGranted(t testing.TB, cli *clientv3.Client, lease clientv3.LeaseID) bool {
+	t.Helper()
+	ttl, err := cli.TimeToLive(ctxFor(t), lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ttl.TTL >= 0
+}
