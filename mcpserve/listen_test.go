@@ -135,16 +135,18 @@ func TestServeExposedWithAuthenticatorWarns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	// Tests listen on loopback only: the listener is a loopback one that
+	// reports the wildcard address, which is all Serve judges exposure by.
+	lo, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Skipf("cannot listen on all interfaces here: %v", err)
+		t.Fatal(err)
 	}
+	port := lo.Addr().(*net.TCPAddr).Port
+	ln := wildcardListener{lo}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
 
-	// Reach it through loopback: the listener is on every interface.
-	port := ln.Addr().(*net.TCPAddr).Port
 	c := connectURL(t, "http://127.0.0.1:"+itoa(port)+"/mcp")
 	if res, err := call(t, c, "hello"); err != nil || text(t, res) != "hi" {
 		t.Fatalf("call = %+v, %v", res, err)
