@@ -2,11 +2,9 @@ package catalog
 
 import (
 	"context"
-	"math/bits"
-	"runtime"
 	"sync/atomic"
-	"unsafe"
 
+	"github.com/livereg/livereg/internal/spread"
 	"github.com/livereg/livereg/owner"
 )
 
@@ -55,7 +53,7 @@ var stripeCount = 0
 func (g *gate) init(h *hooks) {
 	n := stripeCount
 	if n == 0 {
-		n = min(1<<bits.Len(uint(4*runtime.GOMAXPROCS(0)-1)), 16)
+		n = spread.Count(4, 16)
 	}
 	g.stripes = make([]stripe, n)
 	g.mask = uint32(n - 1)
@@ -73,7 +71,7 @@ func (g *gate) init(h *hooks) {
 // flag, so each either finds the call counted or the call finds the flag:
 // a Dekker handshake on sequentially consistent atomics.
 func (g *gate) enter(ref owner.Ref) (*stripe, bool) {
-	s := &g.stripes[stackHash()&g.mask]
+	s := &g.stripes[spread.Hash()&g.mask]
 	s.n.Add(admitting + 1)
 	if g.hooks != nil && g.hooks.admitting != nil {
 		g.hooks.admitting()
@@ -84,16 +82,6 @@ func (g *gate) enter(ref owner.Ref) (*stripe, bool) {
 	}
 	s.n.Add(-admitting)
 	return s, true
-}
-
-// stackHash hashes the address of the caller's stack frame. Stacks are
-// spans of at least 2 KiB, so the bits below that carry little; a Fibonacci
-// multiply spreads the rest into the top bits.
-//
-//go:nosplit
-func stackHash() uint32 {
-	var here byte
-	return uint32((uint64(uintptr(unsafe.Pointer(&here))>>11) * 0x9E3779B97F4A7C15) >> 32)
 }
 
 // exit ends a body that enter admitted.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/internal/quote"
+	"github.com/livereg/livereg/internal/spread"
 	"github.com/livereg/livereg/owner"
 )
 
@@ -73,7 +74,7 @@ func (c *Catalog) countCall(ctx context.Context, err error) {
 	if err != nil {
 		o = classify(ctx, err)
 	}
-	c.counts.calls[stackHash()%callStripes].n[o].Add(1)
+	c.counts.calls[spread.Hash()%callStripes].n[o].Add(1)
 }
 
 // refused counts a call that never reached its body and returns its error.

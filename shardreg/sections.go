@@ -1,10 +1,10 @@
 package shardreg
 
 import (
-	"math/bits"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
+
+	"github.com/livereg/livereg/internal/spread"
 )
 
 // Write sections make whole-map reads (listings, Len) linearizable on top
@@ -59,14 +59,12 @@ const maxStripes = 32
 // times, so that two writers rarely share a stripe for long: a goroutine
 // keeps the stripe of its stack.
 func stripeCount() int {
-	return min(1<<bits.Len(uint(4*runtime.GOMAXPROCS(0)-1)), maxStripes)
+	return spread.Count(4, maxStripes)
 }
 
 // pickStripe returns the stripe for a section of the calling goroutine.
 func (r *Registry[V]) pickStripe() *stripe {
-	var here byte
-	h := uint32((uint64(uintptr(unsafe.Pointer(&here))>>11) * 0x9E3779B97F4A7C15) >> 32)
-	return &r.stripes[h&r.stripeMask]
+	return &r.stripes[spread.Hash()&r.stripeMask]
 }
 
 // beginWrite opens a write section on a stripe and returns it, waiting
