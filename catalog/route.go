@@ -170,21 +170,36 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 
 // ReadResource reads the resource uri, presenting credential to its plan.
 // It behaves as CallTool, with ErrUnknownResource.
-func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (res Contents, err error) {
-	read := Read{URI: uri}
-	rt, err := c.resolve(ctx, &c.resources, uri, credential, &read.Principal)
+func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (Contents, error) {
+	rt, _, ok := c.resources.reg.Lookup(uri)
+	if !ok {
+		return Contents{}, c.refused(ctx, &unknownError{ErrUnknownResource, uri})
+	}
+	if c.hooks != nil && c.hooks.afterLookup != nil {
+		c.hooks.afterLookup(uri)
+	}
+	return c.readRoute(ctx, &c.resources, rt, Read{URI: uri}, credential)
+}
+
+// readRoute reads read.URI through rt, a route of side s that was found
+// for it (by its URI, or by a template that matches it): the guard, the
+// gate, then the reader on the caller's goroutine.
+func (c *Catalog) readRoute(ctx context.Context, s *side, rt *route, read Read, credential string) (res Contents, err error) {
+	if err := c.guard(ctx, s, rt, credential, &read.Principal); err != nil {
+		return Contents{}, c.refused(ctx, err)
+	}
+	if c.hooks != nil && c.hooks.beforeAdmit != nil {
+		c.hooks.beforeAdmit(read.URI)
+	}
+	st, err := rt.admit(ctx)
 	if err != nil {
 		return Contents{}, c.refused(ctx, err)
 	}
-	s, err := rt.admit(ctx)
-	if err != nil {
-		return Contents{}, c.refused(ctx, err)
-	}
-	defer rt.finish(ctx, s, &err)
+	defer rt.finish(ctx, st, &err)
 	read.Owner = rt.ref
 	res, err = rt.read(ctx, read)
 	if err == nil && res.URI == "" {
-		res.URI = uri
+		res.URI = read.URI
 	}
 	return res, err
 }

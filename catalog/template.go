@@ -232,36 +232,20 @@ func (c *Catalog) templateOf(rt *route) *templateRoute {
 // first expression, and only the templates whose text prefixes uri are
 // matched (BenchmarkTemplateRead in package bench). Matching is
 // uritemplate's, which allocates per candidate.
-func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (res Contents, err error) {
-	if _, _, ok := c.resources.reg.Lookup(uri); ok {
-		return c.ReadResource(ctx, uri, credential)
+func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents, error) {
+	if rt, _, ok := c.resources.reg.Lookup(uri); ok {
+		if c.hooks != nil && c.hooks.afterLookup != nil {
+			c.hooks.afterLookup(uri)
+		}
+		return c.readRoute(ctx, &c.resources, rt, Read{URI: uri}, credential)
 	}
 	tr, vars := c.surf.index.match(c, uri)
 	if tr == nil {
 		return Contents{}, c.refused(ctx, &unknownError{ErrUnknownResource, uri})
 	}
-	rt := tr.rt
-	read := Read{URI: uri, Vars: vars}
-	if err := c.guard(ctx, &c.surf.templates, rt, credential, &read.Principal); err != nil {
-		return Contents{}, c.refused(ctx, err)
-	}
-	if c.hooks != nil && c.hooks.beforeAdmit != nil {
-		c.hooks.beforeAdmit(uri)
-	}
-	s, err := rt.admit(ctx)
-	if err != nil {
-		return Contents{}, c.refused(ctx, err)
-	}
-	defer rt.finish(ctx, s, &err)
-	read.Owner = rt.ref
-	res, err = rt.read(ctx, read)
-	if err == nil {
-		if res.URI == "" {
-			res.URI = uri
-		}
-		if res.MIMEType == "" {
-			res.MIMEType = tr.tpl.MIMEType
-		}
+	res, err := c.readRoute(ctx, &c.surf.templates, tr.rt, Read{URI: uri, Vars: vars}, credential)
+	if err == nil && res.MIMEType == "" {
+		res.MIMEType = tr.tpl.MIMEType
 	}
 	return res, err
 }
