@@ -80,10 +80,7 @@ func (c *Catalog) CompletePrompt(ctx context.Context, name, arg, value string, g
 	if err != nil {
 		return Completion{}, c.refused(ctx, err)
 	}
-	pr := c.promptOf(rt)
-	if pr == nil { // the owner died and its extras are gone
-		return Completion{}, c.refused(ctx, rt.gone())
-	}
+	pr := promptOf(rt)
 	declared := false
 	for _, a := range pr.prompt.Arguments {
 		declared = declared || a.Name == arg
@@ -110,9 +107,9 @@ func (c *Catalog) CompleteTemplate(ctx context.Context, uriTemplate, v, value st
 		}
 		return Completion{}, c.refused(ctx, err)
 	}
-	tr := c.templateOf(rt)
-	if tr == nil || tr.tpl.URITemplate != uriTemplate {
-		// Gone, or the live template has other variable names.
+	tr := templateOf(rt)
+	if tr.tpl.URITemplate != uriTemplate {
+		// The live template has other variable names.
 		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})
 	}
 	declared := false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
@@ -80,12 +79,8 @@ type surface struct {
 	promptsOff, templatesOff bool // Config said the catalog holds none
 	promptList               atomic.Pointer[projection[Prompt]]
 	templateList             atomic.Pointer[projection[ResourceTemplate]]
-	// extras maps a prompt's or template's *route to what its kind needs
-	// beyond the route (a *promptRoute or a *templateRoute). It is filled
-	// before the route can be resolved and emptied after its owner dies.
-	extras sync.Map
-	index  templateIndex
-	subs   updates
+	index                    templateIndex
+	subs                     updates
 	// beforeUnindex, a test hook, runs before a dead owner's template
 	// leaves the index; nil outside tests.
 	beforeUnindex func()
@@ -168,30 +163,11 @@ func (c *Catalog) StartPrompt(ctx context.Context, p Prompt, plan bindsec.Plan, 
 	p.Arguments = append([]PromptArgument(nil), p.Arguments...)
 	ext := &promptRoute{prompt: p, get: h}
 	opts, ext.complete = takeCompleter(opts)
-	rt := &route{tool: Tool{Name: p.Name, Title: p.Title, Description: p.Description}}
-	return c.startExtra(ctx, &c.surf.prompts, p.Name, plan, rt, ext, opts)
+	rt := &route{tool: Tool{Name: p.Name, Title: p.Title, Description: p.Description}, ext: ext}
+	return c.start(ctx, &c.surf.prompts, p.Name, plan, rt, opts)
 }
 
-// startExtra starts a route whose kind keeps extra data beside it: the
-// data is in place before the route can be resolved, and is dropped once
-// the owner is dead, whichever way it dies, or at once when the start
-// fails.
-func (c *Catalog) startExtra(ctx context.Context, s *side, name string, plan bindsec.Plan, rt *route, extra any, opts []StartOption) (*Consumer, error) {
-	c.surf.extras.Store(rt, extra)
-	k, err := c.start(ctx, s, name, plan, rt, opts)
-	if err != nil {
-		c.surf.extras.Delete(rt)
-		return nil, err
-	}
-	rt.ref.AfterDeath(func() { c.surf.extras.Delete(rt) })
-	return k, nil
-}
-
-func (c *Catalog) promptOf(rt *route) *promptRoute {
-	v, _ := c.surf.extras.Load(rt)
-	p, _ := v.(*promptRoute)
-	return p
-}
+func promptOf(rt *route) *promptRoute { return rt.ext.(*promptRoute) }
 
 // GetPrompt gets the prompt name with args, presenting credential to the
 // route's plan, and runs its handler on the calling goroutine, as CallTool
@@ -202,18 +178,14 @@ func (c *Catalog) promptOf(rt *route) *promptRoute {
 // message whose role is neither "user" nor "assistant"), a denial (see
 // Denied), the context's error, or the handler's own.
 //
-// It is safe for concurrent use. It costs what CallTool costs, a lookup of
-// the prompt's description more.
+// It is safe for concurrent use. It costs what CallTool costs.
 func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (res PromptResult, err error) {
 	g := PromptGet{Name: name, Arguments: args}
 	rt, err := c.resolve(ctx, &c.surf.prompts, name, credential, &g.Principal)
 	if err != nil {
 		return PromptResult{}, c.refused(ctx, err)
 	}
-	pr := c.promptOf(rt)
-	if pr == nil { // the owner died and its extras are gone
-		return PromptResult{}, c.refused(ctx, rt.gone())
-	}
+	pr := promptOf(rt)
 	for _, a := range pr.prompt.Arguments {
 		if _, ok := args[a.Name]; a.Required && !ok {
 			return PromptResult{}, c.refused(ctx, fmt.Errorf("catalog: prompt %s: %w: argument %s is required", quote.Name(name), ErrInvalidArguments, quote.Name(a.Name)))
@@ -239,21 +211,15 @@ func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]st
 // ListPrompts returns the live, ready prompts sorted by name, under the
 // sharing rule of ListTools.
 func (c *Catalog) ListPrompts() []Prompt {
-	return project(c.surf.prompts.reg.ListReady(), &c.surf.promptList, c.promptDesc)
+	return project(c.surf.prompts.reg.ListReady(), &c.surf.promptList, promptDesc)
 }
 
 // PromptsPage is ToolsPage for prompts (prompts/list).
 func (c *Catalog) PromptsPage(cursor string, limit int) ([]Prompt, string, error) {
-	return page(c.surf.prompts.reg, cursor, limit, c.promptDesc)
+	return page(c.surf.prompts.reg, cursor, limit, promptDesc)
 }
 
-func (c *Catalog) promptDesc(rt *route) Prompt {
-	if pr := c.promptOf(rt); pr != nil {
-		return pr.prompt
-	}
-	// Listed as its owner died: what the route itself holds.
-	return Prompt{Name: rt.tool.Name, Title: rt.tool.Title, Description: rt.tool.Description}
-}
+func promptDesc(rt *route) Prompt { return promptOf(rt).prompt }
 
 // PromptsVersion is Version for prompts alone.
 func (c *Catalog) PromptsVersion() uint64 { return c.surf.prompts.reg.Version() }

@@ -192,12 +192,13 @@ func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate,
 	}
 	rt := &route{resource: Resource{URI: t.URITemplate, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType}, read: rd}
 	tr := &templateRoute{rt: rt, tpl: t, tmpl: tmpl, key: key, literal: literalBytes(t.URITemplate)}
+	rt.ext = tr
 	tr.prefix, tr.lits, tr.endsLit = literalPieces(t.URITemplate)
 	opts, tr.complete = takeCompleter(opts)
 	// In the index before the start: a read right after Start returns must
 	// match it. Until it is ready the registry check in match skips it.
 	c.surf.index.add(tr)
-	k, err := c.startExtra(ctx, &c.surf.templates, key, p, rt, tr, opts)
+	k, err := c.start(ctx, &c.surf.templates, key, p, rt, opts)
 	if err != nil {
 		c.surf.index.remove(tr)
 		return nil, err
@@ -211,11 +212,7 @@ func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate,
 	return k, nil
 }
 
-func (c *Catalog) templateOf(rt *route) *templateRoute {
-	v, _ := c.surf.extras.Load(rt)
-	t, _ := v.(*templateRoute)
-	return t
-}
+func templateOf(rt *route) *templateRoute { return rt.ext.(*templateRoute) }
 
 // ReadURI reads uri as resources/read does. A live fixed resource with
 // that URI wins (ReadResource); otherwise the live templates that match it
@@ -254,22 +251,16 @@ func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents
 // (the template with every variable named "_"), under the sharing rule
 // of ListTools.
 func (c *Catalog) ListResourceTemplates() []ResourceTemplate {
-	return project(c.surf.templates.reg.ListReady(), &c.surf.templateList, c.templateDesc)
+	return project(c.surf.templates.reg.ListReady(), &c.surf.templateList, templateDesc)
 }
 
 // ResourceTemplatesPage is ToolsPage for templates
 // (resources/templates/list), in ListResourceTemplates' order.
 func (c *Catalog) ResourceTemplatesPage(cursor string, limit int) ([]ResourceTemplate, string, error) {
-	return page(c.surf.templates.reg, cursor, limit, c.templateDesc)
+	return page(c.surf.templates.reg, cursor, limit, templateDesc)
 }
 
-func (c *Catalog) templateDesc(rt *route) ResourceTemplate {
-	if tr := c.templateOf(rt); tr != nil {
-		return tr.tpl
-	}
-	r := rt.resource
-	return ResourceTemplate{URITemplate: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}
-}
+func templateDesc(rt *route) ResourceTemplate { return templateOf(rt).tpl }
 
 // HoldsResourceTemplates reports whether the catalog can hold templates
 // at all (Config.MaxTemplates is not negative).
