@@ -15,16 +15,20 @@ RESULTS     := bench/results
 
 ## test: vet, then the whole suite with and without the race detector.
 ## Both, because -race turns off the tiny allocator and so hides garbage
-## collection bugs that matter to owner/. etcdfleet/ is a module of its own
-## (it keeps etcd out of the core's dependencies), so it runs from there.
+## collection bugs that matter to owner/. etcdfleet/ and cmd/ are modules
+## of their own (they keep etcd and Prometheus out of the core's
+## dependencies), so they run from there.
 test: vet
 	$(GO) test -count=1 ./...
 	$(GO) test -race -count=1 ./...
 	cd etcdfleet && $(GO) vet ./... && $(GO) test -count=1 ./... && $(GO) test -race -count=1 ./...
+	cd cmd && $(GO) vet ./... && $(GO) test -count=1 ./... && $(GO) test -race -count=1 ./...
 
 ## race: the suite under the race detector only.
 race:
 	$(GO) test -race -count=1 ./...
+	cd etcdfleet && $(GO) test -race -count=1 ./...
+	cd cmd && $(GO) test -race -count=1 ./...
 
 vet:
 	$(GO) vet ./...
@@ -33,6 +37,7 @@ vet:
 lint: vet $(STATICCHECK)
 	$(STATICCHECK) ./...
 	cd etcdfleet && $(STATICCHECK) ./...
+	cd cmd && $(STATICCHECK) ./...
 
 $(STATICCHECK):
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -85,7 +90,7 @@ $(BENCHSTAT):
 ## Ctrl-C reaches it, its graceful shutdown exits 0, and no process is left
 ## listening.
 serve:
-	$(GO) build -o bin/livereg-mcp ./cmd/livereg-mcp
+	cd cmd && $(GO) build -o ../bin/livereg-mcp ./livereg-mcp
 	exec bin/livereg-mcp $(SERVEFLAGS)
 
 ## conformance: the official MCP conformance suite against livereg-mcp
@@ -104,13 +109,13 @@ conformance:
 ## flags; 3: interrupted with none so far, reported INCOMPLETE). Flags go in LOADGENFLAGS, e.g.
 ## make loadgen LOADGENFLAGS='-duration 1m -mcp -json loadgen.json'.
 loadgen:
-	$(GO) build -o bin/loadgen ./cmd/loadgen
+	cd cmd && $(GO) build -o ../bin/loadgen ./loadgen
 	bin/loadgen $(LOADGENFLAGS)
 
 ## loadgen-smoke: a 3 s loadgen run for CI, its JSON report in
 ## bin/loadgen-smoke.json. The checkers' own tests run in make test.
 loadgen-smoke:
-	$(GO) build -o bin/loadgen ./cmd/loadgen
+	cd cmd && $(GO) build -o ../bin/loadgen ./loadgen
 	bin/loadgen -duration 3s -json bin/loadgen-smoke.json $(LOADGENFLAGS)
 
 .PHONY: mutants

@@ -52,7 +52,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-go build -o "$work/livereg-mcp" ./cmd/livereg-mcp
+(cd cmd && go build -o "$work/livereg-mcp" ./livereg-mcp)
 # Port 0: the kernel picks a free port; the server writes its URL once it listens.
 # shellcheck disable=SC2086 # LIVEREG_MCP_FLAGS is split into flags on purpose
 "$work/livereg-mcp" -conformance ${LIVEREG_MCP_FLAGS:-} -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &

@@ -64,7 +64,7 @@ check() {
 		[ "$n" -gt 0 ] || tests_out="FAIL ($(grep -m1 -E 'panic:|FAIL|timed out' "$log" | cut -c1-60))"
 	fi
 	log="$work/loadgen.log"
-	(cd "$dir" && $GO build -o "$work/loadgen" ./cmd/loadgen) >"$log" 2>&1 || { loadgen_out="build failed"; return; }
+	(cd "$dir/cmd" && $GO build -o "$work/loadgen" ./loadgen) >"$log" 2>&1 || { loadgen_out="build failed"; return; }
 	# shellcheck disable=SC2086
 	if ! (cd "$dir" && "$work/loadgen" -duration "$DURATION" $flags) >"$log" 2>&1; then
 		loadgen_out=$(awk '$1 ~ /^[0-9]+$/ && NF == 4 && $4 > 0 { printf "%s%s(%s)", sep, $2, $4; sep=" " }' "$log")
