@@ -16,7 +16,11 @@ import (
 // Record is the value of a claim's key: who holds the name and what the
 // route is, which is what another replica needs to list it.
 type Record struct {
-	Replica  string        `json:"replica"`
+	Replica string `json:"replica"`
+	// Endpoint is the replica's advertised internal endpoint
+	// (Config.Advertise), where other replicas forward calls for the
+	// route; empty when it advertises none.
+	Endpoint string        `json:"endpoint,omitempty"`
 	Owner    uint64        `json:"owner"`
 	Kind     string        `json:"kind"`
 	Tool     *ToolDesc     `json:"tool,omitempty"`
@@ -156,7 +160,7 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 }
 
 func (r *Replica) record(cl catalog.Claim) Record {
-	rec := Record{Replica: r.cfg.Replica, Owner: cl.Owner.ID(), Kind: cl.Kind}
+	rec := Record{Replica: r.cfg.Replica, Endpoint: r.cfg.Advertise, Owner: cl.Owner.ID(), Kind: cl.Kind}
 	// Prompts and templates are claimed, so that their names are one
 	// namespace fleet-wide, but carry no description: the View lists
 	// tools and fixed resources only.

@@ -57,6 +57,13 @@ type Config struct {
 	// Replica names this replica in the claims it writes; empty means the
 	// host name, the process id and a random suffix.
 	Replica string
+	// Advertise is this replica's internal endpoint, recorded in every
+	// claim it writes: the URL (http or https, with a path) at which the
+	// other replicas forward calls for its routes, such as package
+	// mcpserve's Server.FleetHandler mounted at /fleet. Empty means its
+	// routes are listed fleet-wide but not forwarded to ([Replica.Peer]
+	// does not locate them).
+	Advertise string
 	// Logger receives the etcd client's logs; nil discards them.
 	Logger *zap.Logger
 }
@@ -95,8 +102,34 @@ func (cfg *Config) check() error {
 	if !printable(cfg.Replica) || len(cfg.Replica) > maxReplicaBytes {
 		return fmt.Errorf("%w: replica name %q: not printable UTF-8 of at most %d bytes", ErrInvalidConfig, cfg.Replica, maxReplicaBytes)
 	}
+	if err := checkAdvertise(cfg.Advertise); err != nil {
+		return fmt.Errorf("%w: advertised endpoint %q: %w", ErrInvalidConfig, cfg.Advertise, err)
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
+	}
+	return nil
+}
+
+// checkAdvertise accepts an empty endpoint, or an absolute http(s) URL
+// with a host and without user info, query or fragment: the URL another
+// replica posts forwarded requests to.
+func checkAdvertise(ep string) error {
+	if ep == "" {
+		return nil
+	}
+	if len(ep) > maxPrefixBytes || !printable(ep) {
+		return fmt.Errorf("not printable UTF-8 of at most %d bytes", maxPrefixBytes)
+	}
+	u, err := url.Parse(ep)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fmt.Errorf("want http://host[:port]/path or https://")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("user info, a query or a fragment is not an endpoint")
 	}
 	return nil
 }

@@ -104,8 +104,10 @@
 // catalog's Config.Remote, and the catalog's listings, pages, Version and
 // Changes are the fleet's, so that a server built on it (package mcpserve)
 // lists every replica's routes and sends list_changed when a consumer on
-// another replica starts, stops or dies. Calls are served only where the
-// route's consumer runs: a call for a route held elsewhere is unknown.
+// another replica starts, stops or dies. A call is served only where the
+// route's consumer runs; with Config.Advertise set, each claim records the
+// replica's internal endpoint, and [Replica.Peer] locates a route's holder
+// for package mcpserve's Fleet, which forwards calls there.
 //
 // [Replica.Close] leaves the fleet: it kills the consumers that hold claims
 // and revokes the lease, freeing all their names in one revision.

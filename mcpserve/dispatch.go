@@ -102,8 +102,14 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if p == nil {
 		return nil, invalidParams("tools/call: missing params", nil)
 	}
-	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, s.credential(ctx, req), catalog.WithClient(callClient(req)))
+	cred := s.credential(ctx, req)
+	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(callClient(req)))
 	if err != nil {
+		if s.fwd != nil && errors.Is(err, catalog.ErrUnknownTool) {
+			if ep, ok := s.fwd.peers.Peer(kindTool, p.Name); ok {
+				return s.fwd.callTool(ctx, ep, cred, p)
+			}
+		}
 		return s.toolError(ctx, p.Name, err)
 	}
 	out, err := toolResult(res)
@@ -125,7 +131,7 @@ func (s *Server) toolError(ctx context.Context, name string, err error) (mcp.Res
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "tools/call "+q)
 		return errorResult(fmt.Sprintf("tool %s failed: internal error", q)), nil
-	case errors.Is(err, catalog.ErrUnknownTool):
+	case errors.Is(err, catalog.ErrUnknownTool) && !s.forwarded:
 		return nil, invalidParams(fmt.Sprintf("unknown tool %s", q), nil)
 	case errors.Is(err, catalog.ErrInvalidArguments):
 		// The catalog's message names the tool and cuts the validator's
@@ -134,7 +140,11 @@ func (s *Server) toolError(ctx context.Context, name string, err error) (mcp.Res
 	case errors.Is(err, catalog.ErrInvalidResult):
 		s.log.Error("mcpserve: tool result does not match its output schema; not sent", "tool", q, "err", err)
 		return errorResult(fmt.Sprintf("tool %s failed: its result does not match its output schema", q)), nil
-	case errors.Is(err, catalog.ErrRouteGone):
+	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrUnknownTool):
+		// An unknown tool here is one that was forwarded (see above): the
+		// replica that forwarded it saw this one hold it, and its
+		// consumer has gone since, which is what a local death between
+		// the lookup and the admission looks like.
 		return nil, invalidParams(fmt.Sprintf("tool %s is gone: its consumer stopped before the call reached it", q),
 			map[string]any{"reason": "route_gone", "retryable": true})
 	case catalog.Denied(err):
@@ -156,8 +166,14 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if p == nil {
 		return nil, invalidParams("resources/read: missing params", nil)
 	}
-	c, err := s.cat.ReadURI(ctx, p.URI, s.credential(ctx, req))
+	cred := s.credential(ctx, req)
+	c, err := s.cat.ReadURI(ctx, p.URI, cred)
 	if err != nil {
+		if s.fwd != nil && errors.Is(err, catalog.ErrUnknownResource) {
+			if ep, ok := s.fwd.peers.Peer(kindResource, p.URI); ok {
+				return s.fwd.readResource(ctx, ep, cred, p.URI)
+			}
+		}
 		return nil, s.resourceError(ctx, p.URI, err)
 	}
 	if n, over := s.overLimit(contentsSize(c)); over {
@@ -205,9 +221,9 @@ func (s *Server) resourceError(ctx context.Context, uri string, err error) error
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "resources/read "+q)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s failed: internal error", q)}
-	case errors.Is(err, catalog.ErrUnknownResource):
+	case errors.Is(err, catalog.ErrUnknownResource) && !s.forwarded:
 		return mcp.ResourceNotFoundError(uri)
-	case errors.Is(err, catalog.ErrRouteGone):
+	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrUnknownResource):
 		return invalidParams(fmt.Sprintf("resource %s is gone: its consumer stopped before the read reached it", q),
 			map[string]any{"uri": uri, "reason": "route_gone", "retryable": true})
 	case catalog.Denied(err):

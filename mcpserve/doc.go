@@ -277,6 +277,45 @@
 // listen again by itself. A stream's credential is judged once, when its
 // request arrives, not again while it stays open.
 //
+// # Serving a fleet
+//
+// Many processes can serve one catalog: each replica's catalog claims its
+// names fleet-wide and lists the fleet's routes (package etcdfleet), and
+// with [Options.Fleet] each replica also answers them. A tools/call or
+// resources/read for a route this catalog does not hold, but that
+// [Fleet.Peers] places on another replica, is forwarded there, through
+// the SDK's own client over streamable HTTP at protocol 2026-07-28
+// (stateless: nothing to open or keep per peer but pooled keep-alive
+// connections). The holder serves it through its own catalog, so every
+// guarantee holds across the hop: the body runs on a live owner, under
+// that owner's plan, judged by the credential the original caller
+// presented (it travels in a header of its own, beside the fleet
+// credential). A forward costs one HTTP round trip on loopback or the
+// network; a call for a local route never looks at the fleet.
+//
+// [Server.FleetHandler] answers forwarded requests; Serve mounts it at
+// [Fleet.Path]. It serves only requests that carry the fleet credential
+// ([Fleet.Token]) as their bearer token, compared in constant time, and
+// serves them from the local catalog alone: a forwarded call is never
+// forwarded again, so no two views, however stale, can make a call loop.
+//
+// Across the hop a client sees what it would see locally. A consumer that
+// died between this replica's lookup and the holder's dispatch gives the
+// -32602 route_gone error a local death gives (the holder answers an
+// unknown forwarded route that way: the forwarding replica saw it held).
+// A forward is bounded by the caller's context, and ends the body's
+// context on the holder when it ends. A holder that cannot be reached
+// gives [CodePeerUnavailable] with data {"reason":"peer_unavailable",
+// "retryable":R}: R is true when the request never left (the connection
+// was refused), false when the connection failed after the request may
+// have reached the holder, which is then unknown to have run the body or
+// not. Never "unknown tool" while the route is listed.
+//
+// Not forwarded: prompts, resource templates, completions and
+// subscriptions, which other replicas do not list either; and
+// progress and log notifications of a forwarded body, which stay on the
+// hop.
+//
 // # Visibility
 //
 // Today tools/list and resources/list show every live route to every

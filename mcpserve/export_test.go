@@ -3,6 +3,8 @@ package mcpserve
 import (
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/livereg/livereg/catalog"
 )
 
@@ -17,3 +19,7 @@ func SessionTimeoutOf(s *Server) time.Duration { return s.idle }
 
 // LimitsOf is the HTTP limits s resolved from its options.
 func LimitsOf(s *Server) Limits { return s.limits }
+
+// InternalMCP returns the SDK server that answers the calls forwarded to
+// s, so that a test can watch them.
+func InternalMCP(s *Server) *mcp.Server { return s.internal.mcp }

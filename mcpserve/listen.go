@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -63,9 +64,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// Beyond loopback, CredentialAuto asks every request for a credential.
 	var h = s.front(!isLocal(ln.Addr()))
-	if s.path != "" {
+	if s.path != "" || s.internal != nil {
 		mux := http.NewServeMux()
-		mux.Handle(s.path, h)
+		mux.Handle(cmp.Or(s.path, "/"), h)
+		if s.internal != nil {
+			mux.Handle(s.fleetPath, s.FleetHandler())
+		}
 		h = mux
 	}
 	var posts inflight
@@ -97,7 +101,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// have their contexts ended, and the close waits no longer than the
 	// grace whatever their bodies do.
 	closed := make(chan struct{})
-	go func() { s.closeSessions(sctx, errSessionEnded, false); close(closed) }()
+	go func() {
+		if s.internal != nil {
+			s.internal.closeSessions(sctx, errSessionEnded, false)
+		}
+		s.closeSessions(sctx, errSessionEnded, false)
+		close(closed)
+	}()
 	if err := <-shut; err != nil {
 		s.log.Warn("mcpserve: graceful shutdown incomplete; closing connections", "err", err)
 		_ = hs.Close()

@@ -150,6 +150,11 @@ type Options struct {
 	// Limits are the HTTP server timeouts and sizes Serve and
 	// ListenAndServe apply; the zero value is the defaults.
 	Limits Limits
+	// Fleet, if set, makes the server one replica of a fleet: calls for
+	// routes other replicas hold are forwarded to them, and
+	// FleetHandler answers the calls they forward here (see the package
+	// doc's "Serving a fleet"). nil serves this catalog's routes alone.
+	Fleet *Fleet
 }
 
 // Server serves one catalog over MCP. It is safe for concurrent use. Make
@@ -177,6 +182,13 @@ type Server struct {
 	listens    *listenStreams
 	subs       *subscriptions // resource subscriptions (subscribe.go)
 	idle       time.Duration
+
+	// Serving a fleet (fleet.go): set by startFleet, or all zero.
+	fwd        *forwarder       // forwards calls for routes held elsewhere
+	internal   *Server          // answers calls forwarded here
+	forwarded  bool             // this is an internal server: unknown routes are gone ones
+	fleetPath  string           // where Serve mounts FleetHandler
+	fleetToken fleetTokenDigest // the fleet credential's digest
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -279,6 +291,9 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		limits:     limits,
 	}
 	s.subs = subs
+	if err := s.startFleet(opts); err != nil {
+		return nil, err
+	}
 	srv.AddReceivingMiddleware(s.receive)
 	srv.AddReceivingMiddleware(s.receiveListen)
 	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
@@ -348,6 +363,12 @@ func (s *Server) Close() error {
 		s.listens.endAll(ErrClosed, true)
 		ctx, cancel := context.WithTimeout(context.Background(), s.grace)
 		defer cancel()
+		if s.fwd != nil {
+			s.fwd.close()
+		}
+		if s.internal != nil {
+			s.internal.Close()
+		}
 		s.closeSessions(ctx, ErrClosed, true)
 	})
 	return nil

@@ -1,0 +1,28 @@
+package etcdfleet
+
+// Peer returns the internal endpoint of the replica that holds kind's name
+// ("tool" or "resource", as catalog names the kinds), as the View has it:
+// the endpoint that replica advertised (Config.Advertise) in its claim. ok
+// is false when the View holds no claim on the name, when this replica
+// holds it (a local route is served locally, never forwarded back), and
+// when the holder advertised no endpoint. It is package mcpserve's Peers
+// method: set a Replica as mcpserve.Fleet.Peers, and a server forwards the
+// calls for routes other replicas hold.
+//
+// The answer is as fresh as the View: a route that started elsewhere a
+// moment ago may not be located yet, and one that died may still be; the
+// replica it names then answers for itself (mcpserve reports the call as
+// route_gone). Peer is safe for concurrent use; it costs a key built from
+// the name and one map lookup under the View's lock, and allocates only
+// the key.
+func (r *Replica) Peer(kind, name string) (endpoint string, ok bool) {
+	key, err := r.Key(kind, name)
+	if err != nil {
+		return "", false
+	}
+	rec, held := r.view.Holder(key)
+	if !held || rec.Replica == r.cfg.Replica || rec.Endpoint == "" {
+		return "", false
+	}
+	return rec.Endpoint, true
+}
