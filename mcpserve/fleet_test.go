@@ -53,7 +53,7 @@ var fleetAuth = bindsec.NewStaticTokens(map[string]bindsec.Principal{
 	noRoleToken: bindsec.NewPrincipal("bob"),
 })
 
-func newReplica(t *testing.T) *replica {
+func newReplica(t testing.TB) *replica {
 	t.Helper()
 	r := &replica{peers: &peerMap{}, served: make(chan error, 1)}
 	r.cat = newCatalog(t, catalog.Config{Authenticator: fleetAuth})
@@ -91,7 +91,7 @@ func (r *replica) shut() {
 }
 
 // connectTo connects a streamable HTTP client to url with token.
-func connectTo(t *testing.T, url, token string) *mcp.ClientSession {
+func connectTo(t testing.TB, url, token string) *mcp.ClientSession {
 	t.Helper()
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
 	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{
@@ -286,7 +286,7 @@ func TestFleetHandlerNeedsTheFleetToken(t *testing.T) {
 }
 
 // rawCall is a stateless (2026-07-28) tools/call POST to url.
-func rawCall(t *testing.T, url, tool string) *http.Request {
+func rawCall(t testing.TB, url, tool string) *http.Request {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{},` +
 		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
