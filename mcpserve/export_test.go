@@ -23,3 +23,6 @@ func LimitsOf(s *Server) Limits { return s.limits }
 // InternalMCP returns the SDK server that answers the calls forwarded to
 // s, so that a test can watch them.
 func InternalMCP(s *Server) *mcp.Server { return s.internal.mcp }
+
+// PeerSessions is how many peer sessions s's forwarder holds.
+func PeerSessions(s *Server) int { return s.fwd.sessions() }

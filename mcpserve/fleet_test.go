@@ -322,6 +322,30 @@ func TestForwardToADownPeerIsRetryable(t *testing.T) {
 	}
 }
 
+// A peer that served calls and then went away: the calls after get
+// CodePeerUnavailable, and its session is forgotten, not kept for an
+// endpoint that may never come back.
+func TestForwardForgetsAFailedPeer(t *testing.T) {
+	a, b := newReplica(t), newReplica(t)
+	startText(t, b.cat, context.Background(), "far", "here")
+	a.peers.set("tool", "far", b.fleet)
+	c := connectTo(t, a.url, "")
+	if res, err := c.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "far", Arguments: map[string]any{}}); err != nil || text(t, res) != "here" {
+		t.Fatalf("forwarded call: %v, %v", res, err)
+	}
+	if n := mcpserve.PeerSessions(a.srv); n != 1 {
+		t.Fatalf("%d peer sessions after a forward; want 1", n)
+	}
+	b.shut()
+	_, err := c.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "far", Arguments: map[string]any{}})
+	if rpcCode(err) != mcpserve.CodePeerUnavailable {
+		t.Fatalf("call for a route on a replica gone: %v; want CodePeerUnavailable", err)
+	}
+	if n := mcpserve.PeerSessions(a.srv); n != 0 {
+		t.Fatalf("%d peer sessions held after the peer failed; want 0", n)
+	}
+}
+
 // A forwarded call is bounded by the caller's context: a client that
 // goes away ends the body's context on the replica that runs it, and both
 // servers close without waiting for the body.

@@ -147,6 +147,27 @@ func (f *forwarder) open(endpoint string, pc *peerConn) {
 	pc.cs = cs
 }
 
+// forget drops endpoint's session if it is still cs, and closes it.
+func (f *forwarder) forget(endpoint string, cs *mcp.ClientSession) {
+	f.mu.Lock()
+	pc, ok := f.conns[endpoint]
+	drop := ok && pc.cs == cs
+	if drop {
+		delete(f.conns, endpoint)
+	}
+	f.mu.Unlock()
+	if drop {
+		_ = cs.Close()
+	}
+}
+
+// sessions returns how many peer sessions are open or opening.
+func (f *forwarder) sessions() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.conns)
+}
+
 // close closes every peer session; later forwards get ErrClosed.
 func (f *forwarder) close() {
 	f.mu.Lock()
@@ -168,11 +189,11 @@ func (f *forwarder) close() {
 func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
 	cs, err := f.session(ctx, endpoint)
 	if err != nil {
-		return nil, f.failed(ctx, "tool", p.Name, err, true)
+		return nil, f.failed(ctx, endpoint, nil, "tool", p.Name, err)
 	}
 	res, err := cs.CallTool(context.WithValue(ctx, callerKey{}, cred), &mcp.CallToolParams{Name: p.Name, Arguments: p.Arguments})
 	if err != nil {
-		return nil, f.failed(ctx, "tool", p.Name, err, false)
+		return nil, f.failed(ctx, endpoint, cs, "tool", p.Name, err)
 	}
 	return res, nil
 }
@@ -181,18 +202,23 @@ func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.
 func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string) (mcp.Result, error) {
 	cs, err := f.session(ctx, endpoint)
 	if err != nil {
-		return nil, f.failed(ctx, "resource", uri, err, true)
+		return nil, f.failed(ctx, endpoint, nil, "resource", uri, err)
 	}
 	res, err := cs.ReadResource(context.WithValue(ctx, callerKey{}, cred), &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return nil, f.failed(ctx, "resource", uri, err, false)
+		return nil, f.failed(ctx, endpoint, cs, "resource", uri, err)
 	}
 	return res, nil
 }
 
-// failed maps a forward's failure onto the wire. unsent says the request
-// cannot have reached the peer's catalog (its session never opened).
-func (f *forwarder) failed(ctx context.Context, kind, name string, err error, unsent bool) error {
+// failed maps a forward's failure onto the wire. cs is the session the
+// request went out on, nil when none could be opened (so the request
+// cannot have reached the peer). A session whose HTTP exchange failed is
+// forgotten: its peer may be gone for good (a replica that restarts
+// elsewhere advertises a new endpoint), and holding a session per dead
+// endpoint would leak; the next call to a live one opens another, which
+// costs no round trip.
+func (f *forwarder) failed(ctx context.Context, endpoint string, cs *mcp.ClientSession, kind, name string, err error) error {
 	var (
 		rpc *jsonrpc.Error
 		ue  *url.Error
@@ -210,7 +236,10 @@ func (f *forwarder) failed(ctx context.Context, kind, name string, err error, un
 		// The peer's answer: its catalog's error, mapped by its server.
 		return rpc
 	}
-	retryable := unsent || refused(err)
+	if cs != nil {
+		f.forget(endpoint, cs)
+	}
+	retryable := cs == nil || refused(err)
 	f.log.Warn("mcpserve: forwarding to the replica that holds the route failed", "kind", kind, "name", quote.Name(name), "retryable", retryable, "err", err)
 	return &jsonrpc.Error{Code: CodePeerUnavailable,
 		Message: fmt.Sprintf("%s %s: the replica that serves it cannot be reached", kind, quote.Name(name)),
