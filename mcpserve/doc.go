@@ -366,4 +366,9 @@
 // [Server.Close] stops, and one per session that forgets the session when
 // it ends. Serve and ListenAndServe run an http.Server until
 // their context ends; ServeTransport and ServeStdio serve one session.
+// With a Fleet, the internal server that answers forwarded calls has a
+// notifier of its own, and each peer that calls are forwarded to holds one
+// SDK client session (its goroutines are the SDK's), opened on the first
+// forward, forgotten when an exchange with the peer fails, and closed by
+// Close.
 package mcpserve
