@@ -68,6 +68,12 @@ type Config struct {
 	Logger *zap.Logger
 }
 
+// Validate reports what Join would refuse in cfg, without connecting to
+// anything: an error wrapping ErrInvalidConfig that says which field is
+// wrong, or nil. A program can check its flags with it before it starts
+// what Join needs (an embedded etcd, say).
+func (cfg Config) Validate() error { return cfg.check() }
+
 // check validates cfg and fills in its defaults.
 func (cfg *Config) check() error {
 	if len(cfg.Endpoints) == 0 {

@@ -15,7 +15,10 @@ import (
 )
 
 func TestJoinRefusesBadConfig(t *testing.T) {
-	ok := etcdfleet.Config{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/p"}
+	ok := etcdfleet.Config{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/p", Advertise: "http://127.0.0.1:8931/fleet"}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("Validate of a valid config: %v", err)
+	}
 	for name, mod := range map[string]func(*etcdfleet.Config){
 		"no endpoints":       func(c *etcdfleet.Config) { c.Endpoints = nil },
 		"unknown scheme":     func(c *etcdfleet.Config) { c.Endpoints = []string{"ftp://127.0.0.1:2379"} },
@@ -45,6 +48,9 @@ func TestJoinRefusesBadConfig(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cfg := ok
 			mod(&cfg)
+			if err := cfg.Validate(); !errors.Is(err, etcdfleet.ErrInvalidConfig) {
+				t.Fatalf("Validate: %v, want ErrInvalidConfig", err)
+			}
 			r, err := etcdfleet.Join(context.Background(), cfg)
 			if !errors.Is(err, etcdfleet.ErrInvalidConfig) {
 				t.Fatalf("Join: %v, want ErrInvalidConfig", err)
