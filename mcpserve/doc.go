@@ -312,9 +312,11 @@
 // not. Never "unknown tool" while the route is listed.
 //
 // Not forwarded: prompts, resource templates, completions and
-// subscriptions, which other replicas do not list either; and
-// progress and log notifications of a forwarded body, which stay on the
-// hop.
+// subscriptions, which other replicas do not list either. A forwarded
+// body's progress and log notifications stay on the hop (the SDK's client
+// hands them over after the result), and its Sample and Elicit get
+// catalog.ErrNotSupported: the hop is stateless, and a stateless request
+// cannot ask its client anything.
 //
 // # Visibility
 //

@@ -149,6 +149,11 @@ func TestForwardCarriesTheCallersCredential(t *testing.T) {
 	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "classified for alice" {
 		t.Fatalf("forwarded read = %+v, %v", rr, err)
 	}
+	// The results are as a local call's: nothing of the hop's protocol
+	// (the holder's serverInfo) reaches a 2025-11-25 session.
+	if res.Meta[mcp.MetaKeyServerInfo] != nil || rr.Meta[mcp.MetaKeyServerInfo] != nil {
+		t.Fatalf("forwarded results carry the hop's metadata: %v, %v", res.Meta, rr.Meta)
+	}
 	if runs.Load() != 2 {
 		t.Fatalf("bodies ran %d times, want 2", runs.Load())
 	}

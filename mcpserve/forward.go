@@ -195,6 +195,10 @@ func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.
 	if err != nil {
 		return nil, f.failed(ctx, endpoint, cs, "tool", p.Name, err)
 	}
+	// The hop's own metadata (the holder's serverInfo, which the SDK adds
+	// to every 2026-07-28 result) is not the caller's: this server adds
+	// its own where the caller's protocol has it.
+	delete(res.Meta, mcp.MetaKeyServerInfo)
 	return res, nil
 }
 
@@ -208,6 +212,7 @@ func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string
 	if err != nil {
 		return nil, f.failed(ctx, endpoint, cs, "resource", uri, err)
 	}
+	delete(res.Meta, mcp.MetaKeyServerInfo)
 	return res, nil
 }
 
