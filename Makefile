@@ -80,7 +80,7 @@ bench-quick:
 $(BENCHSTAT):
 	$(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: serve conformance
+.PHONY: serve conformance conformance-fleet
 
 ## serve: builds bin/livereg-mcp and runs it with its demo consumers,
 ## streamable HTTP at http://127.0.0.1:8931/mcp, until Ctrl-C. Flags go in
@@ -99,6 +99,12 @@ serve:
 ## ~/.cache/mcp-conformance. About a minute.
 conformance:
 	scripts/conformance.sh
+
+## conformance-fleet: the same suite against livereg-mcp as a replica that
+## has joined a fleet, over an etcd it embeds (LIVEREG_MCP_FLEET=1). About a
+## minute.
+conformance-fleet:
+	LIVEREG_MCP_FLEET=1 scripts/conformance.sh
 
 .PHONY: loadgen loadgen-smoke
 

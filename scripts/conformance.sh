@@ -3,6 +3,7 @@
 # cmd/livereg-mcp started with -conformance on a free loopback port, then stops the server.
 #   usage: scripts/conformance.sh [SCENARIO ...]     (default: every scenario livereg must pass)
 # LIVEREG_MCP_FLAGS adds flags to the server's command line (for example -stateless).
+# LIVEREG_MCP_FLEET=1 runs it as a replica that has joined a fleet, over an etcd it embeds.
 # Needs Go and Node (>= 20) with npm. The package is installed once into $MCP_CONFORMANCE_HOME
 # (default ~/.cache/mcp-conformance) from the npm registry, exactly as ../shared/tools/mcp-conformance
 # does: version 0.1.16 declares Node >= 22 but runs its server scenarios on Node 20; the one import
@@ -53,9 +54,16 @@ cleanup() {
 trap cleanup EXIT
 
 (cd cmd && go build -o "$work/livereg-mcp" ./livereg-mcp)
+# A fleet of one: the etcd's data in the work directory, its client port picked by the kernel.
+fleet=()
+if [ -n "${LIVEREG_MCP_FLEET:-}" ]; then
+  fleet=(-etcd-embedded "$work/etcd" -etcd-listen http://127.0.0.1:0 -replica conformance)
+  LIVEREG_FLEET_TOKEN=${LIVEREG_FLEET_TOKEN:-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')}
+  export LIVEREG_FLEET_TOKEN
+fi
 # Port 0: the kernel picks a free port; the server writes its URL once it listens.
 # shellcheck disable=SC2086 # LIVEREG_MCP_FLAGS is split into flags on purpose
-"$work/livereg-mcp" -conformance ${LIVEREG_MCP_FLAGS:-} -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &
+"$work/livereg-mcp" -conformance ${fleet[@]+"${fleet[@]}"} ${LIVEREG_MCP_FLAGS:-} -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &
 pid=$!
 for _ in $(seq 1 300); do
   [ -s "$work/url" ] && break
@@ -64,7 +72,7 @@ for _ in $(seq 1 300); do
 done
 [ -s "$work/url" ] || { echo "conformance: the server did not start in 30s" >&2; cat "$work/server.log" >&2; exit 2; }
 url=$(cat "$work/url")
-echo "conformance: livereg-mcp -conformance ${LIVEREG_MCP_FLAGS:+$LIVEREG_MCP_FLAGS }at $url"
+echo "conformance: livereg-mcp -conformance ${fleet[@]+${fleet[*]} }${LIVEREG_MCP_FLAGS:+$LIVEREG_MCP_FLAGS }at $url"
 
 failed=0
 for s in "${scenarios[@]}"; do

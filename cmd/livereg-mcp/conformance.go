@@ -25,8 +25,8 @@ func mustBase64(s string) []byte {
 
 // startConformance starts, as ordinary public consumers, the tools and
 // resources that the MCP conformance suite's server scenarios call.
-func startConformance(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Consumer, error) {
-	s := &starter{ctx: ctx, cat: cat}
+func startConformance(ctx context.Context, cat *catalog.Catalog, adopt *adopter) ([]*catalog.Consumer, error) {
+	s := &starter{ctx: ctx, cat: cat, adopt: adopt}
 	fixed := func(name, desc string, r catalog.Result) {
 		s.tool(catalog.Tool{Name: name, Description: desc}, public,
 			func(context.Context, catalog.Call) (catalog.Result, error) { return r, nil })

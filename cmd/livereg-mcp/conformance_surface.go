@@ -12,20 +12,14 @@ import (
 
 // prompt starts a prompt consumer, as tool and resource do.
 func (s *starter) prompt(p catalog.Prompt, plan bindsec.Plan, h catalog.PromptHandler, opts ...catalog.StartOption) {
-	if s.err != nil {
-		return
-	}
-	k, err := s.cat.StartPrompt(s.ctx, p, plan, h, opts...)
-	s.keep(k, err)
+	s.start("prompt", p.Name, func() (*catalog.Consumer, error) { return s.cat.StartPrompt(s.ctx, p, plan, h, opts...) })
 }
 
 // template starts a resource template consumer.
 func (s *starter) template(t catalog.ResourceTemplate, plan bindsec.Plan, rd catalog.ResourceReader, opts ...catalog.StartOption) {
-	if s.err != nil {
-		return
-	}
-	k, err := s.cat.StartResourceTemplate(s.ctx, t, plan, rd, opts...)
-	s.keep(k, err)
+	s.start("resource template", t.URITemplate, func() (*catalog.Consumer, error) {
+		return s.cat.StartResourceTemplate(s.ctx, t, plan, rd, opts...)
+	})
 }
 
 // conformanceWords are what the completer of test_prompt_with_arguments

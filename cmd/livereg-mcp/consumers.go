@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -14,27 +16,43 @@ import (
 var public = bindsec.Plan{Public: true}
 
 // starter starts consumers one after another and remembers them, so that a
-// failure part-way stops the ones already started.
+// failure part-way stops the ones already started. In a fleet (adopt set),
+// a start refused because another replica serves the name is no failure:
+// it is left to adopt, which takes the name over when it is free, and
+// which starts again a consumer that dies.
 type starter struct {
-	ctx context.Context
-	cat *catalog.Catalog
-	ks  []*catalog.Consumer
-	err error
+	ctx   context.Context
+	cat   *catalog.Catalog
+	adopt *adopter
+	ks    []*catalog.Consumer
+	err   error
 }
 
 func (s *starter) tool(t catalog.Tool, p bindsec.Plan, h catalog.ToolHandler) {
-	if s.err != nil {
-		return
-	}
-	k, err := s.cat.StartTool(s.ctx, t, p, h)
-	s.keep(k, err)
+	s.start("tool", t.Name, func() (*catalog.Consumer, error) { return s.cat.StartTool(s.ctx, t, p, h) })
 }
 
 func (s *starter) resource(r catalog.Resource, p bindsec.Plan, rd catalog.ResourceReader) {
+	s.start("resource", r.URI, func() (*catalog.Consumer, error) { return s.cat.StartResource(s.ctx, r, p, rd) })
+}
+
+// start runs start unless an earlier one failed; kind and name are the
+// route's as a fleet claims it.
+func (s *starter) start(kind, name string, start func() (*catalog.Consumer, error)) {
 	if s.err != nil {
 		return
 	}
-	k, err := s.cat.StartResource(s.ctx, r, p, rd)
+	k, err := start()
+	if s.adopt != nil {
+		p := adoption{kind, name, start}
+		switch {
+		case err == nil:
+			s.adopt.watch(p, k)
+		case errors.Is(err, catalog.ErrDuplicate):
+			s.adopt.add(p)
+			return
+		}
+	}
 	s.keep(k, err)
 }
 
@@ -54,11 +72,56 @@ func (s *starter) done() ([]*catalog.Consumer, error) {
 	return s.ks, nil
 }
 
+// demoRoutes are the consumers run starts: the demo, the conformance
+// fixtures if asked for, and, in a fleet, the replica's own tool.
+type demoRoutes struct {
+	v  *victim
+	ks []*catalog.Consumer
+}
+
+// start starts them; on error, what started is kept for stop.
+func (d *demoRoutes) start(ctx context.Context, cfg config, cat *catalog.Catalog, fl *fleet, adopt *adopter, log *slog.Logger) error {
+	ks, err := startDemo(ctx, cat, adopt)
+	d.ks = append(d.ks, ks...)
+	if err != nil {
+		return err
+	}
+	if d.v, ks, err = startVictimDemo(ctx, cat, log, adopt); err != nil {
+		return err
+	}
+	d.ks = append(d.ks, ks...)
+	if cfg.conformance {
+		ks, err = startConformance(ctx, cat, adopt)
+		d.ks = append(d.ks, ks...)
+		if err != nil {
+			return err
+		}
+	}
+	if fl != nil {
+		start := func() (*catalog.Consumer, error) { return fl.startReplicaTool(ctx, cat) }
+		k, err := start()
+		if err != nil {
+			return err
+		}
+		d.ks = append(d.ks, k)
+		adopt.watch(adoption{"tool", replicaToolPrefix + fl.rep.Name(), start}, k)
+	}
+	return nil
+}
+
+// stop stops them, and the consumers an adopter took over.
+func (d *demoRoutes) stop(adopted []*catalog.Consumer) {
+	if d.v != nil {
+		d.v.stop(context.Background())
+	}
+	stopAll(append(d.ks, adopted...))
+}
+
 // startDemo starts the built-in demo consumers: the public tools echo and
 // stats, the tool whoami for any authenticated caller, and the public
 // resource livereg://about.
-func startDemo(ctx context.Context, cat *catalog.Catalog) ([]*catalog.Consumer, error) {
-	s := &starter{ctx: ctx, cat: cat}
+func startDemo(ctx context.Context, cat *catalog.Catalog, adopt *adopter) ([]*catalog.Consumer, error) {
+	s := &starter{ctx: ctx, cat: cat, adopt: adopt}
 	s.tool(catalog.Tool{
 		Name: "echo", Title: "Echo",
 		Description: "Returns the text it is given.",

@@ -155,14 +155,24 @@ func (v *victim) stop(ctx context.Context) {
 }
 
 // startVictimDemo starts fortune and the tools that crash and restart it,
-// and ops_report. The returned victim must be stopped at shutdown.
-func startVictimDemo(ctx context.Context, cat *catalog.Catalog, log *slog.Logger) (*victim, []*catalog.Consumer, error) {
+// and ops_report. The returned victim must be stopped at shutdown. In a
+// fleet, demo_crash and demo_restart act on the fortune consumer of the
+// replica that serves them, which may not be the one serving fortune.
+func startVictimDemo(ctx context.Context, cat *catalog.Catalog, log *slog.Logger, adopt *adopter) (*victim, []*catalog.Consumer, error) {
 	v := &victim{cat: cat, base: ctx, log: log}
 	if _, err := v.start(); err != nil {
-		return nil, nil, err
+		if adopt == nil || !errors.Is(err, catalog.ErrDuplicate) {
+			return nil, nil, err
+		}
+		// Another replica's fortune: this one starts its own once that
+		// one is gone. The victim owns the consumer, not the adopter.
+		adopt.add(adoption{"tool", victimName, func() (*catalog.Consumer, error) {
+			_, err := v.start()
+			return nil, err
+		}})
 	}
 	admin := bindsec.Plan{Roles: []string{adminRole}}
-	s := &starter{ctx: ctx, cat: cat}
+	s := &starter{ctx: ctx, cat: cat, adopt: adopt}
 	s.tool(catalog.Tool{
 		Name: crashName, Title: "Crash the fortune consumer",
 		Description: "Ends the consumer that serves fortune: by stop, cancel (its context), panic (in its body) or drop (the last reference, found by the garbage collector). Needs the role admin.",

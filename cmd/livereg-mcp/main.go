@@ -17,6 +17,9 @@
 //	            [-tokens-file file | -tokens spec] [-url-file file]
 //	            [-metrics host:port] [-log-level level] [-log-json]
 //	            [-shutdown-timeout d]
+//	            [-etcd URL[,URL...] | -etcd-embedded DIR [-etcd-listen URL]]
+//	            [-advertise URL] [-fleet-token token] [-fleet-ttl d]
+//	            [-fleet-prefix /prefix] [-replica name]
 //
 // For a wildcard -addr (0.0.0.0, [::]) it logs, and writes to -url-file,
 // the loopback URL, which a client on the machine can use, and logs the
@@ -46,6 +49,19 @@
 // Errors about the spec or the command line never quote what was given,
 // since it may be a token.
 //
+// With -etcd (an etcd cluster's client URLs) or -etcd-embedded (a
+// directory, where it starts a single-node etcd listening on -etcd-listen,
+// loopback only, for a fleet on one machine) the server is one replica of
+// a fleet (package etcdfleet): route names are one namespace across the
+// replicas, every replica lists every replica's routes, and a call for a
+// route another replica serves is forwarded to it, at the URL it
+// advertises (-advertise; by default the address it listens on, path
+// /fleet), authenticated by the fleet token that every replica shares:
+// $LIVEREG_FLEET_TOKEN, or -fleet-token, which ps shows. Every replica
+// starts the same demo consumers; one replica wins each name, and the
+// others take a name over when it is free again. Each replica also serves
+// replica_NAME (-replica NAME), which says where a call ran.
+//
 // Without tokens only public routes answer and the server refuses to listen
 // on a non-loopback address; with tokens, a non-loopback listener answers
 // only requests that carry one, initialize included. SIGINT or SIGTERM
@@ -70,6 +86,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/etcdfleet"
 	"github.com/livereg/livereg/mcpserve"
 )
 
@@ -95,7 +112,21 @@ type config struct {
 	metricsAddr     string
 	// onMetrics, if set, is called with the metrics URL once it listens.
 	onMetrics func(url string)
+
+	// Joining a fleet (fleet.go): etcd or etcdEmbedded is set.
+	etcd                string // -etcd: comma-separated client URLs
+	etcdEmbedded        string // -etcd-embedded: the data directory
+	etcdListen          string // the embedded etcd's client URL
+	advertise           string // empty: derived from the listener
+	fleetToken          string // from whichever source
+	fleetTokenOnCmdline bool   // the token came from -fleet-token, which ps shows
+	fleetTTL            time.Duration
+	fleetPrefix         string
+	replica             string
 }
+
+// joins reports whether cfg joins a fleet.
+func (cfg config) joins() bool { return cfg.etcd != "" || cfg.etcdEmbedded != "" }
 
 func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	var cfg config
@@ -118,6 +149,15 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	fs.BoolVar(&cfg.logJSON, "log-json", false, "log JSON lines instead of text")
 	fs.StringVar(&cfg.metricsAddr, "metrics", "", "also serve Prometheus metrics at http://ADDR/metrics (host:port; off if empty)")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", mcpserve.DefaultShutdownTimeout, "bound on the graceful shutdown")
+	fs.StringVar(&cfg.etcd, "etcd", "", "join the fleet over the etcd cluster at these client URLs (comma-separated)")
+	fs.StringVar(&cfg.etcdEmbedded, "etcd-embedded", "", "start a single-node etcd with its data in this directory, and join the fleet over it")
+	fs.StringVar(&cfg.etcdListen, "etcd-listen", defaultEtcdListen, "client URL of the -etcd-embedded etcd, on loopback (port 0: a free one)")
+	fs.StringVar(&cfg.advertise, "advertise", "", "URL at which the other replicas reach this one's fleet endpoint (default: the listening address and "+mcpserve.DefaultFleetPath+")")
+	fs.StringVar(&cfg.fleetToken, "fleet-token", "", "credential the replicas of a fleet share, at least 16 bytes (default $"+fleetTokenEnv+
+		"); visible to every user of the machine in ps: prefer $"+fleetTokenEnv)
+	fs.DurationVar(&cfg.fleetTTL, "fleet-ttl", etcdfleet.DefaultTTL, "lease TTL, whole seconds: how long a crashed replica's names stay claimed")
+	fs.StringVar(&cfg.fleetPrefix, "fleet-prefix", defaultFleetPrefix, "etcd key prefix of the fleet, the same on every replica")
+	fs.StringVar(&cfg.replica, "replica", "", "this replica's name in the fleet, unique in it; it serves the tool "+replicaToolPrefix+"NAME (default: host name and process id)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err // the flag package printed the usage
@@ -149,6 +189,11 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	default:
 		cfg.tokensOnCmdline = true
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := checkFleet(&cfg, set, getenv); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
 }
 
@@ -179,8 +224,13 @@ the file or the environment variable. The spec is
 %s;
 a TOKEN is an RFC 6750 bearer token of at least %d bytes.
 
+A fleet of replicas: -etcd URL[,URL...] joins one over an etcd cluster;
+-etcd-embedded DIR starts a single-node etcd on loopback and joins it, and
+other replicas join with -etcd. Every replica needs the same fleet token,
+in $%s (-fleet-token shows in ps).
+
 Flags:
-`, tokensEnv, tokenSpecHelp, minTokenLen)
+`, tokensEnv, tokenSpecHelp, minTokenLen, fleetTokenEnv)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
@@ -196,6 +246,12 @@ func newLogger(cfg config, w io.Writer) *slog.Logger {
 
 // run serves until ctx ends. ready, if set, is called with the endpoint URL
 // once the HTTP listener is open.
+//
+// A replica of a fleet listens before it joins, since it advertises where
+// it listens, and joins before its catalog exists, since the catalog
+// claims its names through the replica. It shuts down in the reverse
+// order: the server, then the replica (which frees all its names in one
+// revision), then its consumers, then the embedded etcd.
 func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url string)) error {
 	tokens, err := parseTokens(cfg.tokens)
 	if err != nil {
@@ -209,32 +265,51 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 			log.Warn("bearer tokens were given with -tokens: every user of this machine can read them in ps; use -tokens-file or $" + tokensEnv)
 		}
 	}
-	cat, err := catalog.New(catalog.Config{Authenticator: auth, Logger: log})
-	if err != nil {
-		return err
+	var ln net.Listener
+	if !cfg.stdio {
+		if ln, err = listen(ctx, cfg.addr, auth); err != nil {
+			return err
+		}
+		defer ln.Close() // Serve closes it; this covers an early return
 	}
 	// The consumers live until run returns: their context is run's.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancel()
-	consumers, err := startDemo(cctx, cat)
-	if err == nil {
-		var v *victim
-		var more []*catalog.Consumer
-		if v, more, err = startVictimDemo(cctx, cat, log); err == nil {
-			defer v.stop(context.Background())
-			consumers = append(consumers, more...)
+	var (
+		fl    *fleet
+		adopt *adopter
+		demo  demoRoutes
+	)
+	defer func() {
+		// The replica first: its Close kills the consumers that hold its
+		// names and frees them in one revision, and ends a takeover that
+		// waits for a session of an etcd that is gone. The adopter stops
+		// before, so as not to start them again.
+		adopt.stop()
+		fl.leave()
+		adopted := adopt.close()
+		demo.stop(adopted)
+		fl.stopEtcd()
+		cancel()
+	}()
+	catCfg := catalog.Config{Authenticator: auth, Logger: log}
+	if cfg.joins() {
+		if cfg.fleetTokenOnCmdline {
+			log.Warn("the fleet token was given with -fleet-token: every user of this machine can read it in ps; use $" + fleetTokenEnv)
 		}
+		if fl, err = joinFleet(ctx, cfg, ln.Addr(), log); err != nil {
+			return err
+		}
+		catCfg.Claimer, catCfg.Remote = fl.rep, fl.rep.Remote()
+		adopt = newAdopter(fl.rep, log)
 	}
-	if err == nil && cfg.conformance {
-		var more []*catalog.Consumer
-		more, err = startConformance(cctx, cat)
-		consumers = append(consumers, more...)
-	}
-	defer stopAll(consumers)
+	cat, err := catalog.New(catCfg)
 	if err != nil {
 		return err
 	}
-	srv, err := mcpserve.New(cat, mcpserve.Options{
+	if err := demo.start(cctx, cfg, cat, fl, adopt, log); err != nil {
+		return err
+	}
+	opts := mcpserve.Options{
 		Name: "livereg-mcp", Version: version,
 		Instructions:     "Tools and resources served from a livereg catalog.",
 		Logger:           log,
@@ -242,27 +317,20 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		ShutdownTimeout:  cfg.shutdownTimeout,
 		Stateless:        cfg.stateless,
 		MaxListenStreams: cfg.maxListens,
-	})
+	}
+	if fl != nil {
+		opts.Fleet = &mcpserve.Fleet{Peers: fl.rep, Token: cfg.fleetToken}
+	}
+	srv, err := mcpserve.New(cat, opts)
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	adopt.run()
 	stats := cat.Stats()
 	if cfg.stdio {
 		log.Info("serving stdio", "tools", stats.Tools, "resources", stats.Resources)
 		return srv.ServeStdio(ctx)
-	}
-	if err := srv.CheckListenAddress(ctx, cfg.addr); err != nil {
-		return fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
-	}
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return err
-	}
-	// Checked again on what was bound: a name may resolve differently now.
-	if err := srv.CheckExposure(ln.Addr()); err != nil {
-		_ = ln.Close()
-		return fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
 	}
 	url, wildcard := endpointURL(ln.Addr(), cfg.path)
 	if wildcard {
@@ -310,6 +378,37 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// listen opens the HTTP listener at addr, refusing what the server
+// refuses: a non-loopback address without bearer tokens (auth nil). The
+// rule is mcpserve's, asked of a server over an empty catalog, so that a
+// refused address is never listened on even though the real server, whose
+// catalog a replica of a fleet builds only after it listens, does not
+// exist yet.
+func listen(ctx context.Context, addr string, auth bindsec.Authenticator) (net.Listener, error) {
+	cat, err := catalog.New(catalog.Config{Authenticator: auth})
+	if err != nil {
+		return nil, err
+	}
+	probe, err := mcpserve.New(cat, mcpserve.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer probe.Close()
+	if err := probe.CheckListenAddress(ctx, addr); err != nil {
+		return nil, fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	// Checked again on what was bound: a name may resolve differently now.
+	if err := probe.CheckExposure(ln.Addr()); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
+	}
+	return ln, nil
 }
 
 func isLoopback(a net.Addr) bool {
