@@ -108,14 +108,21 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.closeSessions(sctx, errSessionEnded, false)
 		close(closed)
 	}()
-	if err := <-shut; err != nil {
-		s.log.Warn("mcpserve: graceful shutdown incomplete; closing connections", "err", err)
-		_ = hs.Close()
-	}
 	select {
 	case <-closed:
 	case <-sctx.Done():
 	}
+	// Every request that carried a message has ended or had its grace, and
+	// every session is closed, which ends the standalone streams. What
+	// connections remain carry nothing a client waits for; but net/http
+	// counts one that never sent a request (a peer's spare keep-alive
+	// connection, say) as active for its first 5 s, and Shutdown would
+	// wait for it. Close them.
+	if sctx.Err() != nil {
+		s.log.Warn("mcpserve: graceful shutdown incomplete; closing connections", "err", sctx.Err())
+	}
+	_ = hs.Close()
+	<-shut
 	<-served // http.ErrServerClosed
 	return nil
 }

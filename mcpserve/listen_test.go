@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -283,3 +284,41 @@ func connectURL(t *testing.T, url string, onTools ...func(context.Context, *mcp.
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// A connection that never sent a request (a forwarding peer's spare
+// keep-alive connection, say) does not hold a graceful shutdown: net/http
+// counts such a connection as active for its first 5 s, and a Shutdown
+// alone waits for it that long, whatever the grace. Serve closes it once
+// every request has ended. The 4 s bound below is the only clock in the
+// test: the fixed shutdown returns in milliseconds, the broken one after 5 s.
+func TestServeShutdownClosesSilentConnections(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), ShutdownTimeout: hangGuard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	silent, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	// A served request first, so that Serve is certainly accepting.
+	connectNoSSE(t, "http://"+ln.Addr().String()+"/mcp")
+
+	began := time.Now()
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve = %v", err)
+	}
+	if d := time.Since(began); d >= 4*time.Second {
+		t.Fatalf("the shutdown took %v: it waited for a connection that never sent a request", d)
+	}
+}
