@@ -20,16 +20,16 @@ type bodyChecker struct{ t *tally }
 func (c bodyChecker) bodyRan(rec *record, a callArgs) {
 	// Invariant 8 holds for every body, whenever its call began: Stop
 	// returns nil only once no body runs and none can start.
-	c.t.check(InvBodyAfterStop, 1)
+	c.t.Check(InvBodyAfterStop, 1)
 	if rec.stopped.Load() {
-		c.t.violate(InvBodyAfterStop, "body of %s (%s) started after its consumer's Stop had returned", rec.tag, rec.ns.name)
+		c.t.Violate(InvBodyAfterStop, "body of %s (%s) started after its consumer's Stop had returned", rec.tag, rec.ns.name)
 	}
 	if a.Seq == 0 {
 		return // a call that did not say when it began cannot be judged
 	}
-	c.t.check(InvBodyAfterDeath, 1)
+	c.t.Check(InvBodyAfterDeath, 1)
 	if rec.diedBefore(a.Seq) {
-		c.t.violate(InvBodyAfterDeath,
+		c.t.Violate(InvBodyAfterDeath,
 			"body of %s (%s) ran for a call that began at %d, after the owner was observed dead (%s) at %d",
 			rec.tag, rec.ns.name, a.Seq, rec.deathShape(), rec.death.Load())
 	}
@@ -44,9 +44,9 @@ func (c authChecker) bodyRan(rec *record, a callArgs, pr bindsec.Principal) {
 	if rec.public {
 		return
 	}
-	c.t.check(InvUnauthenticatedBody, 1)
+	c.t.Check(InvUnauthenticatedBody, 1)
 	if a.Cred != credValid.String() || pr.Subject() != subjectValid || !pr.HasRole(roleCall) {
-		c.t.violate(InvUnauthenticatedBody,
+		c.t.Violate(InvUnauthenticatedBody,
 			"body of %s (%s, plan needs role %q) ran for a call with credential %q, principal %q roles %v",
 			rec.tag, rec.ns.name, roleCall, a.Cred, pr.Subject(), slices.Collect(pr.Roles()))
 	}
@@ -83,9 +83,9 @@ func (c deadEntryChecker) listedEntries(begin uint64, entries []listedEntry) (un
 			unchecked++
 			continue
 		}
-		c.t.check(InvDeadEntryReturned, 1)
+		c.t.Check(InvDeadEntryReturned, 1)
 		if rec.diedBefore(begin) {
-			c.t.violate(InvDeadEntryReturned,
+			c.t.Violate(InvDeadEntryReturned,
 				"a listing that began at %d contains %s (%s), whose owner was observed dead (%s) at %d",
 				begin, tool.Name, rec.tag, rec.deathShape(), rec.death.Load())
 		}
@@ -114,7 +114,7 @@ func (c deadEntryChecker) callEnded(s callSnapshot, o outcome) {
 	if s.holder != nil && !s.holder.diedBefore(s.begin) {
 		return
 	}
-	c.t.check(InvDeadEntryReturned, 1)
+	c.t.Check(InvDeadEntryReturned, 1)
 	if o != outcomeGone && o != outcomeOK {
 		return
 	}
@@ -122,7 +122,7 @@ func (c deadEntryChecker) callEnded(s callSnapshot, o outcome) {
 	if s.holder != nil {
 		who = fmt.Sprintf("its only possible owner %s was observed dead (%s) at %d", s.holder.tag, s.holder.deathShape(), s.holder.death.Load())
 	}
-	c.t.violate(InvDeadEntryReturned, "a call to %s that began at %d got %s, but %s: resolve returned a dead entry",
+	c.t.Violate(InvDeadEntryReturned, "a call to %s that began at %d got %s, but %s: resolve returned a dead entry",
 		s.ns.name, s.begin, o, who)
 }
 
@@ -137,9 +137,9 @@ func (c deadEntryChecker) oneWinner(s callSnapshot, o outcome, tag string) {
 	if s.holder.death.Load() != 0 {
 		return // the holder died during the call: invariants 1 and 5 judge it
 	}
-	c.t.check(InvOneWinner, 1)
+	c.t.Check(InvOneWinner, 1)
 	if tag != s.holder.tag {
-		c.t.violate(InvOneWinner, "a call to %s that began at %d, while %s held it and lived, ran the body of %q",
+		c.t.Violate(InvOneWinner, "a call to %s that began at %d, while %s held it and lived, ran the body of %q",
 			s.ns.name, s.begin, s.holder.tag, tag)
 	}
 }
@@ -169,7 +169,7 @@ func (c dupChecker) started(s startSnapshot, err error) {
 	if !s.isolated() || (s.holder != nil && !s.holder.diedBefore(s.begin)) {
 		return
 	}
-	c.t.check(InvDuplicateWithDeadIncumbent, 1)
+	c.t.Check(InvDuplicateWithDeadIncumbent, 1)
 	if !errors.Is(err, catalog.ErrDuplicate) {
 		return
 	}
@@ -177,7 +177,7 @@ func (c dupChecker) started(s startSnapshot, err error) {
 	if s.holder != nil {
 		who = fmt.Sprintf("its incumbent %s was observed dead (%s) at %d", s.holder.tag, s.holder.deathShape(), s.holder.death.Load())
 	}
-	c.t.violate(InvDuplicateWithDeadIncumbent, "a start on %s that began at %d was refused as a duplicate, but %s and no other start overlapped it",
+	c.t.Violate(InvDuplicateWithDeadIncumbent, "a start on %s that began at %d was refused as a duplicate, but %s and no other start overlapped it",
 		s.ns.name, s.begin, who)
 }
 
@@ -212,13 +212,13 @@ func (c capChecker) counts(st catalog.Stats) (slots, listed int) {
 
 // sample checks one reading of the catalog's counts.
 func (c capChecker) sample(st catalog.Stats) {
-	c.t.check(InvCapCounter, 1)
+	c.t.Check(InvCapCounter, 1)
 	slots, listed := c.counts(st)
 	if slots > c.cap {
-		c.t.violate(InvCapCounter, "the catalog holds %d %s slots, above its cap of %d", slots, c.kind, c.cap)
+		c.t.Violate(InvCapCounter, "the catalog holds %d %s slots, above its cap of %d", slots, c.kind, c.cap)
 	}
 	if slots < 0 || listed < 0 {
-		c.t.violate(InvCapCounter, "the catalog reports negative %s counts: %d slots, %d listed", c.kind, slots, listed)
+		c.t.Violate(InvCapCounter, "the catalog reports negative %s counts: %d slots, %d listed", c.kind, slots, listed)
 	}
 }
 
@@ -228,10 +228,10 @@ func (c capChecker) sample(st catalog.Stats) {
 // owner was observed dead before the start began, and the catalog must
 // sweep such entries before it refuses.
 func (c capChecker) refused(s startSnapshot, potentialNow uint64) {
-	c.t.check(InvCapCounter, 1)
+	c.t.Check(InvCapCounter, 1)
 	upper := int64(s.potential&countMask) - 1 + int64(potentialNow>>32-s.potential>>32)
 	if upper < int64(c.cap) {
-		c.t.violate(InvCapCounter, "a start on %s was refused at its cap of %d while at most %d consumers could hold an entry: dead entries kept their slots",
+		c.t.Violate(InvCapCounter, "a start on %s was refused at its cap of %d while at most %d consumers could hold an entry: dead entries kept their slots",
 			s.ns.name, c.cap, upper)
 	}
 }
@@ -241,7 +241,7 @@ func (c capChecker) refused(s startSnapshot, potentialNow uint64) {
 // has been observed. A dead owner's entry may take a moment to be
 // reclaimed, hence the wait; a count that never settles is a violation.
 func (c capChecker) quiet(ctx context.Context, sys System, live int, timeout time.Duration, when string) {
-	c.t.check(InvCapCounter, 1)
+	c.t.Check(InvCapCounter, 1)
 	deadline := time.Now().Add(timeout)
 	var slots, listed int
 	for {
@@ -254,7 +254,7 @@ func (c capChecker) quiet(ctx context.Context, sys System, live int, timeout tim
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	c.t.violate(InvCapCounter, "%s: the catalog holds %d %s slots and lists %d, want %d (live consumers) for %v",
+	c.t.Violate(InvCapCounter, "%s: the catalog holds %d %s slots and lists %d, want %d (live consumers) for %v",
 		when, slots, c.kind, listed, live, timeout)
 }
 
@@ -312,9 +312,9 @@ func (c lateStopChecker) check(ctx context.Context, succ *held) bool {
 	if !rec.alive() || ctx.Err() != nil {
 		return false
 	}
-	c.t.check(InvLateStopRemovedSuccessor, 1)
+	c.t.Check(InvLateStopRemovedSuccessor, 1)
 	if len(problems) > 0 {
-		c.t.violate(InvLateStopRemovedSuccessor, "after the late stop of a dead consumer of %s, its live successor %s: %s",
+		c.t.Violate(InvLateStopRemovedSuccessor, "after the late stop of a dead consumer of %s, its live successor %s: %s",
 			rec.ns.name, rec.tag, strings.Join(problems, "; "))
 	}
 	return true
@@ -333,13 +333,13 @@ const overloadPatience = 2 * time.Second
 func (c deadEntryChecker) startWon(ns *nameState, rec *record) {
 	ns.mu.Lock()
 	defer ns.mu.Unlock()
-	c.t.check(InvOneWinner, 1)
+	c.t.Check(InvOneWinner, 1)
 	kept := ns.winners[:0]
 	for _, other := range ns.winners {
 		if other.stopping.Load() || !other.alive() {
 			continue // it no longer holds the name, or may not
 		}
-		c.t.violate(InvOneWinner, "the start of %s on %s succeeded while %s, whose start had succeeded and which still lives, held the name",
+		c.t.Violate(InvOneWinner, "the start of %s on %s succeeded while %s, whose start had succeeded and which still lives, held the name",
 			rec.tag, ns.name, other.tag)
 		kept = append(kept, other)
 	}
@@ -351,13 +351,4 @@ func resultText(r catalog.Result) string {
 		return ""
 	}
 	return r.Content[0].Text
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }

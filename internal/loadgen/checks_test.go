@@ -95,14 +95,14 @@ func verdict(t *testing.T, w *world, k systemKind, inv Invariant) {
 	t.Helper()
 	if k.buggy {
 		assert.Positive(t, w.t.Violations(inv), "%s went unnoticed by the %s checker", k.name, inv)
-		for _, ex := range w.t.examplesOf(inv) {
+		for _, ex := range w.t.Examples(inv) {
 			t.Logf("caught: %s", ex)
 		}
 		return
 	}
 	assert.Positive(t, w.t.Checks(inv), "the scenario never checked %s", inv)
-	assert.Zero(t, w.t.Violations(inv), "false alarm: %v", w.t.examplesOf(inv))
-	assert.Zero(t, w.t.errors.Load(), "errors: %v", w.t.errorMessages())
+	assert.Zero(t, w.t.Violations(inv), "false alarm: %v", w.t.Examples(inv))
+	assert.Zero(t, w.t.Errors(), "errors: %v", w.t.ErrorExamples())
 }
 
 // Invariant 1: a call that begins after its owner was observed dead never
@@ -412,7 +412,7 @@ func TestCheckerGrowthSeries(t *testing.T) {
 				g.add(s)
 			}
 			g.judgeRun()
-			assert.Equal(t, tt.want, tl.Violations(InvResourceGrowth), "%v", tl.examplesOf(InvResourceGrowth))
+			assert.Equal(t, tt.want, tl.Violations(InvResourceGrowth), "%v", tl.Examples(InvResourceGrowth))
 		})
 	}
 }

@@ -80,7 +80,7 @@ func TestCheckerResourceUpdateStray(t *testing.T) {
 				s.open.Store(tt.open)
 			}
 			w.upd.heard(uri)
-			assert.Equal(t, tt.want, w.t.Violations(InvResourceUpdate), "%v", w.t.examplesOf(InvResourceUpdate))
+			assert.Equal(t, tt.want, w.t.Violations(InvResourceUpdate), "%v", w.t.Examples(InvResourceUpdate))
 		})
 	}
 }

@@ -8,21 +8,21 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/term"
+
+	"github.com/livereg/livereg/internal/loadgen/report"
 )
 
 // Exit codes of Main.
 const (
-	ExitOK         = 0 // no violations and no errors
-	ExitViolations = 1 // violations or errors, listed in the report
-	ExitUsage      = 2 // bad flags
+	ExitOK         = report.ExitOK         // no violations and no errors
+	ExitViolations = report.ExitViolations // violations or errors, listed in the report
+	ExitUsage      = report.ExitUsage      // bad flags
 	// ExitIncomplete: interrupted (SIGINT, SIGTERM) before the run's
 	// duration, with no violation seen so far. Not a pass: the run did not
 	// do what was asked, and a script must not take it for one.
-	ExitIncomplete = 3
+	ExitIncomplete = report.ExitIncomplete
 )
 
 // Main is cmd/loadgen: it parses args, runs, prints the report to stdout
@@ -42,12 +42,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		cfg.Seed = rand.Uint64() | 1 // never 0, so that the report's seed reproduces the run
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := report.Interruptible(context.Background()) // a second Ctrl-C quits at once
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // restore the default: a second Ctrl-C quits at once
-	}()
 
 	var opts RunOptions
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
@@ -63,7 +59,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 	rep.WriteText(stdout)
 	if cfg.JSONPath != "" {
-		if err := writeJSONFile(cfg.JSONPath, rep, stdout); err != nil {
+		if err := report.WriteJSONFile(cfg.JSONPath, rep, stdout); err != nil {
 			fmt.Fprintf(stderr, "loadgen: -json: %v\n", err)
 			return ExitViolations
 		}
@@ -73,30 +69,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 // exitCode is the exit status a report calls for: violations win over an
 // interruption, which is never a pass.
-func exitCode(r *Report) int {
-	switch {
-	case r.Failed():
-		return ExitViolations
-	case r.Interrupted:
-		return ExitIncomplete
-	}
-	return ExitOK
-}
-
-func writeJSONFile(path string, rep *Report, stdout io.Writer) error {
-	if path == "-" {
-		return rep.WriteJSON(stdout)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := rep.WriteJSON(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func exitCode(r *Report) int { return r.verdict().ExitCode() }
 
 // newSystem builds what the run drives: the in-process catalog and, with
 // -mcp, the MCP client beside it. Tests replace it to drive a broken

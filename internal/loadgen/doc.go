@@ -177,4 +177,10 @@
 // (a Stop that times out, a start refused for another reason than a
 // duplicate or the cap, a consumer that dies with nobody ending it) are
 // counted and listed too, and fail the run like violations.
+//
+// What this engine shares with cmd/loadgen's -fleet mode
+// (cmd/internal/fleetload) lives in subpackages, each used by both: the
+// tally of checks and violations (invariant), latency histograms and
+// their percentiles (latency), the verdict, exit codes and JSON of a
+// report (report), and bounded waits and periodic loops (wait).
 package loadgen

@@ -129,12 +129,12 @@ func (g *growthChecker) judgeRun() bool {
 	for _, x := range late {
 		lg, lh = min(lg, x.Goroutines), min(lh, x.HeapLive)
 	}
-	g.t.check(InvResourceGrowth, 1)
+	g.t.Check(InvResourceGrowth, 1)
 	if limit := eg + g.tol.Goroutines + int(g.tol.GoroutineFraction*float64(eg)); lg > limit {
-		g.t.violate(InvResourceGrowth, "goroutines kept growing: every late sample has at least %d, every early one at most %d (tolerance up to %d)", lg, eg, limit)
+		g.t.Violate(InvResourceGrowth, "goroutines kept growing: every late sample has at least %d, every early one at most %d (tolerance up to %d)", lg, eg, limit)
 	}
 	if limit := eh + g.tol.HeapBytes + uint64(g.tol.HeapFraction*float64(eh)); lh > limit {
-		g.t.violate(InvResourceGrowth, "live heap kept growing: every late sample has at least %d bytes, every early one at most %d (tolerance up to %d)", lh, eh, limit)
+		g.t.Violate(InvResourceGrowth, "live heap kept growing: every late sample has at least %d bytes, every early one at most %d (tolerance up to %d)", lh, eh, limit)
 	}
 	return true
 }
@@ -146,7 +146,7 @@ func (g *growthChecker) judgeEnd() {
 	g.mu.Lock()
 	base := g.baseline
 	g.mu.Unlock()
-	g.t.check(InvResourceGrowth, 1)
+	g.t.Check(InvResourceGrowth, 1)
 	deadline := time.Now().Add(g.tol.EndWait)
 	var s Sample
 	for {
@@ -161,11 +161,11 @@ func (g *growthChecker) judgeEnd() {
 	g.end = s
 	g.mu.Unlock()
 	if s.Goroutines > base.Goroutines+g.tol.EndGoroutines {
-		g.t.violate(InvResourceGrowth, "goroutines did not return to baseline after every consumer ended: %d, baseline %d (tolerance %d) after %v",
+		g.t.Violate(InvResourceGrowth, "goroutines did not return to baseline after every consumer ended: %d, baseline %d (tolerance %d) after %v",
 			s.Goroutines, base.Goroutines, g.tol.EndGoroutines, g.tol.EndWait)
 	}
 	if limit := base.HeapLive + g.tol.HeapBytes + uint64(g.tol.HeapFraction*float64(base.HeapLive)); s.HeapLive > limit {
-		g.t.violate(InvResourceGrowth, "live heap did not return near baseline after every consumer ended: %d bytes, baseline %d (tolerance up to %d)",
+		g.t.Violate(InvResourceGrowth, "live heap did not return near baseline after every consumer ended: %d bytes, baseline %d (tolerance up to %d)",
 			s.HeapLive, base.HeapLive, limit)
 	}
 }

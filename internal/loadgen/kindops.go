@@ -126,7 +126,7 @@ func (w *world) ended(s callSnapshot, err error, text, what string) outcome {
 	w.dead.callEnded(s, o)
 	w.dead.oneWinner(s, o, text)
 	if o == outcomeOther || o == outcomePanicked {
-		w.t.unexpected("%s %s: %v", what, ns.name, err)
+		w.t.Unexpected("%s %s: %v", what, ns.name, err)
 	}
 	return o
 }
@@ -156,7 +156,7 @@ func (w *world) readTemplate(ctx context.Context, g tmplGroup, item bool, cred c
 		w.dead.oneWinner(wide, o, text)
 	}
 	if o == outcomeOther || o == outcomePanicked {
-		w.t.unexpected("read %s: %v", uriFor(ns, callArgs{Seq: begin, Cred: cred.String()}), err)
+		w.t.Unexpected("read %s: %v", uriFor(ns, callArgs{Seq: begin, Cred: cred.String()}), err)
 	}
 	return o
 }

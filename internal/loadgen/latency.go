@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/livereg/livereg/internal/loadgen/latency"
 )
 
 // op is a kind of operation whose latency is measured.
@@ -29,14 +31,6 @@ var opNames = [numOps]string{"call", "list", "start", "stop", "late_stop", "mcp_
 
 func (o op) String() string { return opNames[o] }
 
-// Histogram bounds: 1 ns to 60 s at 3 significant digits, about 200 KiB
-// per histogram. Slower samples are clamped to the top and still counted.
-const (
-	histMin    = 1
-	histMax    = int64(60 * time.Second)
-	histDigits = 3
-)
-
 // latencies is a set of histograms, one per op. A resolver owns its set,
 // so that recording on the hot path takes no lock; the consumer goroutines,
 // whose operations are far rarer, share one locked set to save memory.
@@ -51,7 +45,7 @@ type latencies struct {
 func newLatencies(ops ...op) *latencies {
 	l := &latencies{}
 	for _, o := range ops {
-		l.h[o] = hdrhistogram.New(histMin, histMax, histDigits)
+		l.h[o] = latency.New()
 	}
 	return l
 }
@@ -61,15 +55,11 @@ func (l *latencies) record(o op, d time.Duration) {
 	if h == nil {
 		return
 	}
-	v := max(int64(d), histMin)
-	if v > histMax {
-		v = histMax
-	}
 	if l.locked {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 	}
-	_ = h.RecordValue(v) // in range by construction
+	latency.Record(h, d)
 }
 
 // latencyBook collects every worker's histograms.
@@ -101,7 +91,7 @@ func (b *latencyBook) merged() map[op]*hdrhistogram.Histogram {
 		if !b.used[o] {
 			continue
 		}
-		m := hdrhistogram.New(histMin, histMax, histDigits)
+		m := latency.New()
 		for _, l := range b.all {
 			l.mu.Lock()
 			if l.h[o] != nil {

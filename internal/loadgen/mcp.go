@@ -265,7 +265,7 @@ func (w *world) mcpCall(ctx context.Context, d *mcpDriver, ns *nameState, cred c
 	w.mcpOutcomes[o].Add(1)
 	w.dead.callEnded(s, o)
 	if o == outcomeOther || o == outcomePanicked || o == outcomeToolError {
-		w.t.unexpected("mcp call %s: %v", ns.name, mcpErrText(res, err))
+		w.t.Unexpected("mcp call %s: %v", ns.name, mcpErrText(res, err))
 	}
 	return o
 }
@@ -289,7 +289,7 @@ func (w *world) mcpCallTarget(ctx context.Context, d *mcpDriver, rng *rand.Rand,
 	o := classifyMCP(res, err)
 	w.mcpOutcomes[o].Add(1)
 	if o == outcomeOther {
-		w.t.unexpected("mcp call %s on the target: %v", name, mcpErrText(res, err))
+		w.t.Unexpected("mcp call %s on the target: %v", name, mcpErrText(res, err))
 	}
 }
 
@@ -301,7 +301,7 @@ func (w *world) mcpList(ctx context.Context, d *mcpDriver, l *latencies) {
 	tools, err := d.listAll(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.t.unexpected("mcp tools/list: %v", err)
+			w.t.Unexpected("mcp tools/list: %v", err)
 		}
 		return
 	}

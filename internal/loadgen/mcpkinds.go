@@ -62,7 +62,7 @@ func (w *world) mcpGet(ctx context.Context, d *mcpDriver, ns *nameState, cred cr
 	w.dead.callEnded(s, o)
 	w.dead.oneWinner(s, o, text)
 	if o == outcomeOther || o == outcomePanicked {
-		w.t.unexpected("mcp prompts/get %s: %v", ns.name, err)
+		w.t.Unexpected("mcp prompts/get %s: %v", ns.name, err)
 	}
 	return o
 }
@@ -96,7 +96,7 @@ func (w *world) mcpRead(ctx context.Context, d *mcpDriver, g tmplGroup, item boo
 		w.dead.oneWinner(wide, o, text)
 	}
 	if o == outcomeOther || o == outcomePanicked {
-		w.t.unexpected("mcp resources/read %s: %v", uri, err)
+		w.t.Unexpected("mcp resources/read %s: %v", uri, err)
 	}
 	return o
 }

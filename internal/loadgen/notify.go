@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // notifyMargin is how long past the server's coalescing window a
@@ -120,9 +122,9 @@ func (c *notifyChecker) judge() int {
 		if missing != 0 && now.Before(ev.deadline) {
 			return false
 		}
-		c.t.check(InvListChanged, 1)
+		c.t.Check(InvListChanged, 1)
 		if missing != 0 {
-			c.t.violate(InvListChanged, "%d of %d sessions got no tools/list_changed within %v after %s (%s) ended at %d",
+			c.t.Violate(InvListChanged, "%d of %d sessions got no tools/list_changed within %v after %s (%s) ended at %d",
 				bits.OnesCount64(missing), bits.OnesCount64(ev.sessions), c.within, ev.tag, ev.name, ev.at)
 		}
 		return true
@@ -132,7 +134,7 @@ func (c *notifyChecker) judge() int {
 
 // loop judges every interval until ctx ends.
 func (c *notifyChecker) loop(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() { c.judge() })
+	wait.Every(ctx, interval, func() { c.judge() })
 }
 
 // drain judges until nothing is pending: at most within, since every
@@ -171,13 +173,13 @@ func (w *world) notifyProbe(ctx context.Context, d *mcpDriver, window time.Durat
 		begin := w.tick()
 		h, err := w.start(w.names[0], true, l)
 		if err != nil {
-			w.t.unexpected("notification probe: start on %s: %v", w.names[0].name, err)
+			w.t.Unexpected("notification probe: start on %s: %v", w.names[0].name, err)
 			return
 		}
 		if !c.heardSince(begin) {
 			// Not invariant 10, which is about ends; but a server that
 			// does not announce a start is broken all the same.
-			w.t.unexpected("notification probe: no tools/list_changed within %v after %s started", c.within, h.rec.tag)
+			w.t.Unexpected("notification probe: no tools/list_changed within %v after %s started", c.within, h.rec.tag)
 			w.end(h, shapeStop, l)
 			c.drain()
 			return
@@ -190,13 +192,13 @@ func (w *world) notifyProbe(ctx context.Context, d *mcpDriver, window time.Durat
 		c.drain()
 		tools, err := d.listAll(ctx)
 		if err != nil {
-			w.t.unexpected("notification probe: tools/list: %v", err)
+			w.t.Unexpected("notification probe: tools/list: %v", err)
 			return
 		}
-		c.t.check(InvListChanged, 1)
+		c.t.Check(InvListChanged, 1)
 		for _, tool := range tools {
 			if tool.Title == h.rec.tag {
-				c.t.violate(InvListChanged, "the listing after %s (%s) ended by %s still shows it", h.rec.tag, h.rec.ns.name, sh)
+				c.t.Violate(InvListChanged, "the listing after %s (%s) ended by %s still shows it", h.rec.tag, h.rec.ns.name, sh)
 			}
 		}
 	}

@@ -58,9 +58,9 @@ func TestCheckerListChanged(t *testing.T) {
 
 			assert.Equal(t, int64(3), tl.Checks(InvListChanged))
 			if buggy {
-				assert.Equal(t, int64(2), tl.Violations(InvListChanged), "%v", tl.examplesOf(InvListChanged))
+				assert.Equal(t, int64(2), tl.Violations(InvListChanged), "%v", tl.Examples(InvListChanged))
 			} else {
-				assert.Zero(t, tl.Violations(InvListChanged), "%v", tl.examplesOf(InvListChanged))
+				assert.Zero(t, tl.Violations(InvListChanged), "%v", tl.Examples(InvListChanged))
 			}
 		})
 	}

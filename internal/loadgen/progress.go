@@ -26,7 +26,7 @@ func (w *world) progress(ctx context.Context, out io.Writer, began time.Time) {
 			rate := float64(calls-lastCalls) / now.Sub(last).Seconds()
 			lastCalls, last = calls, now
 			fmt.Fprintf(out, "\r\033[K%6.1fs  calls %d (%.0f/s)  starts %d  deaths %d  errors %d  violations %d",
-				now.Sub(began).Seconds(), calls, rate, w.starts.Load(), w.totalDeaths(), w.t.errors.Load(), w.t.totalViolations())
+				now.Sub(began).Seconds(), calls, rate, w.starts.Load(), w.totalDeaths(), w.t.Errors(), totalViolations(w.t))
 		}
 	}
 }

@@ -1,14 +1,16 @@
 package loadgen
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/livereg/livereg/internal/loadgen/latency"
+	"github.com/livereg/livereg/internal/loadgen/report"
 )
 
 // Report is what a run saw. Its JSON form is what -json writes; the keys
@@ -72,15 +74,7 @@ type Report struct {
 }
 
 // OpStats is one operation kind's count and latency in nanoseconds.
-type OpStats struct {
-	Count     int64   `json:"count"`
-	OpsPerSec float64 `json:"ops_per_sec"`
-	P50       int64   `json:"p50_ns"`
-	P90       int64   `json:"p90_ns"`
-	P99       int64   `json:"p99_ns"`
-	P999      int64   `json:"p999_ns"`
-	Max       int64   `json:"max_ns"`
-}
+type OpStats = latency.Stats
 
 // ResourceStats is a resource before, at its peak during, and after a run.
 type ResourceStats struct {
@@ -90,17 +84,15 @@ type ResourceStats struct {
 }
 
 // TotalViolations sums the violation counts.
-func (r *Report) TotalViolations() int64 {
-	var n int64
-	for _, v := range r.Violations {
-		n += v
-	}
-	return n
-}
+func (r *Report) TotalViolations() int64 { return report.Total(r.Violations) }
 
 // Failed reports whether the run must exit non-zero: any violation, or
 // any error a correct catalog does not produce.
-func (r *Report) Failed() bool { return r.TotalViolations() > 0 || r.Errors > 0 }
+func (r *Report) Failed() bool { return r.verdict().Failed() }
+
+func (r *Report) verdict() report.Verdict {
+	return report.Verdict{Violations: r.TotalViolations(), Errors: r.Errors, Interrupted: r.Interrupted, DurationS: r.DurationS}
+}
 
 func (w *world) report(elapsed time.Duration, interrupted bool, hists map[op]*hdrhistogram.Histogram) *Report {
 	r := &Report{
@@ -110,13 +102,11 @@ func (w *world) report(elapsed time.Duration, interrupted bool, hists map[op]*hd
 		Mode:        "in-process",
 		Ops:         map[string]OpStats{},
 		Deaths:      map[string]int64{},
-		Violations:  map[string]int64{},
-		Checks:      map[string]int64{},
 	}
 	r.Config.Resolvers, r.Config.Consumers, r.Config.Names, r.Config.Cap = w.cfg.Resolvers, w.cfg.Consumers, w.cfg.Names, w.cfg.Cap
 	r.Config.Mix, r.Config.MissingPlan, r.Config.Target = w.cfg.Mix.String(), w.cfg.MissingPlan.String(), w.cfg.Target
 	for o, h := range hists {
-		r.Ops[o.String()] = opStats(h, elapsed)
+		r.Ops[o.String()] = latency.StatsOf(h, elapsed)
 	}
 	r.Starts, r.Takeovers, r.CapRejections, r.Duplicates = w.starts.Load(), w.takeovers.Load(), w.capRejections.Load(), w.duplicates.Load()
 	for sh := shapeStop; sh <= shapeDrop; sh++ {
@@ -143,34 +133,12 @@ func (w *world) report(elapsed time.Duration, interrupted bool, hists map[op]*hd
 		}
 	}
 	r.UncheckedListed = w.unchecked.Load()
-	for _, inv := range Invariants {
-		r.Violations[inv.String()] = w.t.Violations(inv)
-		r.Checks[inv.String()] = w.t.Checks(inv)
-		if ex := w.t.examplesOf(inv); len(ex) > 0 {
-			if r.ViolationExamples == nil {
-				r.ViolationExamples = map[string][]string{}
-			}
-			r.ViolationExamples[inv.String()] = ex
-		}
-	}
-	r.Errors, r.ErrorExamples = w.t.errors.Load(), w.t.errorMessages()
+	r.Violations, r.Checks, r.ViolationExamples = w.t.Summary(Invariants)
+	r.Errors, r.ErrorExamples = w.t.Errors(), w.t.ErrorExamples()
 	base, peak, end := w.growth.summary()
 	r.Goroutines = ResourceStats{uint64(base.Goroutines), uint64(peak.Goroutines), uint64(end.Goroutines)}
 	r.HeapLive = ResourceStats{base.HeapLive, peak.HeapLive, end.HeapLive}
 	return r
-}
-
-func opStats(h *hdrhistogram.Histogram, elapsed time.Duration) OpStats {
-	s := OpStats{Count: h.TotalCount()}
-	if s.Count == 0 {
-		return s
-	}
-	if elapsed > 0 {
-		s.OpsPerSec = float64(s.Count) / elapsed.Seconds()
-	}
-	s.P50, s.P90, s.P99, s.P999 = h.ValueAtQuantile(50), h.ValueAtQuantile(90), h.ValueAtQuantile(99), h.ValueAtQuantile(99.9)
-	s.Max = h.Max()
-	return s
 }
 
 // opOrder is the order ops are printed in.
@@ -186,17 +154,8 @@ func (r *Report) WriteText(out io.Writer) {
 	}
 	fmt.Fprintf(out, "%s %.2fs; mix %s\n\n", status, r.DurationS, r.Config.Mix)
 
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tcount\tops/s\tp50\tp90\tp99\tp99.9\tmax\t")
-	for _, name := range opOrder {
-		s, ok := r.Ops[name]
-		if !ok {
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", name, s.Count, s.OpsPerSec,
-			fmtNs(s.P50), fmtNs(s.P90), fmtNs(s.P99), fmtNs(s.P999), fmtNs(s.Max))
-	}
-	tw.Flush()
+	measured := slices.DeleteFunc(slices.Clone(opOrder), func(name string) bool { _, ok := r.Ops[name]; return !ok })
+	latency.WriteTable(out, measured, r.Ops)
 
 	fmt.Fprintf(out, "\nconsumers: %d starts (%d tool, %d prompt, %d template, %d resource), %d takeovers, %d cap rejections, %d duplicates, %d late stops (%d checked)\n",
 		r.Starts, r.KindStarts["tool"], r.KindStarts["prompt"], r.KindStarts["template"], r.KindStarts["resource"], r.Takeovers, r.CapRejections, r.Duplicates, r.LateStops, r.LateStopChecks)
@@ -216,62 +175,19 @@ func (r *Report) WriteText(out io.Writer) {
 	fmt.Fprintf(out, "goroutines: baseline %d, peak %d, end %d; live heap: baseline %s, peak %s, end %s\n\n",
 		r.Goroutines.Baseline, r.Goroutines.Peak, r.Goroutines.End, fmtBytes(r.HeapLive.Baseline), fmtBytes(r.HeapLive.Peak), fmtBytes(r.HeapLive.End))
 
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "invariant\tchecks\tviolations")
 	for i, inv := range Invariants {
 		fmt.Fprintf(tw, "%d %s\t%d\t%d\n", i+1, inv, r.Checks[inv.String()], r.Violations[inv.String()])
 	}
 	tw.Flush()
-	for _, inv := range Invariants {
-		for _, ex := range r.ViolationExamples[inv.String()] {
-			fmt.Fprintf(out, "VIOLATION %s: %s\n", inv, ex)
-		}
-	}
-	for _, ex := range r.ErrorExamples {
-		fmt.Fprintf(out, "ERROR: %s\n", ex)
-	}
-	switch {
-	case r.Failed():
-		fmt.Fprintf(out, "\nFAIL: %d violations, %d errors\n", r.TotalViolations(), r.Errors)
-	case r.Interrupted:
-		fmt.Fprintf(out, "\nINCOMPLETE: interrupted after %.2fs; 0 violations so far\n", r.DurationS)
-	default:
-		fmt.Fprintf(out, "\nPASS: 0 violations\n")
-	}
+	report.WriteEnd(out, Invariants, r.ViolationExamples, r.ErrorExamples, r.verdict())
 }
 
-func fmtOutcomes(m map[string]int64) string {
-	var outs []string
-	for o := range numOutcomes {
-		if n := m[o.String()]; n > 0 {
-			outs = append(outs, fmt.Sprintf("%s %d", o, n))
-		}
-	}
-	if len(outs) == 0 {
-		return "none"
-	}
-	return strings.Join(outs, ", ")
-}
+func fmtOutcomes(m map[string]int64) string { return report.Counts(m, outcomeNames[:]) }
 
 // WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(out io.Writer) error {
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-func fmtNs(ns int64) string {
-	d := time.Duration(ns)
-	switch {
-	case d < time.Microsecond:
-		return fmt.Sprintf("%dns", ns)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
-	case d < time.Second:
-		return fmt.Sprintf("%.2fms", float64(ns)/1e6)
-	}
-	return fmt.Sprintf("%.2fs", d.Seconds())
-}
+func (r *Report) WriteJSON(out io.Writer) error { return report.WriteJSON(out, r) }
 
 func fmtBytes(b uint64) string {
 	return fmt.Sprintf("%.1fMiB", float64(b)/(1<<20))

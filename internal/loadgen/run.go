@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/livereg/livereg/internal/loadgen/wait"
 	"github.com/livereg/livereg/mcpserve"
 )
 
@@ -91,7 +92,7 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 		// Started after the baseline and closed before the end check,
 		// so that its connections count as the run's own goroutines.
 		if err := d.start(ctx); err != nil {
-			w.t.unexpected("%v", err)
+			w.t.Unexpected("%v", err)
 			opts.mcp = nil
 			w.notes = nil
 		} else {
@@ -147,14 +148,14 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	// Wind down: workers finish the operation they are in. A catalog that
 	// hangs a call gets its context cancelled after a grace period rather
 	// than hanging the run.
-	if !waitGroup(&resolvers, workerGrace) || !waitGroup(&extras, workerGrace) {
+	if !wait.Group(&resolvers, workerGrace) || !wait.Group(&extras, workerGrace) {
 		cancelCalls()
-		w.t.unexpected("resolvers still busy %v after the run ended: in-flight calls cancelled", workerGrace)
-		waitGroup(&resolvers, workerGrace)
-		waitGroup(&extras, workerGrace)
+		w.t.Unexpected("resolvers still busy %v after the run ended: in-flight calls cancelled", workerGrace)
+		wait.Group(&resolvers, workerGrace)
+		wait.Group(&extras, workerGrace)
 	}
-	if !waitGroup(&consumers, dropTimeout+stopTimeout+workerGrace) {
-		w.t.unexpected("consumer goroutines still busy after the run ended")
+	if !wait.Group(&consumers, dropTimeout+stopTimeout+workerGrace) {
+		w.t.Unexpected("consumer goroutines still busy after the run ended")
 	}
 
 	// Quiet: no start in flight and every death observed. The catalog must
@@ -164,9 +165,9 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	rs.mu.Unlock()
 	var live []*held
 	for _, h := range survivors {
-		if isClosed(h.done) {
+		if wait.Closed(h.done) {
 			w.observeDeath(h.rec, shapeUnexpected)
-			w.t.unexpected("%s (%s) died at the end of the run with nobody ending it", h.rec.tag, h.rec.ns.name)
+			w.t.Unexpected("%s (%s) died at the end of the run with nobody ending it", h.rec.tag, h.rec.ns.name)
 			continue
 		}
 		live = append(live, h)
@@ -216,11 +217,4 @@ func sampleInterval(d time.Duration) time.Duration {
 		return 100 * time.Millisecond
 	}
 	return min(max(d/200, 10*time.Millisecond), time.Second)
-}
-
-// waitGroup waits for wg up to d and reports whether it finished.
-func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	return waitClosed(done, d)
 }

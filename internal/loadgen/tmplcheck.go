@@ -36,48 +36,48 @@ func (c templateChecker) readEnded(spec, wide callSnapshot, o outcome, text stri
 	wideDead := wide.holder == nil || wide.holder.diedBefore(wide.begin)
 	switch {
 	case specDead && wideDead:
-		c.t.check(InvDeadEntryReturned, 1)
+		c.t.Check(InvDeadEntryReturned, 1)
 		if o == outcomeGone || o == outcomeOK {
-			c.t.violate(InvDeadEntryReturned, "a read of an item URI of %s that began at %d got %s (%q), but no template that matches it lived: a dead template matched",
+			c.t.Violate(InvDeadEntryReturned, "a read of an item URI of %s that began at %d got %s (%q), but no template that matches it lived: a dead template matched",
 				spec.ns.prefix, spec.begin, o, text)
 		}
 	case !specDead:
 		if o != outcomeOK || !spec.holder.livedThrough() {
 			return // it may have been gone for part of the read: the wide one may answer
 		}
-		c.t.check(InvTemplateMatch, 1)
+		c.t.Check(InvTemplateMatch, 1)
 		if text != spec.holder.tag {
 			what := "another consumer"
 			if wide.holder != nil && text == wide.holder.tag {
 				what = "the less specific " + wide.ns.name
 			}
-			c.t.violate(InvTemplateMatch, "a read of an item URI of %s that began at %d, while %s held %s and lived, was answered by %s (%q)",
+			c.t.Violate(InvTemplateMatch, "a read of an item URI of %s that began at %d, while %s held %s and lived, was answered by %s (%q)",
 				spec.ns.prefix, spec.begin, spec.holder.tag, spec.ns.name, what, text)
 		}
 	default: // only the wide template lives
 		if !wide.holder.livedThrough() {
 			return
 		}
-		c.t.check(InvDeadEntryReturned, 1)
+		c.t.Check(InvDeadEntryReturned, 1)
 		switch o {
 		case outcomeGone, outcomeUnknown:
-			c.t.violate(InvDeadEntryReturned, "a read of an item URI of %s that began at %d got %s while %s (%s) lived and held its key, and %s was observed dead before: a dead template matched",
+			c.t.Violate(InvDeadEntryReturned, "a read of an item URI of %s that began at %d got %s while %s (%s) lived and held its key, and %s was observed dead before: a dead template matched",
 				spec.ns.prefix, spec.begin, o, wide.holder.tag, wide.ns.name, spec.ns.name)
 			return
 		case outcomeOK:
 		default:
 			return
 		}
-		c.t.check(InvTemplateMatch, 1)
+		c.t.Check(InvTemplateMatch, 1)
 		if text == wide.holder.tag {
 			return
 		}
 		if spec.holder != nil && text == spec.holder.tag {
-			c.t.violate(InvDeadEntryReturned, "a read of an item URI of %s that began at %d was answered by %s, observed dead (%s) at %d",
+			c.t.Violate(InvDeadEntryReturned, "a read of an item URI of %s that began at %d was answered by %s, observed dead (%s) at %d",
 				spec.ns.prefix, spec.begin, spec.holder.tag, spec.holder.deathShape(), spec.holder.death.Load())
 			return
 		}
-		c.t.violate(InvTemplateMatch, "a read of an item URI of %s that began at %d, while only %s (%s) lived among its templates, was answered by %q",
+		c.t.Violate(InvTemplateMatch, "a read of an item URI of %s that began at %d, while only %s (%s) lived among its templates, was answered by %q",
 			spec.ns.prefix, spec.begin, wide.holder.tag, wide.ns.name, text)
 	}
 }
@@ -94,11 +94,11 @@ func (r *record) livedThrough() bool {
 // template's variable, holding what the URI holds after the template's
 // literal prefix.
 func (c templateChecker) varsSeen(rec *record, r catalog.Read) {
-	c.t.check(InvTemplateMatch, 1)
+	c.t.Check(InvTemplateMatch, 1)
 	want, ok := strings.CutPrefix(r.URI, rec.ns.prefix)
 	if ok && len(r.Vars) == 1 && r.Vars[rec.varName] == want {
 		return
 	}
-	c.t.violate(InvTemplateMatch, "the reader of %s (%s) read %q with variables %v, want only %s=%q",
+	c.t.Violate(InvTemplateMatch, "the reader of %s (%s) read %q with variables %v, want only %s=%q",
 		rec.tag, rec.tmpl, r.URI, r.Vars, rec.varName, want)
 }

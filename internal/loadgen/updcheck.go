@@ -40,11 +40,11 @@ func newUpdateChecker(t *tally, resources []*nameState) updateChecker {
 func (c updateChecker) heard(uri string) {
 	s := c.byURI[uri]
 	if s == nil {
-		c.t.violate(InvResourceUpdate, "an update of %q reached the listener, a URI no loadgen consumer serves", uri)
+		c.t.Violate(InvResourceUpdate, "an update of %q reached the listener, a URI no loadgen consumer serves", uri)
 		return
 	}
 	if !s.open.Load() {
-		c.t.violate(InvResourceUpdate, "an update of %s reached the listener while no Updated call on it was in flight", uri)
+		c.t.Violate(InvResourceUpdate, "an update of %s reached the listener while no Updated call on it was in flight", uri)
 	}
 	s.heard.Add(1)
 }
@@ -82,19 +82,19 @@ func (w *world) publish(h *held) {
 // ADR-0068 allows either answer there.
 func (c updateChecker) published(rec *record, begin uint64, err error, heard int64) {
 	if err != nil && !errors.Is(err, catalog.ErrDeadOwner) {
-		c.t.unexpected("update of %s by %s: %v", rec.ns.name, rec.tag, err)
+		c.t.Unexpected("update of %s by %s: %v", rec.ns.name, rec.tag, err)
 	}
 	switch {
 	case rec.diedBefore(begin):
-		c.t.check(InvResourceUpdate, 1)
+		c.t.Check(InvResourceUpdate, 1)
 		if err == nil || heard != 0 {
-			c.t.violate(InvResourceUpdate, "%s, observed dead (%s) at %d, published an update of %s at %d: got %v, %d listener calls",
+			c.t.Violate(InvResourceUpdate, "%s, observed dead (%s) at %d, published an update of %s at %d: got %v, %d listener calls",
 				rec.tag, rec.deathShape(), rec.death.Load(), rec.ns.name, begin, err, heard)
 		}
 	case rec.alive() && !rec.stopping.Load():
-		c.t.check(InvResourceUpdate, 1)
+		c.t.Check(InvResourceUpdate, 1)
 		if err != nil || heard != 1 {
-			c.t.violate(InvResourceUpdate, "%s, alive and holding %s throughout, published an update at %d: got %v, %d listener calls, want nil and 1",
+			c.t.Violate(InvResourceUpdate, "%s, alive and holding %s throughout, published an update at %d: got %v, %d listener calls, want nil and 1",
 				rec.tag, rec.ns.name, begin, err, heard)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // Random streams, so that each worker's choices depend only on the seed
@@ -203,7 +205,7 @@ func (w *world) hold(rs *runState, h *held, rng *rand.Rand) bool {
 	case <-rs.stopCh:
 	case <-h.done:
 		w.observeDeath(h.rec, shapeUnexpected)
-		w.t.unexpected("%s (%s) died while held, with nobody ending it", h.rec.tag, h.rec.ns.name)
+		w.t.Unexpected("%s (%s) died while held, with nobody ending it", h.rec.tag, h.rec.ns.name)
 		h.cancel()
 		return false
 	}
@@ -223,24 +225,10 @@ func sleepRand(rng *rand.Rand, most time.Duration) {
 // prober checks the catalog's counts against each kind's cap every
 // interval.
 func (w *world) prober(ctx context.Context, interval time.Duration) {
-	every(ctx, interval, func() {
+	wait.Every(ctx, interval, func() {
 		st := w.sys.Stats()
 		for _, c := range w.capk {
 			c.sample(st)
 		}
 	})
-}
-
-// every calls fn every interval until ctx ends.
-func every(ctx context.Context, interval time.Duration, fn func()) {
-	tk := time.NewTicker(interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			fn()
-		}
-	}
 }

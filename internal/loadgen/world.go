@@ -9,6 +9,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // outcome classifies a call's result.
@@ -200,7 +201,7 @@ func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 			w.duplicates.Add(1)
 		case errors.Is(err, catalog.ErrCapReached):
 		default:
-			w.t.unexpected("start %s: %v", ns.name, err)
+			w.t.Unexpected("start %s: %v", ns.name, err)
 		}
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *late
 	w.dead.callEnded(s, o)
 	w.dead.oneWinner(s, o, resultText(res))
 	if o == outcomeOther || o == outcomePanicked {
-		w.t.unexpected("call %s: %v", ns.name, err)
+		w.t.Unexpected("call %s: %v", ns.name, err)
 	}
 	return o
 }
@@ -279,7 +280,7 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 		l.record(opStop, time.Since(t0))
 		cancel()
 		if err != nil {
-			w.t.unexpected("stop %s (%s): %v", h.rec.tag, h.rec.ns.name, err)
+			w.t.Unexpected("stop %s (%s): %v", h.rec.tag, h.rec.ns.name, err)
 		} else {
 			h.rec.stopped.Store(true)
 		}
@@ -293,8 +294,8 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 	case shapeDrop:
 		return w.drop(h)
 	}
-	if !waitClosed(h.done, deathTimeout) {
-		w.t.unexpected("%s (%s) not dead %v after its %s", h.rec.tag, h.rec.ns.name, deathTimeout, sh)
+	if !wait.Within(h.done, deathTimeout) {
+		w.t.Unexpected("%s (%s) not dead %v after its %s", h.rec.tag, h.rec.ns.name, deathTimeout, sh)
 		return shapeNone
 	}
 	w.observeDeath(h.rec, sh)
@@ -310,7 +311,7 @@ func (w *world) triggerPanic(h *held) bool {
 	if errors.Is(err, catalog.ErrRoutePanicked) {
 		return true
 	}
-	w.t.unexpected("panic call to %s (%s) got %v, want ErrRoutePanicked", h.rec.tag, h.rec.ns.name, err)
+	w.t.Unexpected("panic call to %s (%s) got %v, want ErrRoutePanicked", h.rec.tag, h.rec.ns.name, err)
 	return false
 }
 
@@ -322,8 +323,8 @@ func (w *world) drop(h *held) shape {
 	h.k = nil
 	w.pendingDrops.Add(1)
 	defer w.pendingDrops.Add(-1)
-	if !waitClosed(done, dropTimeout) {
-		w.t.violate(InvResourceGrowth, "%s (%s) dropped without Stop was not collected within %v: its entry and goroutines leak",
+	if !wait.Within(done, dropTimeout) {
+		w.t.Violate(InvResourceGrowth, "%s (%s) dropped without Stop was not collected within %v: its entry and goroutines leak",
 			h.rec.tag, h.rec.ns.name, dropTimeout)
 		return shapeNone
 	}
@@ -345,7 +346,7 @@ func (w *world) lateStop(dead, succ *held, l *latencies) {
 	dead.k = nil
 	w.lateStops.Add(1)
 	if err != nil {
-		w.t.unexpected("late stop of %s (%s): %v", dead.rec.tag, dead.rec.ns.name, err)
+		w.t.Unexpected("late stop of %s (%s): %v", dead.rec.tag, dead.rec.ns.name, err)
 	}
 	if succ == nil {
 		return
@@ -361,27 +362,9 @@ func (w *world) lateStop(dead, succ *held, l *latencies) {
 // to be collected, so that drop deaths take milliseconds rather than
 // however long the runtime would wait for its next cycle.
 func (w *world) gcHelper(ctx context.Context, interval time.Duration) {
-	tk := time.NewTicker(interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			if w.pendingDrops.Load() > 0 {
-				runtime.GC()
-			}
+	wait.Every(ctx, interval, func() {
+		if w.pendingDrops.Load() > 0 {
+			runtime.GC()
 		}
-	}
-}
-
-func waitClosed(ch <-chan struct{}, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
+	})
 }

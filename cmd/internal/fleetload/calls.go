@@ -108,7 +108,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
 			// The replica located before the call is up and serving: it
 			// should have answered.
-			w.t.unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up: %s", name, r.name, p.name, errText(err))
+			w.t.Unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up: %s", name, r.name, p.name, errText(err))
 		}
 	}
 	if o == outcomeOther && (r.down.Load() || ctx.Err() != nil) {
@@ -128,7 +128,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 			}
 		}
 	case outcomeOther:
-		w.t.unexpected("tools/call %s on %s: %s", name, r.name, text)
+		w.t.Unexpected("tools/call %s on %s: %s", name, r.name, text)
 	}
 }
 
@@ -185,7 +185,7 @@ func (w *world) list(ctx context.Context, r *replica) {
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
 			if !r.down.Load() && ctx.Err() == nil {
-				w.t.unexpected("tools/list on %s: %v", r.name, err)
+				w.t.Unexpected("tools/list on %s: %v", r.name, err)
 			}
 			return
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // action is one kind of replica failure the chaos loop makes.
@@ -87,7 +89,7 @@ func (w *world) crashReplica(ctx context.Context, slot int, r *replica, rng *ran
 	fresh, err := w.f.newReplica(ctx, slot)
 	if err != nil {
 		if ctx.Err() == nil {
-			w.t.unexpected("replacing crashed replica %s: %v", r.name, err)
+			w.t.Unexpected("replacing crashed replica %s: %v", r.name, err)
 		}
 		probing.Wait()
 		return
@@ -144,12 +146,12 @@ func (w *world) revokeSession(r *replica) {
 	_, err := w.f.direct.Revoke(ctx, lease)
 	cancel()
 	if err != nil {
-		w.t.unexpected("revoke the lease of %s: %v", r.name, err)
+		w.t.Unexpected("revoke the lease of %s: %v", r.name, err)
 		return
 	}
 	w.revokeLosses.Add(1)
 	if err := waitSession(r, lost, w.cfg.TTL+10*time.Second); err != nil {
-		w.t.unexpected("%v", err)
+		w.t.Unexpected("%v", err)
 	}
 }
 
@@ -163,22 +165,13 @@ func (w *world) cutSession(r *replica) {
 	r.restore()
 	w.cutLosses.Add(1)
 	if err := waitSession(r, lost, w.cfg.TTL+10*time.Second); err != nil {
-		w.t.unexpected("%v", err)
+		w.t.Unexpected("%v", err)
 	}
 }
 
 // sampler gets the prefix every interval and judges it (invariant 1).
 func (w *world) sampler(ctx context.Context, interval time.Duration) {
-	tk := time.NewTicker(interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-		}
-		w.sampleOnce(ctx)
-	}
+	wait.Every(ctx, interval, func() { w.sampleOnce(ctx) })
 }
 
 // sampleOnce judges one Get of the tool claims against the consumers that
@@ -199,7 +192,7 @@ func (w *world) sampleOnce(ctx context.Context) {
 	cancel()
 	if err != nil {
 		if ctx.Err() == nil {
-			w.t.unexpected("get %s: %v", w.f.toolDir(), err)
+			w.t.Unexpected("get %s: %v", w.f.toolDir(), err)
 		}
 		return
 	}
@@ -218,7 +211,7 @@ func (w *world) watcher(ctx context.Context, rev int64) {
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			if ctx.Err() == nil {
-				w.t.unexpected("watch %s: %v", w.f.toolDir(), err)
+				w.t.Unexpected("watch %s: %v", w.f.toolDir(), err)
 			}
 			continue
 		}

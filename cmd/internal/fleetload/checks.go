@@ -11,6 +11,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/etcdfleet"
+	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // record is the bookkeeping of one consumer start. Like internal/loadgen's
@@ -36,7 +37,7 @@ type record struct {
 // alive reports whether the owner still lives: a start that succeeded and
 // a Done not closed. Deaths are permanent, so alive now means alive at
 // every moment since the start.
-func (r *record) alive() bool { return r.won.Load() && r.done != nil && !isClosed(r.done) }
+func (r *record) alive() bool { return r.won.Load() && r.done != nil && !wait.Closed(r.done) }
 
 // diedBefore reports whether the owner was observed dead at a clock
 // reading below t.
@@ -99,12 +100,12 @@ func (c claimChecker) startWon(rec *record, others []*record) {
 		if o == rec || !judgeable(o) {
 			continue
 		}
-		c.t.check(InvTwoLiveClaims, 1)
+		c.t.Check(InvTwoLiveClaims, 1)
 		if !c.leaseAlive(o.lease.Load()) {
 			c.t.unsure(InvTwoLiveClaims)
 			continue
 		}
-		c.t.violate(InvTwoLiveClaims, "the start of %s on %s (%s) succeeded while %s (%s), whose start had succeeded, still lived with its lease %x",
+		c.t.Violate(InvTwoLiveClaims, "the start of %s on %s (%s) succeeded while %s (%s), whose start had succeeded, still lived with its lease %x",
 			rec.tag, rec.name, rec.rep.name, o.tag, o.rep.name, o.lease.Load())
 	}
 }
@@ -118,7 +119,7 @@ func (c claimChecker) sample(rev int64, cands []*record, claims map[string]claim
 		if !judgeable(rec) {
 			continue
 		}
-		c.t.check(InvTwoLiveClaims, 1)
+		c.t.Check(InvTwoLiveClaims, 1)
 		got, ok := claims[rec.name]
 		if ok && got.tag == rec.tag {
 			continue
@@ -131,7 +132,7 @@ func (c claimChecker) sample(rev int64, cands []*record, claims map[string]claim
 		if ok {
 			holder = fmt.Sprintf("the claim of %q (lease %x)", got.tag, got.lease)
 		}
-		c.t.violate(InvTwoLiveClaims, "at revision %d, etcd shows %s on %s, while %s (%s), whose start had succeeded, lived with its lease %x",
+		c.t.Violate(InvTwoLiveClaims, "at revision %d, etcd shows %s on %s, while %s (%s), whose start had succeeded, lived with its lease %x",
 			rev, holder, rec.name, rec.tag, rec.rep.name, rec.lease.Load())
 	}
 }
@@ -150,7 +151,7 @@ func (c claimChecker) outlived(rec *record, lease int64) {
 		c.t.unsure(InvTwoLiveClaims)
 		return
 	}
-	c.t.violate(InvTwoLiveClaims, "%s (%s on %s) still lives %v after its lease %x was found gone: its replica did not kill it, and it serves a name it no longer holds",
+	c.t.Violate(InvTwoLiveClaims, "%s (%s on %s) still lives %v after its lease %x was found gone: its replica did not kill it, and it serves a name it no longer holds",
 		rec.tag, rec.name, rec.rep.name, now.Sub(since).Round(time.Millisecond), lease)
 }
 
@@ -162,14 +163,14 @@ func (c claimChecker) outlived(rec *record, lease int64) {
 func (c claimChecker) parseClaims(rev int64, dir string, kvs []kv) map[string]claimed {
 	out := make(map[string]claimed, len(kvs))
 	for _, e := range kvs {
-		c.t.check(InvTwoLiveClaims, 1)
+		c.t.Check(InvTwoLiveClaims, 1)
 		rec, err := etcdfleet.DecodeRecord(e.value)
 		if err != nil || rec.Tool == nil {
-			c.t.violate(InvTwoLiveClaims, "at revision %d, key %s holds no tool claim: %v", rev, e.key, err)
+			c.t.Violate(InvTwoLiveClaims, "at revision %d, key %s holds no tool claim: %v", rev, e.key, err)
 			continue
 		}
 		if want := dir + url.PathEscape(rec.Tool.Name); e.key != want {
-			c.t.violate(InvTwoLiveClaims, "at revision %d, key %s claims %q, whose key is %s", rev, e.key, rec.Tool.Name, want)
+			c.t.Violate(InvTwoLiveClaims, "at revision %d, key %s claims %q, whose key is %s", rev, e.key, rec.Tool.Name, want)
 			continue
 		}
 		out[rec.Tool.Name] = claimed{key: e.key, tag: rec.Tool.Title, lease: e.lease}
@@ -207,7 +208,7 @@ func (c releaseChecker) deleted(rev int64, prev kv) {
 	if owner == nil {
 		return
 	}
-	c.t.check(InvLateReleaseRemovedSuccessor, 1)
+	c.t.Check(InvLateReleaseRemovedSuccessor, 1)
 	if !owner.alive() || owner.stopping.Load() {
 		return
 	}
@@ -215,7 +216,7 @@ func (c releaseChecker) deleted(rev int64, prev kv) {
 		c.t.unsure(InvLateReleaseRemovedSuccessor)
 		return
 	}
-	c.t.violate(InvLateReleaseRemovedSuccessor, "at revision %d, the key %s of %s (%s), which lives, has not begun to stop and whose lease %x lives, was deleted",
+	c.t.Violate(InvLateReleaseRemovedSuccessor, "at revision %d, the key %s of %s (%s), which lives, has not begun to stop and whose lease %x lives, was deleted",
 		rev, prev.key, owner.tag, owner.rep.name, prev.lease)
 }
 
@@ -233,14 +234,14 @@ type callArgs struct {
 type bodyChecker struct{ t *tally }
 
 func (c bodyChecker) bodyRan(rec *record, a callArgs, pr bindsec.Principal) {
-	c.t.check(InvLocalBodyAfterStop, 1)
+	c.t.Check(InvLocalBodyAfterStop, 1)
 	if rec.stopped.Load() {
-		c.t.violate(InvLocalBodyAfterStop, "body of %s (%s on %s) started after its consumer's Stop had returned", rec.tag, rec.name, rec.rep.name)
+		c.t.Violate(InvLocalBodyAfterStop, "body of %s (%s on %s) started after its consumer's Stop had returned", rec.tag, rec.name, rec.rep.name)
 	}
 	if !rec.public {
-		c.t.check(InvUnauthenticatedBody, 1)
+		c.t.Check(InvUnauthenticatedBody, 1)
 		if a.Cred != credValid || pr.Subject() != subjectValid || !pr.HasRole(roleCall) {
-			c.t.violate(InvUnauthenticatedBody, "body of %s (%s on %s, plan needs %q) ran for a call with credential %q, principal %q",
+			c.t.Violate(InvUnauthenticatedBody, "body of %s (%s on %s, plan needs %q) ran for a call with credential %q, principal %q",
 				rec.tag, rec.name, rec.rep.name, roleCall, a.Cred, pr.Subject())
 		}
 	}
@@ -251,9 +252,9 @@ func (c bodyChecker) bodyRan(rec *record, a callArgs, pr bindsec.Principal) {
 	if a.Via != rec.rep.id {
 		inv, how = InvForwardBodyAfterDeath, fmt.Sprintf("a call forwarded from replica instance %d", a.Via)
 	}
-	c.t.check(inv, 1)
+	c.t.Check(inv, 1)
 	if rec.diedBefore(a.Seq) {
-		c.t.violate(inv, "body of %s (%s on %s) ran for %s that began at %d, after its owner was observed dead at %d",
+		c.t.Violate(inv, "body of %s (%s on %s) ran for %s that began at %d, after its owner was observed dead at %d",
 			rec.tag, rec.name, rec.rep.name, how, a.Seq, rec.death.Load())
 	}
 }
@@ -286,7 +287,7 @@ func (c forwardChecker) answered(holder *record, via *replica, cred string, o ou
 	if !holder.alive() || holder.stopping.Load() || holder.rep.down.Load() || via.down.Load() {
 		return // it died, began to stop, or a replica went down: anything goes
 	}
-	c.t.check(InvForwardAnswer, 1)
+	c.t.Check(InvForwardAnswer, 1)
 	switch {
 	case o == outcomeOK && text == holder.tag:
 		return
@@ -315,7 +316,7 @@ func (c forwardChecker) answered(holder *record, via *replica, cred string, o ou
 	if o == outcomeOK {
 		got = fmt.Sprintf("the answer of %q", text)
 	}
-	c.t.violate(InvForwardAnswer, "a call to %s through %s with credential %q, which %s (%s, public %v) served and lived throughout, got %s",
+	c.t.Violate(InvForwardAnswer, "a call to %s through %s with credential %q, which %s (%s, public %v) served and lived throughout, got %s",
 		holder.name, via.name, cred, holder.rep.name, holder.tag, holder.public, got)
 }
 
@@ -330,13 +331,13 @@ type convergeChecker struct {
 // after patience.
 func (c convergeChecker) converge(ctx context.Context, listings func() [][]string, patience time.Duration) (time.Duration, []string) {
 	t0 := time.Now()
-	c.t.check(InvListingConvergence, 1)
+	c.t.Check(InvListingConvergence, 1)
 	for {
 		ls := listings()
 		if same(ls) {
 			took := time.Since(t0)
 			if took > c.bound {
-				c.t.violate(InvListingConvergence, "the replicas' listings became the same %v after churn stopped, over the bound of %v", took.Round(time.Microsecond), c.bound)
+				c.t.Violate(InvListingConvergence, "the replicas' listings became the same %v after churn stopped, over the bound of %v", took.Round(time.Microsecond), c.bound)
 			}
 			if len(ls) == 0 {
 				return took, nil
@@ -344,7 +345,7 @@ func (c convergeChecker) converge(ctx context.Context, listings func() [][]strin
 			return took, ls[0]
 		}
 		if time.Since(t0) > patience || ctx.Err() != nil {
-			c.t.violate(InvListingConvergence, "the replicas' listings were still not the same %v after churn stopped: %s", patience, diffListings(ls))
+			c.t.Violate(InvListingConvergence, "the replicas' listings were still not the same %v after churn stopped: %s", patience, diffListings(ls))
 			return -1, nil
 		}
 		time.Sleep(time.Millisecond)
@@ -356,7 +357,7 @@ func (c convergeChecker) converge(ctx context.Context, listings func() [][]strin
 // expires): what every replica lists once churn stops must be the truth.
 func (c convergeChecker) settle(ctx context.Context, listings func() [][]string, want func() []string, patience time.Duration) time.Duration {
 	t0 := time.Now()
-	c.t.check(InvListingConvergence, 1)
+	c.t.Check(InvListingConvergence, 1)
 	var ls [][]string
 	var w []string
 	for {
@@ -373,7 +374,7 @@ func (c convergeChecker) settle(ctx context.Context, listings func() [][]string,
 	if len(ls) > 0 {
 		got = strings.Join(ls[0], " ")
 	}
-	c.t.violate(InvListingConvergence, "%v after churn stopped the replicas list [%s] (same: %v), want the live consumers' [%s]",
+	c.t.Violate(InvListingConvergence, "%v after churn stopped the replicas list [%s] (same: %v), want the live consumers' [%s]",
 		patience, got, same(ls), strings.Join(w, " "))
 	return -1
 }
@@ -407,33 +408,24 @@ type crashChecker struct {
 // long that took. It returns the time taken (-1 if never) and start's
 // last error.
 func (c crashChecker) probe(ctx context.Context, name string, t0 time.Time, interval, patience time.Duration, start func(context.Context) error) (time.Duration, error) {
-	c.t.check(InvCrashedNamesFreed, 1)
+	c.t.Check(InvCrashedNamesFreed, 1)
 	var last error
 	for {
 		err := start(ctx)
 		if err == nil {
 			took := time.Since(t0)
 			if took > c.bound {
-				c.t.violate(InvCrashedNamesFreed, "%s, claimed by a replica that crashed, was claimed elsewhere only %v after the crash, over the bound of %v",
+				c.t.Violate(InvCrashedNamesFreed, "%s, claimed by a replica that crashed, was claimed elsewhere only %v after the crash, over the bound of %v",
 					name, took.Round(time.Millisecond), c.bound)
 			}
 			return took, nil
 		}
 		last = err
 		if time.Since(t0) > patience || ctx.Err() != nil {
-			c.t.violate(InvCrashedNamesFreed, "%s, claimed by a replica that crashed, could still not be claimed elsewhere %v after the crash: %v",
+			c.t.Violate(InvCrashedNamesFreed, "%s, claimed by a replica that crashed, could still not be claimed elsewhere %v after the crash: %v",
 				name, patience, last)
 			return -1, last
 		}
 		time.Sleep(interval)
-	}
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
 	}
 }

@@ -58,7 +58,7 @@ func TestClaimCheckerStartWon(t *testing.T) {
 			c := newClaimChecker(tl, leases(tc.live...), time.Second)
 			c.startWon(rec(b, "fl-2", "n", 8, false), []*record{tc.other})
 			if got := tl.Violations(InvTwoLiveClaims); got != tc.violations {
-				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.examplesOf(InvTwoLiveClaims))
+				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvTwoLiveClaims))
 			}
 			if got := tl.inconclusive[InvTwoLiveClaims].Load(); got != tc.inconclusive {
 				t.Errorf("inconclusive = %d, want %d", got, tc.inconclusive)
@@ -71,7 +71,7 @@ func TestClaimCheckerStartWon(t *testing.T) {
 		o.stopping.Store(true)
 		newClaimChecker(tl, leases(7), time.Second).startWon(rec(b, "fl-2", "n", 8, false), []*record{o})
 		if tl.Violations(InvTwoLiveClaims) != 0 {
-			t.Errorf("a winner whose Stop began was judged: %v", tl.examplesOf(InvTwoLiveClaims))
+			t.Errorf("a winner whose Stop began was judged: %v", tl.Examples(InvTwoLiveClaims))
 		}
 	})
 }
@@ -107,7 +107,7 @@ func TestClaimCheckerSample(t *testing.T) {
 			c := newClaimChecker(tl, leases(tc.live...), time.Second)
 			c.sample(5, []*record{rec(a, "fl-1", "n", 7, false)}, c.parseClaims(5, dir, tc.kvs))
 			if got := tl.Violations(InvTwoLiveClaims); got != tc.violations {
-				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.examplesOf(InvTwoLiveClaims))
+				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvTwoLiveClaims))
 			}
 		})
 	}
@@ -162,7 +162,7 @@ func TestReleaseChecker(t *testing.T) {
 			c.deleted(9, kv{key: "/p/tools/n", value: claimValue(t, "n", "fl-1"), lease: 7})
 			c.deleted(9, kv{key: "/p/tools/m", value: claimValue(t, "m", "fl-unknown"), lease: 7})
 			if got := tl.Violations(InvLateReleaseRemovedSuccessor); got != tc.violations {
-				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.examplesOf(InvLateReleaseRemovedSuccessor))
+				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvLateReleaseRemovedSuccessor))
 			}
 			if got := tl.inconclusive[InvLateReleaseRemovedSuccessor].Load(); got != tc.inconclusive {
 				t.Errorf("inconclusive = %d, want %d", got, tc.inconclusive)
@@ -208,7 +208,7 @@ func TestBodyChecker(t *testing.T) {
 					want = 1
 				}
 				if got := tl.Violations(inv); got != want {
-					t.Errorf("%s: violations = %d, want %d (%v)", inv, got, want, tl.examplesOf(inv))
+					t.Errorf("%s: violations = %d, want %d (%v)", inv, got, want, tl.Examples(inv))
 				}
 			}
 		})
@@ -238,7 +238,7 @@ func TestConvergeChecker(t *testing.T) {
 			}
 			convergeChecker{t: tl, bound: 100 * time.Millisecond}.converge(ctx, listings, 300*time.Millisecond)
 			if got := tl.Violations(InvListingConvergence); got != tc.violations {
-				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.examplesOf(InvListingConvergence))
+				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvListingConvergence))
 			}
 		})
 	}
@@ -251,7 +251,7 @@ func TestConvergeChecker(t *testing.T) {
 		}
 		c.settle(ctx, func() [][]string { return [][]string{x, x} }, func() []string { return x }, 50*time.Millisecond)
 		if tl.Violations(InvListingConvergence) != 1 {
-			t.Errorf("the live routes were reported: %v", tl.examplesOf(InvListingConvergence))
+			t.Errorf("the live routes were reported: %v", tl.Examples(InvListingConvergence))
 		}
 	})
 }
@@ -278,7 +278,7 @@ func TestCrashChecker(t *testing.T) {
 			}
 			crashChecker{t: tl, bound: 150 * time.Millisecond}.probe(context.Background(), "probe-1", t0, 5*time.Millisecond, 400*time.Millisecond, start)
 			if got := tl.Violations(InvCrashedNamesFreed); got != tc.violations {
-				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.examplesOf(InvCrashedNamesFreed))
+				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvCrashedNamesFreed))
 			}
 		})
 	}
@@ -336,7 +336,7 @@ func TestForwardChecker(t *testing.T) {
 			}
 			c.answered(holder, via, tc.cred, tc.o, tc.text)
 			if got := tl.Violations(InvForwardAnswer); got != tc.violations {
-				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.examplesOf(InvForwardAnswer))
+				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvForwardAnswer))
 			}
 			if got := tl.inconclusive[InvForwardAnswer].Load(); got != tc.inconclusive {
 				t.Errorf("inconclusive = %d, want %d", got, tc.inconclusive)

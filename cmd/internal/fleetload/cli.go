@@ -7,70 +7,40 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"os/signal"
-	"syscall"
 
-	"github.com/livereg/livereg/internal/loadgen"
+	"github.com/livereg/livereg/internal/loadgen/report"
 )
 
 // Main is cmd/loadgen with -fleet: it parses args, runs, prints the report
-// to stdout (and JSON where -json says), and returns internal/loadgen's
-// exit codes. SIGINT and SIGTERM end the run early; it still reports.
+// to stdout (and JSON where -json says), and returns the exit codes of
+// both modes (package internal/loadgen/report). SIGINT and SIGTERM end the run early; it still reports.
 func Main(args []string, stdout, stderr io.Writer) int {
 	cfg, err := ParseArgs(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
-		return loadgen.ExitOK
+		return report.ExitOK
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n%s\nrun 'loadgen -fleet 3 -h' for every flag\n", err, UsageLine)
-		return loadgen.ExitUsage
+		return report.ExitUsage
 	}
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64() | 1
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := report.Interruptible(context.Background()) // a second signal kills the process
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // a second signal kills the process
-	}()
 	rep, err := Run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "loadgen: %v\n", err)
-		return loadgen.ExitViolations
+		return report.ExitViolations
 	}
 	rep.WriteText(stdout)
 	if cfg.JSONPath != "" {
-		if err := writeJSONFile(cfg.JSONPath, rep, stdout); err != nil {
+		if err := report.WriteJSONFile(cfg.JSONPath, rep, stdout); err != nil {
 			fmt.Fprintf(stderr, "loadgen: -json: %v\n", err)
-			return loadgen.ExitViolations
+			return report.ExitViolations
 		}
 	}
 	return exitCode(rep)
 }
 
-func exitCode(r *Report) int {
-	switch {
-	case r.Failed():
-		return loadgen.ExitViolations
-	case r.Interrupted:
-		return loadgen.ExitIncomplete
-	}
-	return loadgen.ExitOK
-}
-
-func writeJSONFile(path string, rep *Report, stdout io.Writer) error {
-	if path == "-" {
-		return rep.WriteJSON(stdout)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := rep.WriteJSON(f); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
+func exitCode(r *Report) int { return r.verdict().ExitCode() }

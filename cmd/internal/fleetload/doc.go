@@ -117,6 +117,7 @@
 // forward overhead at p50 (quiet, and under load) against its 1 ms target;
 // claims per second; the failures made and sessions lost; how soon the
 // crashed replicas' names were free; the convergence time; and checks,
-// inconclusive cases and violations per invariant. Exit codes are
-// internal/loadgen's.
+// inconclusive cases and violations per invariant. Exit codes, the
+// verdict and the latency figures are computed as in the single-process
+// mode, by the subpackages of internal/loadgen both modes share.
 package fleetload

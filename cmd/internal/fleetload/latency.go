@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/livereg/livereg/internal/loadgen/latency"
 )
 
 // op is a kind of operation whose latency is measured.
@@ -26,13 +28,6 @@ var opNames = [numOps]string{"call_local", "call_forward", "list", "start", "sto
 
 func (o op) String() string { return opNames[o] }
 
-// Histogram bounds as internal/loadgen's: 1 ns to 60 s, 3 digits.
-const (
-	histMin    = 1
-	histMax    = int64(60 * time.Second)
-	histDigits = 3
-)
-
 // latencies holds one histogram per op, each under its own lock: a fleet's
 // operations are network round trips, so a lock costs nothing next to them.
 type latencies struct {
@@ -43,15 +38,14 @@ type latencies struct {
 func newLatencies() *latencies {
 	l := &latencies{}
 	for o := range numOps {
-		l.h[o] = hdrhistogram.New(histMin, histMax, histDigits)
+		l.h[o] = latency.New()
 	}
 	return l
 }
 
 func (l *latencies) record(o op, d time.Duration) {
-	v := min(max(int64(d), histMin), histMax)
 	l.mu[o].Lock()
-	_ = l.h[o].RecordValue(v) // in range by construction
+	latency.Record(l.h[o], d)
 	l.mu[o].Unlock()
 }
 

@@ -27,7 +27,7 @@ func (w *world) quietLatency(ctx context.Context) {
 	ns := &nameState{name: "latency-probe"}
 	h, err := w.start(holder, ns, true)
 	if err != nil {
-		w.t.unexpected("start the latency probe on %s: %v", holder.name, err)
+		w.t.Unexpected("start the latency probe on %s: %v", holder.name, err)
 		return
 	}
 	defer w.end(h, shapeStop)
@@ -38,7 +38,7 @@ func (w *world) quietLatency(ctx context.Context) {
 				break
 			}
 			if time.Now().After(deadline) {
-				w.t.unexpected("%s does not locate the latency probe on %s after 5s", r.name, holder.name)
+				w.t.Unexpected("%s does not locate the latency probe on %s after 5s", r.name, holder.name)
 				return
 			}
 			time.Sleep(time.Millisecond)
@@ -56,7 +56,7 @@ func (w *world) quietCall(ctx context.Context, r *replica, name string, o op) {
 	res, err := r.clients[0].CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
 	d := time.Since(t0)
 	if oc, text := classify(res, err); oc != outcomeOK {
-		w.t.unexpected("latency probe call through %s: %s %s", r.name, oc, text)
+		w.t.Unexpected("latency probe call through %s: %s %s", r.name, oc, text)
 		return
 	}
 	w.lat.record(o, d)

@@ -1,16 +1,14 @@
 package fleetload
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/HdrHistogram/hdrhistogram-go"
-
-	"github.com/livereg/livereg/internal/loadgen"
+	"github.com/livereg/livereg/internal/loadgen/latency"
+	"github.com/livereg/livereg/internal/loadgen/report"
 )
 
 // Report is what a fleet run saw. Its JSON form is what -json writes.
@@ -33,7 +31,7 @@ type Report struct {
 	// count and latency, as internal/loadgen's report does. call_local and
 	// call_forward count successful tools/calls only, by whether the
 	// replica called held the route.
-	Ops map[string]loadgen.OpStats `json:"ops"`
+	Ops map[string]latency.Stats `json:"ops"`
 	// ForwardOverheadP50 is quiet_call_forward's p50 less
 	// quiet_call_local's, in ns, measured with churn stopped, one call at
 	// a time; LoadedOverheadP50 the same of call_forward and call_local,
@@ -79,21 +77,19 @@ type Report struct {
 }
 
 // TotalViolations sums the violation counts.
-func (r *Report) TotalViolations() int64 {
-	var n int64
-	for _, v := range r.Violations {
-		n += v
-	}
-	return n
-}
+func (r *Report) TotalViolations() int64 { return report.Total(r.Violations) }
 
 // Failed reports whether the run must exit non-zero.
-func (r *Report) Failed() bool { return r.TotalViolations() > 0 || r.Errors > 0 }
+func (r *Report) Failed() bool { return r.verdict().Failed() }
+
+func (r *Report) verdict() report.Verdict {
+	return report.Verdict{Violations: r.TotalViolations(), Errors: r.Errors, Interrupted: r.Interrupted, DurationS: r.DurationS}
+}
 
 func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled time.Duration) *Report {
 	r := &Report{Seed: w.cfg.Seed, DurationS: elapsed.Seconds(), Interrupted: interrupted, Mode: "fleet",
-		Ops: map[string]loadgen.OpStats{}, Deaths: map[string]int64{}, CallOutcomes: map[string]int64{},
-		Violations: map[string]int64{}, Checks: map[string]int64{}, Inconclusive: map[string]int64{}}
+		Ops: map[string]latency.Stats{}, Deaths: map[string]int64{}, CallOutcomes: map[string]int64{},
+		Inconclusive: map[string]int64{}}
 	c := &r.Config
 	c.Fleet, c.Consumers, c.Resolvers, c.Names = w.cfg.Fleet, w.cfg.Consumers, w.cfg.Resolvers, w.cfg.Names
 	c.TTLS, c.ChaosEvery = w.cfg.TTL.Seconds(), w.cfg.ChaosEvery.Seconds()
@@ -102,7 +98,7 @@ func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled ti
 		c.Etcd = strings.Join(w.cfg.Etcd, ",")
 	}
 	for o := range numOps {
-		r.Ops[o.String()] = opStats(w.lat.snapshot(o), elapsed)
+		r.Ops[o.String()] = latency.StatsOf(w.lat.snapshot(o), elapsed)
 	}
 	if l, f := r.Ops[opCallLocal.String()], r.Ops[opCallForward.String()]; l.Count > 0 && f.Count > 0 {
 		r.LoadedOverheadP50 = f.P50 - l.P50
@@ -135,32 +131,12 @@ func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled ti
 		r.CrashLeaseGoneNs = append(r.CrashLeaseGoneNs, int64(w.leaseTimes[i]))
 	}
 	w.freeMu.Unlock()
+	r.Violations, r.Checks, r.ViolationExamples = w.t.Summary(Invariants)
 	for _, inv := range Invariants {
-		r.Violations[inv.String()] = w.t.Violations(inv)
-		r.Checks[inv.String()] = w.t.Checks(inv)
 		r.Inconclusive[inv.String()] = w.t.inconclusive[inv].Load()
-		if ex := w.t.examplesOf(inv); len(ex) > 0 {
-			if r.ViolationExamples == nil {
-				r.ViolationExamples = map[string][]string{}
-			}
-			r.ViolationExamples[inv.String()] = ex
-		}
 	}
-	r.Errors, r.ErrorExamples = w.t.errors.Load(), w.t.errorMessages()
+	r.Errors, r.ErrorExamples = w.t.Errors(), w.t.ErrorExamples()
 	return r
-}
-
-func opStats(h *hdrhistogram.Histogram, elapsed time.Duration) loadgen.OpStats {
-	s := loadgen.OpStats{Count: h.TotalCount()}
-	if s.Count == 0 {
-		return s
-	}
-	if elapsed > 0 {
-		s.OpsPerSec = float64(s.Count) / elapsed.Seconds()
-	}
-	s.P50, s.P90, s.P99, s.P999 = h.ValueAtQuantile(50), h.ValueAtQuantile(90), h.ValueAtQuantile(99), h.ValueAtQuantile(99.9)
-	s.Max = h.Max()
-	return s
 }
 
 // WriteText writes the human report.
@@ -172,13 +148,7 @@ func (r *Report) WriteText(out io.Writer) {
 		status = "interrupted after"
 	}
 	fmt.Fprintf(out, "%s %.2fs\n\n", status, r.DurationS)
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "op\tcount\tops/s\tp50\tp90\tp99\tp99.9\tmax\t")
-	for o := range numOps {
-		s := r.Ops[o.String()]
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", o, s.Count, s.OpsPerSec, fmtNs(s.P50), fmtNs(s.P90), fmtNs(s.P99), fmtNs(s.P999), fmtNs(s.Max))
-	}
-	tw.Flush()
+	latency.WriteTable(out, opNames[:], r.Ops)
 	switch {
 	case r.Ops[opQuietForward.String()].Count == 0:
 		fmt.Fprintf(out, "\nforward overhead: not measured (it takes two replicas up at the end)\n")
@@ -188,81 +158,33 @@ func (r *Report) WriteText(out io.Writer) {
 			met = "NOT met"
 		}
 		fmt.Fprintf(out, "\nforward overhead at p50, churn stopped: %s (forwarded %s, local %s; target %s %s); under load: %s\n",
-			fmtNs(r.ForwardOverheadP50), fmtNs(r.Ops[opQuietForward.String()].P50), fmtNs(r.Ops[opQuietLocal.String()].P50),
-			fmtNs(int64(ForwardTarget)), met, fmtNs(r.LoadedOverheadP50))
+			latency.Format(r.ForwardOverheadP50), latency.Format(r.Ops[opQuietForward.String()].P50), latency.Format(r.Ops[opQuietLocal.String()].P50),
+			latency.Format(int64(ForwardTarget)), met, latency.Format(r.LoadedOverheadP50))
 	}
 	fmt.Fprintf(out, "claims: %d of %d starts (%.0f/s), %d duplicates, %d refused between sessions, %d late stops\n",
 		r.Claims, r.Starts, r.ClaimsPerSec, r.Duplicates, r.Refused, r.LateStops)
-	fmt.Fprintf(out, "deaths: %s\n", fmtCounts(r.Deaths, shapeNames[:]))
-	fmt.Fprintf(out, "call outcomes: %s\n", fmtCounts(r.CallOutcomes, outcomeNames[:]))
+	fmt.Fprintf(out, "deaths: %s\n", report.Counts(r.Deaths, shapeNames[:]))
+	fmt.Fprintf(out, "call outcomes: %s\n", report.Counts(r.CallOutcomes, outcomeNames[:]))
 	fmt.Fprintf(out, "failures: %d crashes, %d leases revoked, %d cuts from etcd; %d sessions lost in all\n",
 		r.Crashes, r.SessionLosses.Revoked, r.SessionLosses.Cut, r.SessionLosses.Observed)
 	free := make([]string, len(r.CrashFreeNs))
 	for i, d := range r.CrashFreeNs {
-		free[i] = fmtNs(d)
+		free[i] = latency.Format(d)
 		if i < len(r.CrashLeaseGoneNs) {
-			free[i] += " (lease gone " + fmtNs(r.CrashLeaseGoneNs[i]) + ")"
+			free[i] += " (lease gone " + latency.Format(r.CrashLeaseGoneNs[i]) + ")"
 		}
 	}
 	fmt.Fprintf(out, "crashed replicas' names claimed elsewhere after: [%s]\n", strings.Join(free, ", "))
-	fmt.Fprintf(out, "listings the same %s after churn stopped, the live routes after %s\n\n", fmtNs(r.ConvergenceNs), fmtNs(r.SettledNs))
+	fmt.Fprintf(out, "listings the same %s after churn stopped, the live routes after %s\n\n", latency.Format(r.ConvergenceNs), latency.Format(r.SettledNs))
 
-	tw = tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "invariant\tchecks\tinconclusive\tviolations")
 	for _, inv := range Invariants {
 		fmt.Fprintf(tw, "%d %s\t%d\t%d\t%d\n", inv.Number(), inv, r.Checks[inv.String()], r.Inconclusive[inv.String()], r.Violations[inv.String()])
 	}
 	tw.Flush()
-	for _, inv := range Invariants {
-		for _, ex := range r.ViolationExamples[inv.String()] {
-			fmt.Fprintf(out, "VIOLATION %s: %s\n", inv, ex)
-		}
-	}
-	for _, ex := range r.ErrorExamples {
-		fmt.Fprintf(out, "ERROR: %s\n", ex)
-	}
-	switch {
-	case r.Failed():
-		fmt.Fprintf(out, "\nFAIL: %d violations, %d errors\n", r.TotalViolations(), r.Errors)
-	case r.Interrupted:
-		fmt.Fprintf(out, "\nINCOMPLETE: interrupted after %.2fs; 0 violations so far\n", r.DurationS)
-	default:
-		fmt.Fprintf(out, "\nPASS: 0 violations\n")
-	}
-}
-
-func fmtCounts(m map[string]int64, order []string) string {
-	var parts []string
-	for _, k := range order {
-		if n := m[k]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", k, n))
-		}
-	}
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, ", ")
+	report.WriteEnd(out, Invariants, r.ViolationExamples, r.ErrorExamples, r.verdict())
 }
 
 // WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(out io.Writer) error {
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
-
-func fmtNs(ns int64) string {
-	if ns < 0 {
-		return "-" + fmtNs(-ns)
-	}
-	d := time.Duration(ns)
-	switch {
-	case d < time.Microsecond:
-		return fmt.Sprintf("%dns", ns)
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
-	case d < time.Second:
-		return fmt.Sprintf("%.2fms", float64(ns)/1e6)
-	}
-	return fmt.Sprintf("%.2fs", d.Seconds())
-}
+func (r *Report) WriteJSON(out io.Writer) error { return report.WriteJSON(out, r) }

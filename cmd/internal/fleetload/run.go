@@ -11,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // Run runs the fleet workload for cfg.Duration or until ctx ends, then
@@ -141,15 +143,15 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	stopChaos()
 	chaos.Wait()
 	close(stopResolvers)
-	if !waitGroup(&resolvers, 10*time.Second) {
+	if !wait.Group(&resolvers, 10*time.Second) {
 		cancelCalls()
-		w.t.unexpected("resolvers still busy 10s after the run ended: in-flight calls cancelled")
+		w.t.Unexpected("resolvers still busy 10s after the run ended: in-flight calls cancelled")
 		resolvers.Wait()
 	}
 	w.pausing.Store(true)
 	close(w.pause)
-	if !waitGroup(&consumers, dropTimeout+stopTimeout+10*time.Second) {
-		w.t.unexpected("consumer goroutines still busy after the run ended")
+	if !wait.Group(&consumers, dropTimeout+stopTimeout+10*time.Second) {
+		w.t.Unexpected("consumer goroutines still busy after the run ended")
 	}
 
 	// Invariant 4: every replica lists the same, within the bound, and
@@ -161,7 +163,7 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	w.quietLatency(context.Background())
 
 	for _, h := range w.survivor {
-		if h.rec.rep.crashed.Load() || isClosed(h.rec.done) {
+		if h.rec.rep.crashed.Load() || wait.Closed(h.rec.done) {
 			continue
 		}
 		w.end(h, shapeStop)
@@ -169,18 +171,4 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	stopBg()
 	bg.Wait()
 	return w.report(elapsed, interrupted, conv, settled)
-}
-
-// waitGroup waits for wg up to d and reports whether it finished.
-func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
 }

@@ -1,9 +1,9 @@
 package fleetload
 
 import (
-	"fmt"
-	"sync"
 	"sync/atomic"
+
+	"github.com/livereg/livereg/internal/loadgen/invariant"
 )
 
 // Invariant numbers the fleet's promises, as the package doc lists them.
@@ -56,68 +56,19 @@ func (i Invariant) Number() int { return invariantNumbers[i] }
 
 var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6}
 
-// maxExamples bounds the messages kept per invariant and for errors.
-const maxExamples = 5
-
 // tally counts checks and violations per invariant, and errors that no
-// invariant names but that a correct fleet does not produce. Safe for
-// concurrent use; counting is one atomic add.
+// invariant names but that a correct fleet does not produce; beside them,
+// the inconclusive cases. Safe for concurrent use; counting is one atomic
+// add.
 type tally struct {
-	checks       [numInvariants + 1]atomic.Int64
-	violations   [numInvariants + 1]atomic.Int64
+	invariant.Tally[Invariant]
 	inconclusive [numInvariants + 1]atomic.Int64
-	errors       atomic.Int64
-
-	mu            sync.Mutex
-	examples      [numInvariants + 1][]string
-	errorExamples []string
 }
-
-// check counts n occasions on which inv could have been violated.
-func (t *tally) check(inv Invariant, n int64) { t.checks[inv].Add(n) }
 
 // unsure counts a suspect case that a lost session explains, so that it
 // proves nothing either way.
 func (t *tally) unsure(inv Invariant) { t.inconclusive[inv].Add(1) }
 
-// violate counts one violation of inv and keeps its message if it is among
-// the first few.
-func (t *tally) violate(inv Invariant, format string, args ...any) {
-	if t.violations[inv].Add(1) > maxExamples {
-		return
-	}
-	msg := fmt.Sprintf(format, args...)
-	t.mu.Lock()
-	t.examples[inv] = append(t.examples[inv], msg)
-	t.mu.Unlock()
-}
-
-// unexpected counts an error that fails the run without naming an
-// invariant.
-func (t *tally) unexpected(format string, args ...any) {
-	if t.errors.Add(1) > maxExamples {
-		return
-	}
-	msg := fmt.Sprintf(format, args...)
-	t.mu.Lock()
-	t.errorExamples = append(t.errorExamples, msg)
-	t.mu.Unlock()
-}
-
-// Violations returns the count for inv.
-func (t *tally) Violations(inv Invariant) int64 { return t.violations[inv].Load() }
-
-// Checks returns how often inv was checked.
-func (t *tally) Checks(inv Invariant) int64 { return t.checks[inv].Load() }
-
-func (t *tally) examplesOf(inv Invariant) []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]string(nil), t.examples[inv]...)
-}
-
-func (t *tally) errorMessages() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]string(nil), t.errorExamples...)
-}
+// A tally counts keys below invariant.MaxKeys: this fails to compile when
+// the invariants outgrow it.
+var _ [invariant.MaxKeys - numInvariants - 1]struct{}

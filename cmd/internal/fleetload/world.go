@@ -14,6 +14,7 @@ import (
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/etcdfleet"
+	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // shape is how a consumer ended.
@@ -176,7 +177,7 @@ func (w *world) start(r *replica, ns *nameState, public bool) (*held, error) {
 		case r.crashed.Load():
 			w.startRefused.Add(1)
 		default:
-			w.t.unexpected("start %s on %s: %v", ns.name, r.name, err)
+			w.t.Unexpected("start %s on %s: %v", ns.name, r.name, err)
 		}
 		return nil, err
 	}
@@ -294,7 +295,7 @@ func (w *world) diedAlone(h *held) {
 	default:
 		w.observeDeath(h.rec, shapeSession)
 		h.cancel()
-		w.t.unexpected("%s (%s on %s) died with nobody ending it and no session lost", h.rec.tag, h.rec.name, r.name)
+		w.t.Unexpected("%s (%s on %s) died with nobody ending it and no session lost", h.rec.tag, h.rec.name, r.name)
 	}
 }
 
@@ -319,7 +320,7 @@ func (w *world) end(h *held, sh shape) {
 		if err == nil {
 			rec.stopped.Store(true)
 		} else if !rec.rep.crashed.Load() {
-			w.t.unexpected("stop %s (%s on %s): %v", rec.tag, rec.name, rec.rep.name, err)
+			w.t.Unexpected("stop %s (%s on %s): %v", rec.tag, rec.name, rec.rep.name, err)
 		}
 		h.k = nil
 		w.awaitDeath(h, sh, deathTimeout)
@@ -330,8 +331,8 @@ func (w *world) end(h *held, sh shape) {
 	case shapePanic:
 		a, _ := json.Marshal(callArgs{Seq: w.tick(), Cred: credValid, Via: rec.rep.id, Panic: rec.id})
 		_, err := rec.rep.cat.CallTool(context.Background(), rec.name, a, tokenValid)
-		if !errors.Is(err, catalog.ErrRoutePanicked) && !isClosed(rec.done) && !rec.rep.crashed.Load() {
-			w.t.unexpected("the panic call of %s (%s on %s) got %v", rec.tag, rec.name, rec.rep.name, err)
+		if !errors.Is(err, catalog.ErrRoutePanicked) && !wait.Closed(rec.done) && !rec.rep.crashed.Load() {
+			w.t.Unexpected("the panic call of %s (%s on %s) got %v", rec.tag, rec.name, rec.rep.name, err)
 		}
 		w.awaitDeath(h, sh, deathTimeout)
 		h.cancel()
@@ -360,7 +361,7 @@ func (w *world) awaitDeath(h *held, sh shape, d time.Duration) {
 			w.abandon(h)
 			return
 		}
-		w.t.unexpected("%s (%s on %s) ended by %s is not dead after %v", h.rec.tag, h.rec.name, h.rec.rep.name, sh, d)
+		w.t.Unexpected("%s (%s on %s) ended by %s is not dead after %v", h.rec.tag, h.rec.name, h.rec.rep.name, sh, d)
 	}
 }
 
@@ -373,24 +374,17 @@ func (w *world) lateStop(dead *held) {
 	dead.k = nil
 	w.lateStops.Add(1)
 	if err != nil && !dead.rec.rep.crashed.Load() {
-		w.t.unexpected("late stop of %s (%s on %s): %v", dead.rec.tag, dead.rec.name, dead.rec.rep.name, err)
+		w.t.Unexpected("late stop of %s (%s on %s): %v", dead.rec.tag, dead.rec.name, dead.rec.rep.name, err)
 	}
 }
 
 // gcHelper collects garbage while a dropped consumer waits for it.
 func (w *world) gcHelper(ctx context.Context) {
-	tk := time.NewTicker(10 * time.Millisecond)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			if w.pendingDrops.Load() > 0 {
-				runtime.GC()
-			}
+	wait.Every(ctx, 10*time.Millisecond, func() {
+		if w.pendingDrops.Load() > 0 {
+			runtime.GC()
 		}
-	}
+	})
 }
 
 // liveRoutes is what every listing must settle at once churn stops: the
