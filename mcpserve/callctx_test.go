@@ -2,6 +2,7 @@ package mcpserve_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"sync"
@@ -183,29 +184,41 @@ func TestDeleteEndsSessionCalls(t *testing.T) {
 }
 
 // Server.Close returns within its bound while a body ignores its context,
-// and ends the context of a body that honours it.
+// and ends, with ErrClosed, the context of a body that honours it: on a
+// stateful server, whose calls belong to sessions, and on a stateless
+// one, whose calls belong to their requests alone.
 func TestCloseIsBoundedWhateverBodiesDo(t *testing.T) {
-	cat := newCatalog(t, catalog.Config{})
-	b := startBodies(t, cat)
-	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), ShutdownTimeout: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := wrapFixture(t, cat, srv)
-	t.Cleanup(b.free)
-	c1, c2 := f.connect(streamable, ""), f.connect(streamable, "")
-	callAsync(t, c1, "ignore")
-	wait1(t, b.entered, "ignore")
-	callAsync(t, c2, "honour")
-	wait1(t, b.entered, "honour")
+	for _, stateless := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stateful", true: "stateless"}[stateless], func(t *testing.T) {
+			cat := newCatalog(t, catalog.Config{})
+			b := startBodies(t, cat)
+			srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), ShutdownTimeout: 1, Stateless: stateless})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := wrapFixture(t, cat, srv)
+			t.Cleanup(b.free)
+			connect := func() *client { return f.connect(streamable, "") }
+			if stateless {
+				connect = func() *client { return f.connectCurrent("") }
+			}
+			c1, c2 := connect(), connect()
+			callAsync(t, c1, "ignore")
+			wait1(t, b.entered, "ignore")
+			callAsync(t, c2, "honour")
+			wait1(t, b.entered, "honour")
 
-	closed := make(chan error, 1)
-	go func() { closed <- srv.Close() }()
-	if err := waitErr(t, closed, "Close to return while a body ignores its context"); err != nil {
-		t.Errorf("Close = %v", err)
+			closed := make(chan error, 1)
+			go func() { closed <- srv.Close() }()
+			if err := waitErr(t, closed, "Close to return while a body ignores its context"); err != nil {
+				t.Errorf("Close = %v", err)
+			}
+			if cause := waitErr(t, b.ended, "the honouring body's context to end on Close"); !errors.Is(cause, mcpserve.ErrClosed) {
+				t.Errorf("the body's context ended with %v, want ErrClosed", cause)
+			}
+			b.free()
+		})
 	}
-	waitErr(t, b.ended, "the honouring body's context to end on Close")
-	b.free()
 }
 
 // The graceful shutdown of Serve ends, within its bound, the calls still

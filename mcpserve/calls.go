@@ -49,6 +49,15 @@ type calls struct {
 	closed   bool
 	sessions map[*mcp.ServerSession]*sessionCalls
 	byID     map[string]*sessionCalls // HTTP sessions, by session ID
+	// loose holds the calls of no registered session (see start).
+	loose map[*context.CancelCauseFunc]struct{}
+
+	// stateless: the HTTP handler makes each request a session of its
+	// own, which ends with the request. A call that came over HTTP is then
+	// tied to its request alone, and its session is not registered, which
+	// would cost a map entry and a goroutine waiting for it to end, per
+	// call, for nothing a request's end does not already give.
+	stateless bool
 }
 
 // httpRequest is one HTTP POST in flight.
@@ -75,8 +84,9 @@ type sessionCalls struct {
 	ended error
 }
 
-func newCalls() *calls {
-	return &calls{sessions: map[*mcp.ServerSession]*sessionCalls{}, byID: map[string]*sessionCalls{}}
+func newCalls(stateless bool) *calls {
+	return &calls{sessions: map[*mcp.ServerSession]*sessionCalls{}, byID: map[string]*sessionCalls{},
+		loose: map[*context.CancelCauseFunc]struct{}{}, stateless: stateless}
 }
 
 // openRequest registers an HTTP request and returns the number to put in
@@ -157,8 +167,10 @@ func (c *calls) sessionByID(id string) (*sessionCalls, bool) {
 func (c *calls) start(ctx context.Context, req mcp.Request) (context.Context, func()) {
 	cctx, cancel := context.WithCancelCause(ctx)
 	stop := func() bool { return false }
+	viaHTTP := false
 	if ex := req.GetExtra(); ex != nil {
 		if hr, ok := c.request(ex.Header); ok {
+			viaHTTP = true
 			if hr == nil {
 				cancel(errRequestEnded) // it ended before the call began
 			} else {
@@ -170,7 +182,7 @@ func (c *calls) start(ctx context.Context, req mcp.Request) (context.Context, fu
 	// either sees closed or is in the set that cancelAll then cancels.
 	var sc *sessionCalls
 	c.mu.Lock()
-	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil {
+	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && !(c.stateless && viaHTTP) {
 		sc = c.sessionLocked(s, "", nil)
 	}
 	if c.closed {
@@ -183,6 +195,8 @@ func (c *calls) start(ctx context.Context, req mcp.Request) (context.Context, fu
 		}
 		sc.inflight[&cancel] = struct{}{}
 		sc.mu.Unlock()
+	} else {
+		c.loose[&cancel] = struct{}{}
 	}
 	c.mu.Unlock()
 	return cctx, func() {
@@ -191,6 +205,10 @@ func (c *calls) start(ctx context.Context, req mcp.Request) (context.Context, fu
 			sc.mu.Lock()
 			delete(sc.inflight, &cancel)
 			sc.mu.Unlock()
+		} else {
+			c.mu.Lock()
+			delete(c.loose, &cancel)
+			c.mu.Unlock()
 		}
 		cancel(nil)
 	}
@@ -229,8 +247,15 @@ func (c *calls) cancelAll(cause error, closing bool) {
 	for _, sc := range c.sessions {
 		all = append(all, sc)
 	}
+	loose := make([]*context.CancelCauseFunc, 0, len(c.loose))
+	for f := range c.loose {
+		loose = append(loose, f)
+	}
 	c.mu.Unlock()
 	for _, sc := range all {
 		sc.cancel(cause)
+	}
+	for _, f := range loose {
+		(*f)(cause)
 	}
 }

@@ -281,7 +281,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		path:       opts.Path,
 		grace:      cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
 		maxResult:  cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
-		calls:      newCalls(),
+		calls:      newCalls(hopts.Stateless),
 		slots:      sessionSlots{max: int64(cmpOr(opts.MaxSessions, DefaultMaxSessions))},
 		listens:    newListenStreams(cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)),
 		credPolicy: opts.RequireCredential,
