@@ -366,7 +366,8 @@
 // one per session); a subscriptions/listen takes the mutex of the open
 // listen streams when it opens and when it ends. Its own goroutines are the notifier, which
 // [Server.Close] stops, and one per session that forgets the session when
-// it ends. Serve and ListenAndServe run an http.Server until
+// it ends (on a stateless server a call belongs to its HTTP request
+// alone and registers no session). Serve and ListenAndServe run an http.Server until
 // their context ends; ServeTransport and ServeStdio serve one session.
 // With a Fleet, the internal server that answers forwarded calls has a
 // notifier of its own, and each peer that calls are forwarded to holds one
