@@ -324,18 +324,44 @@ func (c forwardChecker) answered(holder *record, via *replica, cred string, o ou
 type convergeChecker struct {
 	t     *tally
 	bound time.Duration // every replica's listing the same within this
+	clock clock
+}
+
+// clock is what the timing checkers read and sleep on: the real one when
+// zero, a test's own otherwise, so that their tests judge durations
+// without waiting for them.
+type clock struct {
+	now   func() time.Time
+	sleep func(time.Duration)
+}
+
+func (c clock) Now() time.Time {
+	if c.now == nil {
+		return time.Now()
+	}
+	return c.now()
+}
+
+func (c clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+func (c clock) Sleep(d time.Duration) {
+	if c.sleep == nil {
+		time.Sleep(d)
+		return
+	}
+	c.sleep(d)
 }
 
 // converge polls every replica's listing until all are the same, and
 // returns how long that took from the call, and the listing; it gives up
 // after patience.
 func (c convergeChecker) converge(ctx context.Context, listings func() [][]string, patience time.Duration) (time.Duration, []string) {
-	t0 := time.Now()
+	t0 := c.clock.Now()
 	c.t.Check(InvListingConvergence, 1)
 	for {
 		ls := listings()
 		if same(ls) {
-			took := time.Since(t0)
+			took := c.clock.Since(t0)
 			if took > c.bound {
 				c.t.Violate(InvListingConvergence, "the replicas' listings became the same %v after churn stopped, over the bound of %v", took.Round(time.Microsecond), c.bound)
 			}
@@ -344,11 +370,11 @@ func (c convergeChecker) converge(ctx context.Context, listings func() [][]strin
 			}
 			return took, ls[0]
 		}
-		if time.Since(t0) > patience || ctx.Err() != nil {
+		if c.clock.Since(t0) > patience || ctx.Err() != nil {
 			c.t.Violate(InvListingConvergence, "the replicas' listings were still not the same %v after churn stopped: %s", patience, diffListings(ls))
 			return -1, nil
 		}
-		time.Sleep(time.Millisecond)
+		c.clock.Sleep(time.Millisecond)
 	}
 }
 
@@ -356,19 +382,19 @@ func (c convergeChecker) converge(ctx context.Context, listings func() [][]strin
 // live consumers' routes (a crashed replica's claims go when its lease
 // expires): what every replica lists once churn stops must be the truth.
 func (c convergeChecker) settle(ctx context.Context, listings func() [][]string, want func() []string, patience time.Duration) time.Duration {
-	t0 := time.Now()
+	t0 := c.clock.Now()
 	c.t.Check(InvListingConvergence, 1)
 	var ls [][]string
 	var w []string
 	for {
 		ls, w = listings(), want()
 		if same(ls) && (len(ls) == 0 || slices.Equal(ls[0], w)) {
-			return time.Since(t0)
+			return c.clock.Since(t0)
 		}
-		if time.Since(t0) > patience || ctx.Err() != nil {
+		if c.clock.Since(t0) > patience || ctx.Err() != nil {
 			break
 		}
-		time.Sleep(2 * time.Millisecond)
+		c.clock.Sleep(2 * time.Millisecond)
 	}
 	got := "none"
 	if len(ls) > 0 {
@@ -401,6 +427,7 @@ func diffListings(ls [][]string) string {
 type crashChecker struct {
 	t     *tally
 	bound time.Duration
+	clock clock
 }
 
 // probe retries start every interval, from the crash at t0, until it
@@ -413,7 +440,7 @@ func (c crashChecker) probe(ctx context.Context, name string, t0 time.Time, inte
 	for {
 		err := start(ctx)
 		if err == nil {
-			took := time.Since(t0)
+			took := c.clock.Since(t0)
 			if took > c.bound {
 				c.t.Violate(InvCrashedNamesFreed, "%s, claimed by a replica that crashed, was claimed elsewhere only %v after the crash, over the bound of %v",
 					name, took.Round(time.Millisecond), c.bound)
@@ -421,11 +448,11 @@ func (c crashChecker) probe(ctx context.Context, name string, t0 time.Time, inte
 			return took, nil
 		}
 		last = err
-		if time.Since(t0) > patience || ctx.Err() != nil {
+		if c.clock.Since(t0) > patience || ctx.Err() != nil {
 			c.t.Violate(InvCrashedNamesFreed, "%s, claimed by a replica that crashed, could still not be claimed elsewhere %v after the crash: %v",
 				name, patience, last)
 			return -1, last
 		}
-		time.Sleep(interval)
+		c.clock.Sleep(interval)
 	}
 }

@@ -224,19 +224,21 @@ func TestConvergeChecker(t *testing.T) {
 		violations int64
 	}{
 		{"the same at once", 0, 0},
+		{"the same exactly at the bound", 100 * time.Millisecond, 0},
 		{"the same only after the bound", 150 * time.Millisecond, 1},
 		{"never the same", -1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := &tally{}
-			t0 := time.Now()
+			clk := newFakeClock()
+			t0 := clk.Now()
 			listings := func() [][]string {
-				if tc.agreeAfter >= 0 && time.Since(t0) >= tc.agreeAfter {
+				if tc.agreeAfter >= 0 && clk.Since(t0) >= tc.agreeAfter {
 					return [][]string{y, y, y}
 				}
 				return [][]string{x, y, y}
 			}
-			convergeChecker{t: tl, bound: 100 * time.Millisecond}.converge(ctx, listings, 300*time.Millisecond)
+			convergeChecker{t: tl, bound: 100 * time.Millisecond, clock: clk}.converge(ctx, listings, 300*time.Millisecond)
 			if got := tl.Violations(InvListingConvergence); got != tc.violations {
 				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvListingConvergence))
 			}
@@ -244,7 +246,7 @@ func TestConvergeChecker(t *testing.T) {
 	}
 	t.Run("settled on a listing that is not the live routes", func(t *testing.T) {
 		tl := &tally{}
-		c := convergeChecker{t: tl, bound: 100 * time.Millisecond}
+		c := convergeChecker{t: tl, bound: 100 * time.Millisecond, clock: newFakeClock()}
 		c.settle(ctx, func() [][]string { return [][]string{y, y} }, func() []string { return x }, 50*time.Millisecond)
 		if tl.Violations(InvListingConvergence) != 1 {
 			t.Errorf("a stale common listing passed")
@@ -264,19 +266,21 @@ func TestCrashChecker(t *testing.T) {
 		violations int64
 	}{
 		{"free at once", 0, 0},
+		{"free exactly at the bound", 150 * time.Millisecond, 0},
 		{"free only after the bound", 250 * time.Millisecond, 1},
 		{"never free", -1, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := &tally{}
-			t0 := time.Now()
+			clk := newFakeClock()
+			t0 := clk.Now()
 			start := func(context.Context) error {
-				if tc.freeAfter >= 0 && time.Since(t0) >= tc.freeAfter {
+				if tc.freeAfter >= 0 && clk.Since(t0) >= tc.freeAfter {
 					return nil
 				}
 				return errHeld
 			}
-			crashChecker{t: tl, bound: 150 * time.Millisecond}.probe(context.Background(), "probe-1", t0, 5*time.Millisecond, 400*time.Millisecond, start)
+			crashChecker{t: tl, bound: 150 * time.Millisecond, clock: clk}.probe(context.Background(), "probe-1", t0, 5*time.Millisecond, 400*time.Millisecond, start)
 			if got := tl.Violations(InvCrashedNamesFreed); got != tc.violations {
 				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvCrashedNamesFreed))
 			}
@@ -349,4 +353,12 @@ func closedChan() <-chan struct{} {
 	ch := make(chan struct{})
 	close(ch)
 	return ch
+}
+
+// newFakeClock is a clock that stands still until the checker sleeps, and
+// then moves on by exactly the sleep: the timing checkers' tests judge
+// durations of their choosing without waiting for them.
+func newFakeClock() clock {
+	var now time.Time // one goroutine: the checker's
+	return clock{now: func() time.Time { return now }, sleep: func(d time.Duration) { now = now.Add(d) }}
 }
