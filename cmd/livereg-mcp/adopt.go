@@ -32,6 +32,7 @@ const adoptRetry = 2 * time.Second
 type adopter struct {
 	rep    *etcdfleet.Replica
 	log    *slog.Logger
+	retry  time.Duration   // how often to try without a change; adoptRetry
 	ctx    context.Context // ends at stop
 	cancel context.CancelFunc
 	kick   chan struct{}  // a start is pending again
@@ -52,7 +53,7 @@ type adoption struct {
 
 func newAdopter(rep *etcdfleet.Replica, log *slog.Logger) *adopter {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &adopter{rep: rep, log: log, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1)}
+	return &adopter{rep: rep, log: log, retry: adoptRetry, ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1)}
 }
 
 // add keeps a start refused as a duplicate, to try again once run has
@@ -106,24 +107,37 @@ func (a *adopter) run() {
 
 func (a *adopter) loop() {
 	defer close(a.done)
-	tick := time.NewTicker(adoptRetry)
+	tick := time.NewTicker(a.retry)
 	defer tick.Stop()
+	woke := wokeStart
 	for {
 		// Taken before the tries: a change during them is not missed.
 		changed := a.rep.View().Changes()
-		a.tryAll()
+		a.tryAll(woke)
 		select {
 		case <-a.ctx.Done():
 			return
 		case <-a.kick:
+			woke = wokeDeath
 		case <-changed:
+			woke = wokeChange
 		case <-tick.C:
+			woke = wokeRetry
 		}
 	}
 }
 
-// tryAll tries each kept start whose name the view shows free.
-func (a *adopter) tryAll() {
+// What set a round of tries off, as the takeover's log line says.
+const (
+	wokeStart  = "the start"
+	wokeDeath  = "a consumer's death"
+	wokeChange = "a change in the fleet"
+	wokeRetry  = "the periodic retry"
+)
+
+// tryAll tries each kept start whose name the view shows free; woke says
+// what set the round off.
+func (a *adopter) tryAll(woke string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	left := a.pending[:0]
@@ -142,7 +156,7 @@ func (a *adopter) tryAll() {
 			a.ks = append(a.ks, k)
 			a.watch(p, k)
 		}
-		a.log.Info("took a demo route over", "kind", p.kind, "name", p.name)
+		a.log.Info("took a demo route over", "kind", p.kind, "name", p.name, "after", woke)
 	}
 	clear(a.pending[len(left):])
 	a.pending = left
