@@ -218,23 +218,35 @@ func searchResource(list []catalog.Resource, uri string) (int, bool) {
 func (s *Server) resourceError(ctx context.Context, uri string, err error) error {
 	q := quote.Name(uri)
 	switch {
-	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
-		s.logAuthPanic(err, "resources/read "+q)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s failed: internal error", q)}
 	case errors.Is(err, catalog.ErrUnknownResource) && !s.forwarded:
 		return mcp.ResourceNotFoundError(uri)
 	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrUnknownResource):
 		return invalidParams(fmt.Sprintf("resource %s is gone: its consumer stopped before the read reached it", q),
 			map[string]any{"uri": uri, "reason": "route_gone", "retryable": true})
+	}
+	return s.rpcError(ctx, "resource", "resources/read", q, err)
+}
+
+// rpcError maps the failures that every route answered by a JSON-RPC
+// error (a resources/read, a prompts/get) shares: a panicking
+// authenticator, a plan's denial, a body's panic, an overloaded route, a
+// request that ended, and anything else the body returned. q is the
+// route's quoted name.
+func (s *Server) rpcError(ctx context.Context, kind, method, q string, err error) error {
+	internal := &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s %s failed: internal error", kind, q)}
+	switch {
+	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
+		s.logAuthPanic(err, method+" "+q)
+		return internal
 	case catalog.Denied(err):
-		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("resource %s: %s", q, denial(err))}
+		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("%s %s: %s", kind, q, denial(err))}
 	case errors.Is(err, catalog.ErrRoutePanicked):
-		s.log.Error("mcpserve: resource body panicked; its consumer is dead", "uri", q, "err", err)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s failed: internal error", q)}
+		s.log.Error("mcpserve: "+kind+" body panicked; its consumer is dead", kind, q, "err", err)
+		return internal
 	case errors.Is(err, catalog.ErrOverloaded):
-		return overloaded(fmt.Sprintf("resource %s is overloaded; retry later", q))
+		return overloaded(fmt.Sprintf("%s %s is overloaded; retry later", kind, q))
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s: request ended: %v", q, err)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s %s: request ended: %v", kind, q, err)}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
 }

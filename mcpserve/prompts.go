@@ -8,7 +8,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/internal/quote"
 )
@@ -76,27 +75,15 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 func (s *Server) promptError(ctx context.Context, name string, err error) error {
 	q := quote.Name(name)
 	switch {
-	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
-		s.logAuthPanic(err, "prompts/get "+q)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s failed: internal error", q)}
 	case errors.Is(err, catalog.ErrUnknownPrompt), errors.Is(err, catalog.ErrRouteGone):
 		return invalidParams(fmt.Sprintf("unknown prompt %s", q), nil)
 	case errors.Is(err, catalog.ErrInvalidArguments):
 		return invalidParams(err.Error(), nil)
-	case catalog.Denied(err):
-		return &jsonrpc.Error{Code: CodeDenied, Message: fmt.Sprintf("prompt %s: %s", q, denial(err))}
-	case errors.Is(err, catalog.ErrRoutePanicked):
-		s.log.Error("mcpserve: prompt body panicked; its consumer is dead", "prompt", q, "err", err)
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s failed: internal error", q)}
 	case errors.Is(err, catalog.ErrInvalidResult):
 		s.log.Error("mcpserve: prompt returned an invalid result; not sent", "prompt", q, "err", err)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s failed: internal error", q)}
-	case errors.Is(err, catalog.ErrOverloaded):
-		return overloaded(fmt.Sprintf("prompt %s is overloaded; retry later", q))
-	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s: request ended: %v", q, err)}
 	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	return s.rpcError(ctx, "prompt", "prompts/get", q, err)
 }
 
 // The SDK sends prompts list_changed only when its own prompt table
