@@ -30,7 +30,6 @@ const connectTimeout = 5 * time.Second
 // forgotten, and the next call opens another.
 type forwarder struct {
 	peers  Peers
-	token  string
 	hc     *http.Client
 	client *mcp.Client
 	log    *slog.Logger
@@ -62,7 +61,7 @@ func newForwarder(f *Fleet, log *slog.Logger) *forwarder {
 		Timeout:       hc.Timeout,
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "livereg-fleet", Version: DefaultVersion}, &mcp.ClientOptions{Logger: log})
-	return &forwarder{peers: f.Peers, token: f.Token, hc: hc, client: client, log: log, conns: map[string]*peerConn{}}
+	return &forwarder{peers: f.Peers, hc: hc, client: client, log: log, conns: map[string]*peerConn{}}
 }
 
 // fleetTransport puts the fleet credential, and the caller's credential
