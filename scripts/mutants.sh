@@ -12,6 +12,8 @@
 #
 # Each patch starts with a free-text header that git apply ignores:
 #   Package: the packages whose tests must kill it (go test patterns)
+#   Module: the module directory they are in, relative to the root: etcdfleet
+#           or cmd (optional; the root module by default)
 #   Loadgen: extra loadgen flags, e.g. -mcp (optional)
 #
 # The working tree itself is never touched: other people may be editing it.
@@ -48,15 +50,28 @@ esac
 
 header() { sed -n "s/^$2: *//p" "$1" | head -n 1; }
 
-# check DIR PKGS FLAGS: runs the checks in DIR and sets tests_out and
-# loadgen_out to what caught something ("" when nothing did), and
-# tests_all to every top-level test that failed.
+# pkgs PATCH: the patch's packages as MODULE:PATTERN words.
+pkgs() {
+	local mod p
+	mod=$(header "$1" Module)
+	for p in $(header "$1" Package); do printf '%s:%s\n' "${mod:-.}" "$p"; done
+}
+
+# check DIR PKGS FLAGS [MODULE...]: runs the checks in DIR and sets
+# tests_out and loadgen_out to what caught something ("" when nothing did),
+# and tests_all to every top-level test that failed. PKGS holds
+# MODULE:PATTERN words; each module's patterns run from its directory.
 check() {
-	local dir=$1 pkgs=$2 flags=$3 log n
+	local dir=$1 pkgs=$2 flags=$3 log n mod failed=""
 	tests_out="" tests_all="" loadgen_out=""
 	log="$work/test.log"
-	# shellcheck disable=SC2086 # pkgs and flags are word lists
-	if ! (cd "$dir" && $GO test -count=1 -timeout "${TEST_TIMEOUT:-5m}" $pkgs) >"$log" 2>&1; then
+	: >"$log"
+	for mod in $(printf '%s\n' $pkgs | cut -d: -f1 | sort -u); do
+		# shellcheck disable=SC2086 # pkgs and flags are word lists
+		(cd "$dir/$mod" && $GO test -count=1 -timeout "${TEST_TIMEOUT:-5m}" \
+			$(printf '%s\n' $pkgs | sed -n "s|^$mod:||p")) >>"$log" 2>&1 || failed=1
+	done
+	if [ -n "$failed" ]; then
 		tests_all=$(sed -nE 's/^--- FAIL: ([^ ]+).*/\1/p' "$log" | sort -u | paste -sd ' ' -)
 		n=$(wc -w <<<"$tests_all")
 		tests_out="$n failed: $(cut -d ' ' -f 1-2 <<<"$tests_all")"
@@ -73,7 +88,7 @@ check() {
 }
 
 all_pkgs=""
-for p in "${patches[@]}"; do all_pkgs="$all_pkgs $(header "$p" Package)"; done
+for p in "${patches[@]}"; do all_pkgs="$all_pkgs $(pkgs "$p")"; done
 # shellcheck disable=SC2086 # one package a word
 all_pkgs=$(printf '%s\n' $all_pkgs | sort -u | paste -sd ' ' -)
 echo "baseline: unmutated copy of ${MUTANTS_FROM:-worktree}, packages $all_pkgs, loadgen -mcp -duration $DURATION"
@@ -88,18 +103,19 @@ survivors=0
 rows=() details=()
 for p in "${patches[@]}"; do
 	name=$(basename "$p" .patch)
-	pkgs=$(header "$p" Package)
+	pkgs=$(pkgs "$p" | paste -sd ' ' -)
 	flags=$(header "$p" Loadgen)
+	mod=$(header "$p" Module)
 	dir="$work/m"
 	rm -rf "$dir"
 	cp -a "$work/base" "$dir"
 	if ! (cd "$dir" && git apply "$root/$p") 2>/dev/null; then
-		rows+=("$name|$pkgs|does not apply|-|STALE")
+		rows+=("$name|${pkgs//.:/}|does not apply|-|STALE")
 		survivors=$((survivors + 1))
 		continue
 	fi
-	if ! (cd "$dir" && $GO build ./...) >"$work/build.log" 2>&1; then
-		rows+=("$name|$pkgs|does not compile|-|BROKEN")
+	if ! (cd "$dir/${mod:-.}" && $GO build ./...) >"$work/build.log" 2>&1; then
+		rows+=("$name|${pkgs//.:/}|does not compile|-|BROKEN")
 		survivors=$((survivors + 1))
 		continue
 	fi
@@ -110,7 +126,7 @@ for p in "${patches[@]}"; do
 		verdict=SURVIVED
 		survivors=$((survivors + 1))
 	fi
-	rows+=("$name|$pkgs|${tests_out:--}|${loadgen_out:--} [${flags:-default}]|$verdict ($((SECONDS - t0))s)")
+	rows+=("$name|${pkgs//.:/}|${tests_out:--}|${loadgen_out:--} [${flags:-default}]|$verdict ($((SECONDS - t0))s)")
 	[ -z "$tests_all" ] || details+=("$name: $tests_all")
 done
 
