@@ -123,6 +123,7 @@ type config struct {
 	fleetTTL            time.Duration
 	fleetPrefix         string
 	replica             string
+	etcdAuth            etcdAuth // etcdauth.go
 }
 
 // joins reports whether cfg joins a fleet.
@@ -158,6 +159,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	fs.DurationVar(&cfg.fleetTTL, "fleet-ttl", etcdfleet.DefaultTTL, "lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.StringVar(&cfg.fleetPrefix, "fleet-prefix", defaultFleetPrefix, "etcd key prefix of the fleet, the same on every replica")
 	fs.StringVar(&cfg.replica, "replica", "", "this replica's name in the fleet, unique in it; it serves the tool "+replicaToolPrefix+"NAME (default: host name and process id)")
+	etcdAuthFlags(fs, &cfg.etcdAuth)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err // the flag package printed the usage
@@ -194,6 +196,9 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	if err := checkFleet(&cfg, set, getenv); err != nil {
 		return config{}, err
 	}
+	if err := checkEtcdAuth(&cfg, set, getenv); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
 }
 
@@ -208,6 +213,9 @@ func flagError(fs *flag.FlagSet, err error) error {
 		if name, _, _ := strings.Cut(rest, ":"); fs.Lookup(name) != nil {
 			return fmt.Errorf("invalid value for flag -%s (not shown: it may be a token); run with -h", name)
 		}
+	}
+	if strings.HasSuffix(msg, "not defined: -etcd-password") {
+		return fmt.Errorf("there is no -etcd-password: ps shows command lines; use $%s or -etcd-password-file", etcdPasswordEnv)
 	}
 	return errors.New("unknown flag or bad flag syntax (not shown: it may be a token); run with -h")
 }
