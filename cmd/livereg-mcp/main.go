@@ -17,7 +17,9 @@
 //	            [-tokens-file file | -tokens spec] [-url-file file]
 //	            [-metrics host:port] [-log-level level] [-log-json]
 //	            [-shutdown-timeout d]
-//	            [-etcd URL[,URL...] | -etcd-embedded DIR [-etcd-listen URL]]
+//	            [-etcd URL[,URL...] [-etcd-ca file] [-etcd-cert file -etcd-key file]
+//	             [-etcd-user name [-etcd-password-file file]]
+//	             | -etcd-embedded DIR [-etcd-listen URL]]
 //	            [-advertise URL] [-fleet-token token] [-fleet-ttl d]
 //	            [-fleet-prefix /prefix] [-replica name]
 //
@@ -61,6 +63,13 @@
 // starts the same demo consumers; one replica wins each name, and the
 // others take a name over when it is free again. Each replica also serves
 // replica_NAME (-replica NAME), which says where a call ran.
+//
+// The embedded etcd runs with auth on: its one user, root, has a password
+// derived from the fleet token, with which every replica that gives no
+// -etcd-user logs in. It grants no CORS origin and serves only loopback
+// Host names. For an etcd of one's own, -etcd-ca, -etcd-cert and -etcd-key
+// set TLS, and -etcd-user an etcd user, whose password comes from
+// $LIVEREG_ETCD_PASSWORD or -etcd-password-file, never from a flag.
 //
 // Without tokens only public routes answer and the server refuses to listen
 // on a non-loopback address; with tokens, a non-loopback listener answers
@@ -236,9 +245,12 @@ A fleet of replicas: -etcd URL[,URL...] joins one over an etcd cluster;
 -etcd-embedded DIR starts a single-node etcd on loopback and joins it, and
 other replicas join with -etcd. Every replica needs the same fleet token,
 in $%s (-fleet-token shows in ps).
+The embedded etcd's auth is on, its root password derived from the fleet
+token; for an etcd of your own, see -etcd-ca, -etcd-cert, -etcd-key and
+-etcd-user (its password in $%s).
 
 Flags:
-`, tokensEnv, tokenSpecHelp, minTokenLen, fleetTokenEnv)
+`, tokensEnv, tokenSpecHelp, minTokenLen, fleetTokenEnv, etcdPasswordEnv)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
