@@ -338,3 +338,55 @@ func writeCert(t *testing.T, dir string) (ca, cert, key string) {
 	}
 	return cert, cert, key
 }
+
+// What a stranger adds in the milliseconds between the first start's
+// listening and its AuthEnable (users, roles, keys) is gone once auth is
+// on.
+func TestEmbeddedEtcdFirstStartSweeps(t *testing.T) {
+	ctx := ctxGuard(t)
+	dir := t.TempDir()
+	lock, e, err := startEtcd(ctx, dir, freeLoopbackURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close(); _ = lock.Close() }()
+	ep := "http://" + e.Clients[0].Addr().String()
+	anon, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	for _, plant := range []func() error{
+		func() error { _, err := anon.UserAdd(ctx, "intruder", "x"); return err },
+		func() error { _, err := anon.RoleAdd(ctx, "intruder"); return err },
+		func() error { _, err := anon.UserGrantRole(ctx, "intruder", etcdRoot); return err },
+		func() error { _, err := anon.Put(ctx, "/livereg-mcp/tools/planted", "x"); return err },
+	} {
+		if err := plant(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := secureEtcd(ctx, e, ep, config{fleetToken: testFleetToken}, quiet()); err != nil {
+		t.Fatal(err)
+	}
+	root, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		Username: etcdRoot, Password: etcdRootPassword(testFleetToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	users, err := root.UserList(ctx)
+	if err != nil || len(users.Users) != 1 || users.Users[0] != etcdRoot {
+		t.Errorf("users after the first start: %v, %v; want root alone", users, err)
+	}
+	roles, err := root.RoleList(ctx)
+	if err != nil || len(roles.Roles) > 1 || len(roles.Roles) == 1 && roles.Roles[0] != etcdRoot {
+		t.Errorf("roles after the first start: %v, %v; want root alone", roles, err)
+	}
+	if resp, err := root.Get(ctx, "", clientv3.WithFromKey(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
+		t.Errorf("keys after the first start: %v, %v; want none", resp, err)
+	}
+	if _, err := anon.Authenticate(ctx, "intruder", "x"); err == nil {
+		t.Error("the planted user logs in")
+	}
+}
