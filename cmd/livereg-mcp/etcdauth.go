@@ -15,21 +15,31 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -52,6 +62,12 @@ const etcdRoot = "root"
 // etcdRootLabel separates the root password's derivation from any other
 // use of the fleet token; v1 leaves room for another derivation.
 const etcdRootLabel = "livereg etcd root v1"
+
+// The embedded etcd's peer certificate and key, in its data directory.
+const (
+	peerCertFile = "livereg-mcp-peer.crt"
+	peerKeyFile  = "livereg-mcp-peer.key"
+)
 
 // maxPasswordFile bounds -etcd-password-file.
 const maxPasswordFile = 4096
@@ -215,11 +231,16 @@ func explainAuthFailure(cfg config, err error) error {
 		"is this etcd the one a replica with -etcd-embedded runs, with this fleet token? For an etcd of your own, give -etcd-user)", err)
 }
 
-// hardenEtcd keeps the embedded etcd, serving client at listen, from
-// browsers: no CORS grant, and only requests whose Host is a loopback
-// name (etcd compares the Host header without its port), so that a page
-// that rebinds its DNS name to 127.0.0.1 is refused.
-func hardenEtcd(ecfg *embed.Config, listen *url.URL) {
+// hardenEtcd keeps the embedded etcd, serving clients at listen, to the
+// fleet. Browsers: no CORS grant, and only requests whose Host is a
+// loopback name (etcd compares the Host header without its port), so that
+// a page that rebinds its DNS name to 127.0.0.1 is refused. Other local
+// processes: the peer port, which a single member never dials but must
+// listen on, serves raft messages and lease renewals without etcd's auth,
+// so it takes TLS connections only from a client certificate that this
+// start makes and keeps in the data directory (mode 0600 in a 0700
+// directory). Cost: one ECDSA key and certificate per start.
+func hardenEtcd(ecfg *embed.Config, listen *url.URL) error {
 	ecfg.CORS = map[string]struct{}{noOrigin: {}}
 	hosts := map[string]struct{}{"localhost": {}, "127.0.0.1": {}, "::1": {}, "[::1]": {}}
 	if h := listen.Hostname(); h != "" {
@@ -229,6 +250,58 @@ func hardenEtcd(ecfg *embed.Config, listen *url.URL) {
 		}
 	}
 	ecfg.HostWhitelist = hosts
+
+	cert, key, err := writePeerCert(ecfg.Dir, listen.Hostname())
+	if err != nil {
+		return fmt.Errorf("peer certificate: %w", err)
+	}
+	ecfg.PeerTLSInfo = transport.TLSInfo{CertFile: cert, KeyFile: key, TrustedCAFile: cert, ClientCertAuth: true}
+	for _, urls := range [][]url.URL{ecfg.ListenPeerUrls, ecfg.AdvertisePeerUrls} {
+		for i := range urls {
+			urls[i].Scheme = "https"
+		}
+	}
+	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
+	return nil
+}
+
+// writePeerCert writes a new self-signed certificate for host, its own CA,
+// and its key into dir, replacing the previous start's.
+func writePeerCert(dir, host string) (cert, key string, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "livereg-mcp embedded etcd peer"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, DNSNames: []string{"localhost"},
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return "", "", err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return "", "", err
+	}
+	cert, key = filepath.Join(dir, peerCertFile), filepath.Join(dir, peerKeyFile)
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", err
+	}
+	return cert, key, nil
 }
 
 // secureEtcd turns the auth of the embedded etcd e (clients at ep) on, or

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -388,5 +389,43 @@ func TestEmbeddedEtcdFirstStartSweeps(t *testing.T) {
 	}
 	if _, err := anon.Authenticate(ctx, "intruder", "x"); err == nil {
 		t.Error("the planted user logs in")
+	}
+}
+
+// The embedded etcd's peer port, which serves raft messages and lease
+// renewals without etcd's auth, takes no plain HTTP and no TLS client
+// without this start's peer certificate; with it, it answers.
+func TestEmbeddedEtcdPeerPortClosed(t *testing.T) {
+	ctx := ctxGuard(t)
+	dir := t.TempDir()
+	lock, e, err := startEtcd(ctx, dir, freeLoopbackURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { e.Close(); _ = lock.Close() }()
+	peer := e.Peers[0].Addr().String()
+	get := func(url string, certs []tls.Certificate) (int, error) {
+		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}}
+		defer c.CloseIdleConnections()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if code, err := get("http://"+peer+"/members", nil); err == nil && code == http.StatusOK {
+		t.Error("the peer port answered plain HTTP")
+	}
+	if code, err := get("https://"+peer+"/members", nil); err == nil {
+		t.Errorf("the peer port answered HTTP %d to a TLS client without a certificate", code)
+	}
+	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, peerCertFile), filepath.Join(dir, peerKeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, err := get("https://"+peer+"/members", []tls.Certificate{cert}); err != nil || code != http.StatusOK {
+		t.Errorf("the peer port with its certificate: HTTP %d, %v", code, err)
 	}
 }

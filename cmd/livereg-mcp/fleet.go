@@ -294,7 +294,9 @@ func runEtcd(ctx context.Context, dir, listen string) (*embed.Etcd, error) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	hardenEtcd(cfg, client)
+	if err := hardenEtcd(cfg, client); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: %w", err)
