@@ -130,6 +130,14 @@ func TestJoinUserPassword(t *testing.T) {
 	for _, step := range []func() error{
 		func() error { _, err := admin.UserAdd(ctx, "root", testPassword); return err },
 		func() error { _, err := admin.UserGrantRole(ctx, "root", "root"); return err },
+		// A user of the prefix alone, as the package doc describes it.
+		func() error { _, err := admin.UserAdd(ctx, "fleet", testPassword); return err },
+		func() error { _, err := admin.RoleAdd(ctx, "fleet"); return err },
+		func() error {
+			_, err := admin.RoleGrantPermission(ctx, "fleet", prefix, clientv3.GetPrefixRangeEnd(prefix), clientv3.PermissionType(clientv3.PermReadWrite))
+			return err
+		},
+		func() error { _, err := admin.UserGrantRole(ctx, "fleet", "fleet"); return err },
 		func() error { _, err := admin.AuthEnable(ctx); return err },
 	} {
 		if err := step(); err != nil {
@@ -146,6 +154,14 @@ func TestJoinUserPassword(t *testing.T) {
 	defer root.Close()
 	if got := holder(t, root, toolKey("authed-tool")); got != "authed" {
 		t.Errorf("authed-tool held by %q, want the replica that joined with the password", got)
+	}
+
+	user := cfg
+	user.Replica, user.Username = "user", "fleet"
+	u := newReplicaOf(t, joinConfig(t, user))
+	u.mustStart(t, lifeFor(t), "user-tool")
+	if got := holder(t, root, toolKey("user-tool")); got != "user" {
+		t.Errorf("user-tool held by %q, want the replica that joined as a user of the prefix", got)
 	}
 
 	wrong := cfg

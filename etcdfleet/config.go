@@ -78,8 +78,8 @@ type Config struct {
 	// neither. With them Join logs in before it lists anything (one more
 	// round trip, and a bcrypt check on the server), the client logs in
 	// again when its token expires, and a refusal is ErrAuthFailed. The
-	// user needs read and write access to Prefix and its range, and
-	// leases. No error or log of this package quotes the password.
+	// user needs a role with readwrite permission on the keys under
+	// Prefix. No error or log of this package quotes the password.
 	Username, Password string
 }
 

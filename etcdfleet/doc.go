@@ -120,8 +120,8 @@
 // client speak TLS to https:// or unixs:// endpoints, with a client
 // certificate if the cluster wants one; Config.Username and
 // Config.Password log in as an etcd user, for a cluster with auth on
-// (etcdctl auth enable). Such a user needs read and write access to the
-// prefix's range, and the lease calls. A wrong password fails Join with
+// (etcdctl auth enable). Such a user needs a role with readwrite
+// permission on the keys under the prefix. A wrong password fails Join with
 // ErrAuthFailed, which quotes the user, never the password. Command
 // livereg-mcp's -etcd-embedded runs its etcd with auth on, its root
 // password derived from the fleet token.

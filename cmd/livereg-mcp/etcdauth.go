@@ -148,7 +148,7 @@ func checkEtcdAuth(cfg *config, set map[string]bool, getenv func(string) string)
 	}
 	if a.ca != "" || a.cert != "" {
 		for ep := range strings.SplitSeq(cfg.etcd, ",") {
-			if u, _ := url.Parse(strings.TrimSpace(ep)); u.Scheme != "https" && u.Scheme != "unixs" {
+			if u, err := url.Parse(strings.TrimSpace(ep)); err != nil || u.Scheme != "https" && u.Scheme != "unixs" {
 				return errors.New("-etcd-ca, -etcd-cert and -etcd-key need -etcd endpoints that are all https:// or unixs://")
 			}
 		}
