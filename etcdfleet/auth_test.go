@@ -124,7 +124,9 @@ func TestJoinTLS(t *testing.T) {
 // A cluster with auth on: the right password joins, a wrong one is
 // ErrAuthFailed without the password in the error, and none is refused.
 func TestJoinUserPassword(t *testing.T) {
-	ep := startEtcdWith(t, "http", nil)
+	// bcrypt's lowest cost: at the default, each login's check takes the
+	// CPU for long enough, under the race detector, that 1 s leases expire.
+	ep := startEtcdWith(t, "http", func(cfg *embed.Config) { cfg.BcryptCost = 4 })
 	ctx := ctxFor(t)
 	admin := client(t, ep)
 	for _, step := range []func() error{
