@@ -125,7 +125,7 @@ func checkEtcdAuth(cfg *config, set map[string]bool, getenv func(string) string)
 		if envPassword != "" {
 			return fmt.Errorf("$%s is set, but -etcd-embedded derives its etcd password from the fleet token: unset it", etcdPasswordEnv)
 		}
-		for tok := range strings.FieldsFuncSeq(getenv(etcdPreviousTokensEnv), func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		for tok := range strings.FieldsFuncSeq(getenv(etcdPreviousTokensEnv), func(r rune) bool { return r == ',' || isSpaceOrControl(r) }) {
 			if tok != cfg.fleetToken {
 				a.previous = append(a.previous, tok)
 			}
