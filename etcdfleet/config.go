@@ -2,6 +2,7 @@ package etcdfleet
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -66,6 +67,20 @@ type Config struct {
 	Advertise string
 	// Logger receives the etcd client's logs; nil discards them.
 	Logger *zap.Logger
+
+	// TLS, if set, is the client's TLS configuration for a cluster served
+	// over https:// or unixs:// (every endpoint must then be one): the
+	// CAs it trusts, and its own certificate if the cluster asks for one.
+	// [TLSFiles] builds one from PEM files. Nil with https endpoints means
+	// the system's roots and no client certificate.
+	TLS *tls.Config
+	// Username and Password are an etcd user's credentials, both or
+	// neither. With them Join logs in before it lists anything (one more
+	// round trip, and a bcrypt check on the server), the client logs in
+	// again when its token expires, and a refusal is ErrAuthFailed. The
+	// user needs a role with readwrite permission on the keys under
+	// Prefix. No error or log of this package quotes the password.
+	Username, Password string
 }
 
 // Validate reports what Join would refuse in cfg, without connecting to
@@ -83,6 +98,9 @@ func (cfg *Config) check() error {
 		if err := checkEndpoint(ep); err != nil {
 			return fmt.Errorf("%w: endpoint %q: %w", ErrInvalidConfig, ep, err)
 		}
+	}
+	if err := cfg.checkAuth(); err != nil {
+		return err
 	}
 	if err := checkPrefix(cfg.Prefix); err != nil {
 		return fmt.Errorf("%w: prefix %q: %w", ErrInvalidConfig, cfg.Prefix, err)

@@ -112,6 +112,20 @@
 // [Replica.Close] leaves the fleet: it kills the consumers that hold claims
 // and revokes the lease, freeing all their names in one revision.
 //
+// # Connecting securely
+//
+// An etcd that others can reach must not take writes from strangers:
+// whoever writes the prefix decides what every replica lists, and where
+// its calls go. Config.TLS ([TLSFiles] reads it from PEM files) makes the
+// client speak TLS to https:// or unixs:// endpoints, with a client
+// certificate if the cluster wants one; Config.Username and
+// Config.Password log in as an etcd user, for a cluster with auth on
+// (etcdctl auth enable). Such a user needs a role with readwrite
+// permission on the keys under the prefix. A wrong password fails Join with
+// ErrAuthFailed, which quotes the user, never the password. Command
+// livereg-mcp's -etcd-embedded runs its etcd with auth on, its root
+// password derived from the fleet token.
+//
 // # Cost
 //
 // A claim and a release are one Txn round trip each (a capped claim two,

@@ -49,18 +49,16 @@ type Replica struct {
 // once both are done, so a cluster that does not answer within ctx gives
 // ErrUnavailable (wrapping ctx's error), with the client closed and nothing
 // granted or running; a bad Config gives ErrInvalidConfig before anything
-// is dialled. Cost: two round trips. Close the Replica when done.
+// is dialled, and credentials the cluster refuses give ErrAuthFailed.
+// Cost: two round trips (three with Config.Username). Close the Replica
+// when done.
 func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w", err)
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   cfg.Endpoints,
-		DialTimeout: cfg.OpTimeout,
-		Logger:      cfg.Logger,
-	})
+	cli, err := dial(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("etcdfleet: join %v: %w: %w", cfg.Endpoints, ErrInvalidConfig, err)
+		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Replica{

@@ -81,7 +81,7 @@ func checkFleet(cfg *config, set map[string]bool, getenv func(string) string) er
 			}
 		}
 	} else if !loopbackURL(cfg.etcdListen) {
-		return errors.New("-etcd-listen must be http://IP:PORT on a loopback address (port 0 picks a free one): the embedded etcd has no authentication")
+		return errors.New("-etcd-listen must be http://IP:PORT on a loopback address (port 0 picks a free one): the embedded etcd serves plain HTTP")
 	}
 	if cfg.advertise != "" && !validAdvertise(cfg.advertise) {
 		return errors.New("-advertise must be an http:// or https:// URL with a host and a path, such as http://10.0.0.5:8931" + mcpserve.DefaultFleetPath)
@@ -211,20 +211,28 @@ func joinFleet(ctx context.Context, cfg config, addr net.Addr, log *slog.Logger)
 		}()
 		client := "http://" + e.Clients[0].Addr().String()
 		endpoints = []string{client}
+		if err := secureEtcd(ctx, e, client, cfg, log); err != nil {
+			f.stopEtcd()
+			return nil, err
+		}
 		log.Info("embedded etcd serving; other replicas join with -etcd "+client, "client_url", client, "dir", cfg.etcdEmbedded)
 	}
 	jctx, cancel := context.WithTimeout(ctx, etcdfleet.DefaultOpTimeout)
 	defer cancel()
+	user, password := cfg.etcdCredentials()
 	rep, err := etcdfleet.Join(jctx, etcdfleet.Config{
 		Endpoints: endpoints,
 		Prefix:    cfg.fleetPrefix,
 		TTL:       cfg.fleetTTL,
 		Replica:   cfg.replica,
 		Advertise: f.advertise,
+		TLS:       cfg.etcdAuth.tls,
+		Username:  user,
+		Password:  password,
 	})
 	if err != nil {
 		f.stopEtcd()
-		return nil, err
+		return nil, explainAuthFailure(cfg, err)
 	}
 	f.rep = rep
 	log.Info("joined the fleet", "replica", rep.Name(), "advertise", f.advertise,
@@ -286,6 +294,9 @@ func runEtcd(ctx context.Context, dir, listen string) (*embed.Etcd, error) {
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
+	if err := hardenEtcd(cfg, client); err != nil {
+		return nil, fmt.Errorf("embedded etcd: %w", err)
+	}
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("embedded etcd: %w", err)

@@ -17,7 +17,9 @@
 //	            [-tokens-file file | -tokens spec] [-url-file file]
 //	            [-metrics host:port] [-log-level level] [-log-json]
 //	            [-shutdown-timeout d]
-//	            [-etcd URL[,URL...] | -etcd-embedded DIR [-etcd-listen URL]]
+//	            [-etcd URL[,URL...] [-etcd-ca file] [-etcd-cert file -etcd-key file]
+//	             [-etcd-user name [-etcd-password-file file]]
+//	             | -etcd-embedded DIR [-etcd-listen URL]]
 //	            [-advertise URL] [-fleet-token token] [-fleet-ttl d]
 //	            [-fleet-prefix /prefix] [-replica name]
 //
@@ -61,6 +63,13 @@
 // starts the same demo consumers; one replica wins each name, and the
 // others take a name over when it is free again. Each replica also serves
 // replica_NAME (-replica NAME), which says where a call ran.
+//
+// The embedded etcd runs with auth on: its one user, root, has a password
+// derived from the fleet token, with which every replica that gives no
+// -etcd-user logs in. It grants no CORS origin and serves only loopback
+// Host names. For an etcd of one's own, -etcd-ca, -etcd-cert and -etcd-key
+// set TLS, and -etcd-user an etcd user, whose password comes from
+// $LIVEREG_ETCD_PASSWORD or -etcd-password-file, never from a flag.
 //
 // Without tokens only public routes answer and the server refuses to listen
 // on a non-loopback address; with tokens, a non-loopback listener answers
@@ -123,6 +132,7 @@ type config struct {
 	fleetTTL            time.Duration
 	fleetPrefix         string
 	replica             string
+	etcdAuth            etcdAuth // etcdauth.go
 }
 
 // joins reports whether cfg joins a fleet.
@@ -158,6 +168,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	fs.DurationVar(&cfg.fleetTTL, "fleet-ttl", etcdfleet.DefaultTTL, "lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.StringVar(&cfg.fleetPrefix, "fleet-prefix", defaultFleetPrefix, "etcd key prefix of the fleet, the same on every replica")
 	fs.StringVar(&cfg.replica, "replica", "", "this replica's name in the fleet, unique in it; it serves the tool "+replicaToolPrefix+"NAME (default: host name and process id)")
+	etcdAuthFlags(fs, &cfg.etcdAuth)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err // the flag package printed the usage
@@ -194,6 +205,9 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	if err := checkFleet(&cfg, set, getenv); err != nil {
 		return config{}, err
 	}
+	if err := checkEtcdAuth(&cfg, set, getenv); err != nil {
+		return config{}, err
+	}
 	return cfg, nil
 }
 
@@ -208,6 +222,9 @@ func flagError(fs *flag.FlagSet, err error) error {
 		if name, _, _ := strings.Cut(rest, ":"); fs.Lookup(name) != nil {
 			return fmt.Errorf("invalid value for flag -%s (not shown: it may be a token); run with -h", name)
 		}
+	}
+	if strings.HasSuffix(msg, "not defined: -etcd-password") {
+		return fmt.Errorf("there is no -etcd-password: ps shows command lines; use $%s or -etcd-password-file", etcdPasswordEnv)
 	}
 	return errors.New("unknown flag or bad flag syntax (not shown: it may be a token); run with -h")
 }
@@ -228,9 +245,12 @@ A fleet of replicas: -etcd URL[,URL...] joins one over an etcd cluster;
 -etcd-embedded DIR starts a single-node etcd on loopback and joins it, and
 other replicas join with -etcd. Every replica needs the same fleet token,
 in $%s (-fleet-token shows in ps).
+The embedded etcd's auth is on, its root password derived from the fleet
+token; for an etcd of your own, see -etcd-ca, -etcd-cert, -etcd-key and
+-etcd-user (its password in $%s).
 
 Flags:
-`, tokensEnv, tokenSpecHelp, minTokenLen, fleetTokenEnv)
+`, tokensEnv, tokenSpecHelp, minTokenLen, fleetTokenEnv, etcdPasswordEnv)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)

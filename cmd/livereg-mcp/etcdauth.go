@@ -1,0 +1,428 @@
+package main
+
+// How a replica authenticates to etcd, and how -etcd-embedded keeps its
+// etcd to the fleet.
+//
+// -etcd-embedded turns etcd's auth on, with one user, root, whose password
+// is derived from the fleet token (etcdRootPassword). A replica joining
+// with -etcd and no -etcd-user logs in as that root, so the replicas of a
+// fleet that share the token need no other flag. The cost: such a replica
+// sends the derived password (never the token) to whatever etcd -etcd
+// names, which is the point of deriving it. With -etcd-user the replica
+// logs in as that user instead, with the password from
+// $LIVEREG_ETCD_PASSWORD or -etcd-password-file: never a flag, which ps
+// would show.
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/livereg/livereg/etcdfleet"
+)
+
+// etcdPasswordEnv holds the password of -etcd-user.
+const etcdPasswordEnv = "LIVEREG_ETCD_PASSWORD"
+
+// etcdPreviousTokensEnv holds fleet tokens the fleet used before the
+// current one (comma-separated), during a rotation: the embedded etcd
+// whose root password derives from one of them gets the current one's.
+const etcdPreviousTokensEnv = "LIVEREG_FLEET_TOKEN_PREVIOUS"
+
+// etcdRoot is the embedded etcd's only user, and its role: etcd's
+// superuser, the one user AuthEnable requires.
+const etcdRoot = "root"
+
+// etcdRootLabel separates the root password's derivation from any other
+// use of the fleet token; v1 leaves room for another derivation.
+const etcdRootLabel = "livereg etcd root v1"
+
+// The embedded etcd's peer certificate and key, in its data directory.
+const (
+	peerCertFile = "livereg-mcp-peer.crt"
+	peerKeyFile  = "livereg-mcp-peer.key"
+)
+
+// maxPasswordFile bounds -etcd-password-file.
+const maxPasswordFile = 4096
+
+// noOrigin is the embedded etcd's only CORS origin: etcd grants every
+// origin when the list is empty, so it gets one that no browser sends (a
+// serialized origin holds no space), and grants none.
+const noOrigin = "livereg-mcp grants no origin"
+
+// etcdAuthFlagNames are the flags of an etcd of one's own.
+var etcdAuthFlagNames = []string{"etcd-ca", "etcd-cert", "etcd-key", "etcd-user", "etcd-password-file"}
+
+// etcdAuth is how a replica authenticates to etcd.
+type etcdAuth struct {
+	ca, cert, key string      // -etcd-ca, -etcd-cert, -etcd-key
+	user          string      // -etcd-user
+	passwordFile  string      // -etcd-password-file
+	password      string      // from the file or $LIVEREG_ETCD_PASSWORD
+	tls           *tls.Config // from the three files; nil without them
+	previous      []string    // $LIVEREG_FLEET_TOKEN_PREVIOUS
+}
+
+// etcdAuthFlags defines the flags of a.
+func etcdAuthFlags(fs *flag.FlagSet, a *etcdAuth) {
+	fs.StringVar(&a.ca, "etcd-ca", "", "with -etcd: PEM file of the CAs that sign the etcd servers' certificates (https:// or unixs:// endpoints)")
+	fs.StringVar(&a.cert, "etcd-cert", "", "with -etcd: PEM file of this replica's client certificate for etcd (with -etcd-key)")
+	fs.StringVar(&a.key, "etcd-key", "", "with -etcd: PEM file of the key of -etcd-cert")
+	fs.StringVar(&a.user, "etcd-user", "", "with -etcd: log in to etcd as this user, with the password in $"+etcdPasswordEnv+
+		" or -etcd-password-file (default: root, with a password derived from the fleet token, as -etcd-embedded sets it)")
+	fs.StringVar(&a.passwordFile, "etcd-password-file", "", "read -etcd-user's password from this file (mode 0600); there is no password flag: ps shows command lines")
+}
+
+// checkEtcdAuth validates the etcd authentication flags of cfg, whose
+// fleet flags checkFleet has accepted, reads the password and the TLS
+// files, and notes the previous fleet tokens. Its errors quote no
+// password and no token.
+func checkEtcdAuth(cfg *config, set map[string]bool, getenv func(string) string) error {
+	a := &cfg.etcdAuth
+	envPassword := getenv(etcdPasswordEnv)
+	switch {
+	case !cfg.joins():
+		for _, name := range etcdAuthFlagNames {
+			if set[name] {
+				return fmt.Errorf("-%s needs -etcd", name)
+			}
+		}
+		return nil
+	case cfg.etcdEmbedded != "":
+		for _, name := range etcdAuthFlagNames {
+			if set[name] {
+				return fmt.Errorf("-%s is for an etcd of your own (-etcd): -etcd-embedded serves plain HTTP on loopback, "+
+					"and its one user is root, with a password derived from the fleet token", name)
+			}
+		}
+		if envPassword != "" {
+			return fmt.Errorf("$%s is set, but -etcd-embedded derives its etcd password from the fleet token: unset it", etcdPasswordEnv)
+		}
+		for tok := range strings.FieldsFuncSeq(getenv(etcdPreviousTokensEnv), func(r rune) bool { return r == ',' || isSpaceOrControl(r) }) {
+			if tok != cfg.fleetToken {
+				a.previous = append(a.previous, tok)
+			}
+		}
+		return nil
+	}
+	switch {
+	case (a.cert == "") != (a.key == ""):
+		return errors.New("-etcd-cert and -etcd-key go together: a client certificate and its key")
+	case a.passwordFile != "" && envPassword != "":
+		return fmt.Errorf("-etcd-password-file and $%s are mutually exclusive", etcdPasswordEnv)
+	case set["etcd-user"] && a.user == "":
+		return errors.New("-etcd-user must not be empty")
+	case a.user == "" && (a.passwordFile != "" || envPassword != ""):
+		return fmt.Errorf("an etcd password ($%s or -etcd-password-file) needs -etcd-user", etcdPasswordEnv)
+	case a.user != "" && strings.ContainsFunc(a.user, isSpaceOrControl):
+		return errors.New("-etcd-user must hold no spaces or control characters")
+	case a.user != "" && a.passwordFile == "" && envPassword == "":
+		return fmt.Errorf("-etcd-user needs its password, in $%s or -etcd-password-file (never a flag: ps shows command lines)", etcdPasswordEnv)
+	}
+	if a.ca != "" || a.cert != "" {
+		for ep := range strings.SplitSeq(cfg.etcd, ",") {
+			if u, err := url.Parse(strings.TrimSpace(ep)); err != nil || u.Scheme != "https" && u.Scheme != "unixs" {
+				return errors.New("-etcd-ca, -etcd-cert and -etcd-key need -etcd endpoints that are all https:// or unixs://")
+			}
+		}
+		c, err := etcdfleet.TLSFiles(a.ca, a.cert, a.key)
+		if err != nil {
+			return fmt.Errorf("-etcd-ca, -etcd-cert, -etcd-key: %w", err)
+		}
+		a.tls = c
+	}
+	switch {
+	case a.passwordFile != "":
+		pw, err := readPasswordFile(a.passwordFile)
+		if err != nil {
+			return err
+		}
+		a.password = pw
+	default:
+		a.password = envPassword
+	}
+	return nil
+}
+
+// readPasswordFile reads a password from a file that only its owner may
+// read or write, without its trailing line end.
+func readPasswordFile(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", fmt.Errorf("-etcd-password-file: %w", pathless(err))
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("-etcd-password-file: %w", pathless(err))
+	case !st.Mode().IsRegular():
+		return "", errors.New("-etcd-password-file is not a regular file")
+	case st.Mode().Perm()&0o077 != 0:
+		return "", fmt.Errorf("-etcd-password-file has mode %04o: group or others may access it; chmod 600 it", st.Mode().Perm())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("-etcd-password-file: %w", pathless(err))
+	case len(b) > maxPasswordFile:
+		return "", fmt.Errorf("-etcd-password-file is larger than %d bytes", maxPasswordFile)
+	}
+	pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if pw == "" {
+		return "", errors.New("-etcd-password-file is empty")
+	}
+	return pw, nil
+}
+
+// etcdRootPassword derives the embedded etcd's root password from a fleet
+// token: base64url(HMAC-SHA256(token, etcdRootLabel)). Whoever has the
+// token can derive it; the password does not give the token back.
+func etcdRootPassword(fleetToken string) string {
+	m := hmac.New(sha256.New, []byte(fleetToken))
+	m.Write([]byte(etcdRootLabel))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// etcdCredentials returns the etcd user and password the replica logs in
+// with: -etcd-user's, or else root with the derived password (sent to the
+// -etcd cluster too, which ignores it if its auth is off).
+func (cfg config) etcdCredentials() (user, password string) {
+	if cfg.etcdAuth.user != "" {
+		return cfg.etcdAuth.user, cfg.etcdAuth.password
+	}
+	return etcdRoot, etcdRootPassword(cfg.fleetToken)
+}
+
+// explainAuthFailure adds what to do to an ErrAuthFailed from joining
+// with the derived root credential.
+func explainAuthFailure(cfg config, err error) error {
+	if !errors.Is(err, etcdfleet.ErrAuthFailed) || cfg.etcdAuth.user != "" {
+		return err
+	}
+	return fmt.Errorf("%w (without -etcd-user a replica logs in as root with a password derived from the fleet token: "+
+		"is this etcd the one a replica with -etcd-embedded runs, with this fleet token? For an etcd of your own, give -etcd-user)", err)
+}
+
+// hardenEtcd keeps the embedded etcd, serving clients at listen, to the
+// fleet. Browsers: no CORS grant, and only requests whose Host is a
+// loopback name (etcd compares the Host header without its port), so that
+// a page that rebinds its DNS name to 127.0.0.1 is refused. Other local
+// processes: the peer port, which a single member never dials but must
+// listen on, serves raft messages and lease renewals without etcd's auth,
+// so it takes TLS connections only from a client certificate that this
+// start makes and keeps in the data directory (mode 0600 in a 0700
+// directory). Cost: one ECDSA key and certificate per start.
+func hardenEtcd(ecfg *embed.Config, listen *url.URL) error {
+	ecfg.CORS = map[string]struct{}{noOrigin: {}}
+	hosts := map[string]struct{}{"localhost": {}, "127.0.0.1": {}, "::1": {}, "[::1]": {}}
+	if h := listen.Hostname(); h != "" {
+		hosts[h] = struct{}{}
+		if strings.Contains(h, ":") {
+			hosts["["+h+"]"] = struct{}{} // a Host without a port keeps its brackets
+		}
+	}
+	ecfg.HostWhitelist = hosts
+	// bcrypt's cost slows the guessing of weak passwords; root's is 256
+	// bits from an HMAC, which no cost makes weaker or stronger, so the
+	// lowest (bcrypt.MinCost) spares each login the default's tens of
+	// milliseconds of CPU, which the etcd that keeps the leases alive
+	// shares with the logins of every replica.
+	ecfg.BcryptCost = 4
+
+	cert, key, err := writePeerCert(ecfg.Dir, listen.Hostname())
+	if err != nil {
+		return fmt.Errorf("peer certificate: %w", err)
+	}
+	ecfg.PeerTLSInfo = transport.TLSInfo{CertFile: cert, KeyFile: key, TrustedCAFile: cert, ClientCertAuth: true}
+	for _, urls := range [][]url.URL{ecfg.ListenPeerUrls, ecfg.AdvertisePeerUrls} {
+		for i := range urls {
+			urls[i].Scheme = "https"
+		}
+	}
+	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
+	return nil
+}
+
+// writePeerCert writes a new self-signed certificate for host, its own CA,
+// and its key into dir, replacing the previous start's.
+func writePeerCert(dir, host string) (cert, key string, err error) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", "", err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return "", "", err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "livereg-mcp embedded etcd peer"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(10, 0, 0),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}, DNSNames: []string{"localhost"},
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		return "", "", err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		return "", "", err
+	}
+	cert, key = filepath.Join(dir, peerCertFile), filepath.Join(dir, peerKeyFile)
+	if err := os.WriteFile(key, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(cert, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		return "", "", err
+	}
+	return cert, key, nil
+}
+
+// secureEtcd turns the auth of the embedded etcd e (clients at ep) on, or
+// checks it: on the first start it creates root with the derived password
+// and enables auth; on a later start it logs in with it, and if the fleet
+// token changed, logs in with a previous token's password and sets the
+// current one's. Cost: a few round trips and bcrypt checks, tens of ms.
+func secureEtcd(ctx context.Context, e *embed.Etcd, ep string, cfg config, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, etcdReadyTimeout)
+	defer cancel()
+	password := etcdRootPassword(cfg.fleetToken)
+	if !e.Server.AuthStore().IsAuthEnabled() {
+		if err := enableEtcdAuth(ctx, ep, password); err != nil {
+			return fmt.Errorf("embedded etcd: turning its auth on: %w", err)
+		}
+		log.Info("embedded etcd: auth turned on; replicas log in as root, with a password derived from the fleet token")
+		return nil
+	}
+	cli, err := etcdClient(ctx, ep, "", "")
+	if err != nil {
+		return fmt.Errorf("embedded etcd: %w", err)
+	}
+	defer cli.Close()
+	_, err = cli.Authenticate(ctx, etcdRoot, password)
+	if !errors.Is(err, rpctypes.ErrAuthFailed) {
+		if err != nil {
+			return fmt.Errorf("embedded etcd: logging in as root: %w", err)
+		}
+		return nil
+	}
+	for _, old := range cfg.etcdAuth.previous {
+		if _, err := cli.Authenticate(ctx, etcdRoot, etcdRootPassword(old)); errors.Is(err, rpctypes.ErrAuthFailed) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("embedded etcd: logging in as root: %w", err)
+		}
+		prev, err := etcdClient(ctx, ep, etcdRoot, etcdRootPassword(old))
+		if err == nil {
+			_, err = prev.UserChangePassword(ctx, etcdRoot, password)
+			_ = prev.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("embedded etcd: changing root's password to the current fleet token's: %w", err)
+		}
+		log.Info("embedded etcd: root's password changed from a previous fleet token's to the current one's")
+		return nil
+	}
+	return fmt.Errorf("embedded etcd: auth is on, and root's password derives neither from the fleet token nor from one in $%s: "+
+		"put the token it last ran with there", etcdPreviousTokensEnv)
+}
+
+// enableEtcdAuth creates root with password and turns auth on. The etcd
+// serves while it does, without auth until the last step: anything a
+// stranger added in those milliseconds is removed once auth is on (users,
+// roles and keys; the embedded etcd holds only the fleet's claims, whose
+// replicas are not running yet when it starts).
+func enableEtcdAuth(ctx context.Context, ep, password string) error {
+	cli, err := etcdClient(ctx, ep, "", "")
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.UserAdd(ctx, etcdRoot, password); errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+		// A start that stopped between these steps left root behind.
+		if _, err := cli.UserChangePassword(ctx, etcdRoot, password); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	if _, err := cli.RoleAdd(ctx, etcdRoot); err != nil && !errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+		return err
+	}
+	if _, err := cli.UserGrantRole(ctx, etcdRoot, etcdRoot); err != nil {
+		return err
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		return err
+	}
+	root, err := etcdClient(ctx, ep, etcdRoot, password)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	users, err := root.UserList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, u := range users.Users {
+		if u != etcdRoot {
+			if _, err := root.UserDelete(ctx, u); err != nil {
+				return err
+			}
+		}
+	}
+	roles, err := root.RoleList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range roles.Roles {
+		if r != etcdRoot {
+			if _, err := root.RoleDelete(ctx, r); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = root.Delete(ctx, "", clientv3.WithFromKey())
+	return err
+}
+
+// etcdClient is a short-lived client of the embedded etcd, logged in if
+// user is set, that ends with ctx.
+func etcdClient(ctx context.Context, ep, user, password string) (*clientv3.Client, error) {
+	return clientv3.New(clientv3.Config{
+		Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Context: ctx,
+		Username: user, Password: password, Logger: zap.NewNop(),
+	})
+}
