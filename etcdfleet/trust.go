@@ -148,9 +148,10 @@ func (r *Replica) tampered(key string, kv *mvccpb.KeyValue, rev int64) *claim {
 // deleted, perhaps claimed anew) the claim is lost: its consumer is
 // killed, as a lost session's are, so that no two replicas serve the name
 // and none lists a name nobody serves. A Txn that fails gives the claim up
-// too, but a lease that is gone means the session ended, which the
-// supervisor handles. It runs on the follower, one Txn bounded by
-// Config.OpTimeout.
+// too. A lease that is gone means the session ended (an expiry, which
+// deletes the key too), which the supervisor handles as every loss. It
+// runs on the follower: one Txn, and a lease lookup after a deletion,
+// bounded by Config.OpTimeout.
 func (r *Replica) repair(c *claim) {
 	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.OpTimeout)
 	defer cancel()
@@ -164,6 +165,13 @@ func (r *Replica) repair(c *claim) {
 		return
 	case errors.Is(err, rpctypes.ErrLeaseNotFound) || r.ctx.Err() != nil:
 		return
+	case err == nil:
+		// The key is gone or another's. If the lease went with it, this
+		// is an expiry the session has not heard of yet, not tampering:
+		// the session's loss kills every consumer at once (lose).
+		if ttl, lerr := r.cli.TimeToLive(ctx, c.sess.Lease()); lerr == nil && ttl.TTL < 0 {
+			return
+		}
 	}
 	r.mu.Lock()
 	_, held := r.claims[c]
