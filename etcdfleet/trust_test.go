@@ -215,7 +215,7 @@ func TestInvalidRecordsDropped(t *testing.T) {
 	add(prefix+"/prompts/p", etcdfleet.Record{Replica: "b", Kind: "prompt", Tool: &etcdfleet.ToolDesc{Name: "p"}})
 	add(prefix+"/elsewhere/x", etcdfleet.Record{Replica: "b", Kind: "tool", Tool: &etcdfleet.ToolDesc{Name: "x"}})
 	add(toolKey("a%2Fb"), etcdfleet.Record{Replica: "b", Kind: "tool", Tool: &etcdfleet.ToolDesc{Name: "a/b"}}) // not a tool name
-	add(toolKey("%61"), toolRecord("b", good, "a"))                                                               // not canonically escaped
+	add(toolKey("%61"), toolRecord("b", good, "a"))                                                             // not canonically escaped
 	for _, c := range cases {
 		put(t, cli, c.key, etcdfleet.Seal(fleetToken, c.key, 0, c.rec))
 	}
