@@ -206,7 +206,7 @@ func (r *Replica) lose(s *concurrency.Session) {
 	r.mu.Unlock()
 	// Its own routes die now, and other replicas' may have changed
 	// unseen: the view lists nothing until a listing under the next
-	// session (item "While etcd stalls" of the package doc).
+	// session (the package doc's "While etcd stalls").
 	r.view.hide()
 	r.cfg.Logger.Warn("etcdfleet: session lost; killing its consumers", zap.Int64("lease", int64(s.Lease())), zap.Int("claims", len(lost)))
 	for c := range lost {
