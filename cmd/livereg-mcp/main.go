@@ -123,6 +123,7 @@ type config struct {
 	fleetTTL            time.Duration
 	fleetPrefix         string
 	replica             string
+	fleetTrust          // -fleet-peers, previous tokens (fleettrust.go)
 }
 
 // joins reports whether cfg joins a fleet.
@@ -157,6 +158,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 		"); visible to every user of the machine in ps: prefer $"+fleetTokenEnv)
 	fs.DurationVar(&cfg.fleetTTL, "fleet-ttl", etcdfleet.DefaultTTL, "lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.StringVar(&cfg.fleetPrefix, "fleet-prefix", defaultFleetPrefix, "etcd key prefix of the fleet, the same on every replica")
+	cfg.fleetTrust.flags(fs)
 	fs.StringVar(&cfg.replica, "replica", "", "this replica's name in the fleet, unique in it; it serves the tool "+replicaToolPrefix+"NAME (default: host name and process id)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -319,7 +321,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		MaxListenStreams: cfg.maxListens,
 	}
 	if fl != nil {
-		opts.Fleet = &mcpserve.Fleet{Peers: fl.rep, Token: cfg.fleetToken}
+		opts.Fleet = &mcpserve.Fleet{Peers: fl.rep, Token: cfg.fleetToken, PreviousTokens: cfg.fleetPrevious}
 	}
 	srv, err := mcpserve.New(cat, opts)
 	if err != nil {
@@ -351,7 +353,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 			log.Warn("metrics are served beyond loopback without authentication", "addr", mln.Addr().String())
 		}
 		log.Info("serving metrics", "url", murl)
-		go func() { metricsDone <- serveMetrics(ctx, mln, cat, srv, log) }()
+		go func() { metricsDone <- serveMetrics(ctx, mln, cat, srv, log, fl.collectors()...) }()
 		if cfg.onMetrics != nil {
 			cfg.onMetrics(murl)
 		}
