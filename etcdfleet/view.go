@@ -72,7 +72,9 @@ func (v *View) Resources() []ResourceDesc {
 	return v.res
 }
 
-// Holder returns the record of the claim on key, if the view has one.
+// Holder returns the record of the claim on key, if the view has one: a
+// record the fleet signed, valid for key, and none while the view is
+// hidden.
 func (v *View) Holder(key string) (Record, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

@@ -19,7 +19,7 @@
 //	            [-shutdown-timeout d]
 //	            [-etcd URL[,URL...] | -etcd-embedded DIR [-etcd-listen URL]]
 //	            [-advertise URL] [-fleet-token token] [-fleet-ttl d]
-//	            [-fleet-prefix /prefix] [-replica name]
+//	            [-fleet-prefix /prefix] [-replica name] [-fleet-peers list]
 //
 // For a wildcard -addr (0.0.0.0, [::]) it logs, and writes to -url-file,
 // the loopback URL, which a client on the machine can use, and logs the
@@ -61,6 +61,14 @@
 // starts the same demo consumers; one replica wins each name, and the
 // others take a name over when it is free again. Each replica also serves
 // replica_NAME (-replica NAME), which says where a call ran.
+//
+// The fleet token also signs every record a replica writes in etcd, and a
+// replica believes no other (package etcdfleet's "What a replica
+// trusts"): a record that is not signed, or whose endpoint is not /fleet
+// on a host -fleet-peers allows (any by default; loopback only with
+// -etcd-embedded), is neither listed nor forwarded to. While the fleet
+// rotates its token, $LIVEREG_FLEET_TOKEN_PREVIOUS (comma-separated)
+// holds the tokens still accepted, never sent.
 //
 // Without tokens only public routes answer and the server refuses to listen
 // on a non-loopback address; with tokens, a non-loopback listener answers
