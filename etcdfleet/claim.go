@@ -169,6 +169,7 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 	}
 	r.claims[c] = struct{}{}
 	r.track(c)
+	r.settle(c, cl.Owner.ID())
 	return c.release, nil
 }
 

@@ -123,6 +123,29 @@ func (r *Replica) untrack(c *claim) {
 	}
 }
 
+// settle covers the moment between a claim's put and its tracking, r.mu
+// held: a change to the key that the follower applied in that moment was
+// not the claim's concern yet. If the view is already past the put and
+// does not hold the claim's own record, the claim is repaired in the
+// background (Close waits for it); a repair of an intact key puts the same
+// value again, which is harmless.
+func (r *Replica) settle(c *claim, owner uint64) {
+	if r.view.Revision() < c.rev || r.view.isHidden() {
+		// The follower has yet to see the put, and will check it; or
+		// the view is hidden, and the listing that shows it checks every
+		// tracked claim.
+		return
+	}
+	if rec, ok := r.view.Holder(c.key); ok && rec.Replica == r.cfg.Replica && rec.Owner == owner {
+		return
+	}
+	r.undos.Add(1)
+	go func() {
+		defer r.undos.Done()
+		r.repair(c)
+	}()
+}
+
 // tampered returns the claim this replica holds on key if kv, the key's
 // content at revision rev (nil: deleted), is not what the claim wrote:
 // another value, another create revision or another lease. Changes at or

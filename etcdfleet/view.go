@@ -110,6 +110,13 @@ func (v *View) hide() {
 	}
 }
 
+// isHidden reports whether the view is hidden.
+func (v *View) isHidden() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.hidden
+}
+
 // hideGen returns how many times the view was hidden: a listing read
 // before hide is no reason to show it again.
 func (v *View) hideGen() uint64 {
