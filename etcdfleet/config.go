@@ -73,10 +73,11 @@ type Config struct {
 	// follower believes only records that verify (the package doc's "What
 	// a replica trusts"). Required.
 	Token string
-	// PreviousTokens are fleet tokens still accepted when verifying a
-	// record, never used to sign one: a fleet rotates its token without
-	// downtime by giving every replica the new Token with the old one
-	// here, then dropping the old one. Each is at least MinTokenBytes.
+	// PreviousTokens are other fleet tokens accepted when verifying a
+	// record, never used to sign one (package mcpserve's
+	// Fleet.PreviousTokens does the same for the hop): the package doc's
+	// "What a replica trusts" says how a fleet rotates its token without
+	// downtime with them. Each is at least MinTokenBytes.
 	PreviousTokens []string
 	// PeerPath is the path every record's endpoint must end in; empty
 	// means DefaultPeerPath. Advertise must end in it too.

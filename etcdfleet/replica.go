@@ -55,6 +55,10 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w", err)
 	}
+	tr, err := newTrust(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcdfleet: join: %w: %w", ErrInvalidConfig, err)
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   cfg.Endpoints,
 		DialTimeout: cfg.OpTimeout,
@@ -62,10 +66,6 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: join %v: %w: %w", cfg.Endpoints, ErrInvalidConfig, err)
-	}
-	tr, err := newTrust(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("etcdfleet: join: %w: %w", ErrInvalidConfig, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Replica{trust: tr,
