@@ -2,6 +2,7 @@ package etcdfleet_test
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/etcdfleet"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -252,5 +255,20 @@ func TestInvalidRecordsDropped(t *testing.T) {
 	}
 	if got := a.Rejected(); got != uint64(len(cases)) {
 		t.Errorf("Rejected() = %d, want %d", got, len(cases))
+	}
+}
+
+// A start whose record the other replicas would drop is refused, and
+// claims nothing: every replica lists what any one lists.
+func TestClaimRefusesWhatTheFleetWouldDrop(t *testing.T) {
+	ep := startEtcd(t)
+	cli := client(t, ep)
+	a := newReplica(t, ep, "a")
+	_, err := a.cat.StartTool(lifeFor(t), catalog.Tool{Name: "untyped", InputSchema: json.RawMessage(`{}`)}, bindsec.Plan{Public: true}, echo)
+	if !errors.Is(err, catalog.ErrInvalidRoute) {
+		t.Fatalf("start with an input schema without a type: %v, want ErrInvalidRoute", err)
+	}
+	if got := holder(t, cli, toolKey("untyped")); got != "" {
+		t.Fatalf("the refused start left a claim by %q", got)
 	}
 }
