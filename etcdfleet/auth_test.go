@@ -53,7 +53,7 @@ func TestValidateAuth(t *testing.T) {
 		if cfg.Endpoints == nil {
 			cfg.Endpoints = []string{"http://127.0.0.1:2379"}
 		}
-		cfg.Prefix = prefix
+		cfg.Prefix, cfg.Token = prefix, fleetToken
 		err := cfg.Validate()
 		switch {
 		case tt.wantErr == "" && err != nil:
@@ -99,11 +99,11 @@ func TestJoinTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newReplicaOf(t, joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: "tls", TLS: tlsCfg}))
+	r := newReplicaOf(t, joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: "tls", Token: fleetToken, TLS: tlsCfg}))
 	r.mustStart(t, lifeFor(t), "over-tls")
 
 	for _, creds := range []bool{false, true} {
-		cfg := etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, Replica: "untrusting", TLS: &tls.Config{}}
+		cfg := etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, Replica: "untrusting", Token: fleetToken, TLS: &tls.Config{}}
 		if creds {
 			cfg.Username, cfg.Password = "root", testPassword
 		}
@@ -146,7 +146,7 @@ func TestJoinUserPassword(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: "authed", Username: "root", Password: testPassword}
+	cfg := etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: "authed", Token: fleetToken, Username: "root", Password: testPassword}
 	r := newReplicaOf(t, joinConfig(t, cfg))
 	r.mustStart(t, lifeFor(t), "authed-tool")
 	root, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, Username: "root", Password: testPassword, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})

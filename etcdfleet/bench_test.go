@@ -24,7 +24,7 @@ func BenchmarkClaimRelease(b *testing.B) {
 			name = fmt.Sprintf("cap=%d", capN)
 		}
 		b.Run(name, func(b *testing.B) {
-			r := joinConfig(b, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: "bench", Cap: capN})
+			r := joinConfig(b, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, Token: fleetToken, TTL: time.Second, Replica: "bench", Cap: capN})
 			ctx := context.Background()
 			tok := owner.New()
 			defer tok.Release()

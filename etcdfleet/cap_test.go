@@ -18,7 +18,7 @@ import (
 // newCapped joins the fleet at ep as replica name with a fleet cap.
 func newCapped(t testing.TB, ep, name string, cap int) replica {
 	t.Helper()
-	return newReplicaOf(t, joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: name, Cap: cap}))
+	return newReplicaOf(t, joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, Token: fleetToken, TTL: time.Second, Replica: name, Cap: cap}))
 }
 
 // capWatch follows the tool keys from revision rev+1 and records the most

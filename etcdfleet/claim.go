@@ -25,6 +25,10 @@ type Record struct {
 	Kind     string        `json:"kind"`
 	Tool     *ToolDesc     `json:"tool,omitempty"`
 	Resource *ResourceDesc `json:"resource,omitempty"`
+	// MAC authenticates the rest, the key and the lease (base64url,
+	// unpadded): see the package doc's "What a replica trusts". Empty in
+	// the record a follower hands out, once checked.
+	MAC string `json:"mac,omitempty"`
 }
 
 // ToolDesc is a tool route as a claim records it.
@@ -88,6 +92,7 @@ type claim struct {
 	r    *Replica
 	key  string
 	rev  int64                // the key's create revision: the fence
+	val  string               // the value the claim put: what repair puts back
 	sess *concurrency.Session // the session whose lease the key hangs on
 	kill func()
 }
@@ -103,7 +108,9 @@ type claim struct {
 // Errors, wrapped with the key: catalog.ErrDuplicate (the key exists: a
 // live owner on some replica, this one included, holds the name, or a
 // crashed replica's lease has not expired yet), catalog.ErrCapReached,
-// catalog.ErrInvalidName, ErrSessionLost (the session ended meanwhile;
+// catalog.ErrInvalidName, catalog.ErrInvalidRoute (a descriptor the other
+// replicas would drop: an input schema whose "type" is not "object", say),
+// ErrSessionLost (the session ended meanwhile;
 // retry), ErrUnavailable (no answer within ctx or Config.OpTimeout),
 // ErrClosed. On error nothing stays claimed: a Txn whose outcome is unknown
 // is undone, fenced, in the background.
@@ -121,30 +128,35 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 		return nil, fmt.Errorf("etcdfleet: claim: %w", err)
 	}
 	wrap := func(err error) error { return fmt.Errorf("etcdfleet: claim %s: %w", key, err) }
-	val, err := json.Marshal(r.record(cl))
-	if err != nil {
-		return nil, wrap(fmt.Errorf("%w: %w", errInvalidName, err))
+	rec := r.record(cl)
+	if err := validRecord(r.cfg.Prefix, key, rec, r.trust.peerPath, r.trust.peers); err != nil {
+		// The other replicas would drop it: refuse what they would not list.
+		return nil, wrap(fmt.Errorf("%w: %w", errInvalidRoute, err))
 	}
 	s, err := r.session(ctx)
 	if err != nil {
 		return nil, wrap(err)
 	}
+	val, err := r.trust.keys.seal(key, int64(s.Lease()), rec)
+	if err != nil {
+		return nil, wrap(fmt.Errorf("%w: %w", errInvalidName, err))
+	}
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()
-	rev, refused, err := r.put(tctx, cl.Kind, key, string(val), s.Lease())
+	rev, refused, err := r.put(tctx, cl.Kind, key, val, s.Lease())
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return nil, wrap(fmt.Errorf("%w: %w", ErrSessionLost, err))
 		}
 		// The put may have been applied: undo it, fenced by what only
 		// this attempt could have written.
-		r.undo(key, string(val), s.Lease())
+		r.undo(key, val, s.Lease())
 		return nil, wrap(unavailable(err))
 	}
 	if refused != nil {
 		return nil, wrap(refused)
 	}
-	c := &claim{r: r, key: key, rev: rev, sess: s, kill: cl.Kill}
+	c := &claim{r: r, key: key, rev: rev, val: val, sess: s, kill: cl.Kill}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch {
@@ -156,6 +168,8 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 		return nil, wrap(ErrSessionLost)
 	}
 	r.claims[c] = struct{}{}
+	r.track(c)
+	r.settle(c, cl.Owner.ID())
 	return c.release, nil
 }
 
@@ -201,6 +215,7 @@ func (c *claim) release() {
 	r.mu.Lock()
 	_, held := r.claims[c]
 	delete(r.claims, c)
+	r.untrack(c)
 	r.mu.Unlock()
 	if !held {
 		return
@@ -231,7 +246,9 @@ func (c *claim) delete() error {
 	return err
 }
 
-// DecodeRecord decodes a claim key's value.
+// DecodeRecord decodes a claim key's value. It checks neither the MAC nor
+// the route: what a follower believes goes through both (the package
+// doc's "What a replica trusts").
 func DecodeRecord(b []byte) (Record, error) {
 	var rec Record
 	if err := json.Unmarshal(b, &rec); err != nil {

@@ -33,7 +33,7 @@ const (
 	maxReplicaBytes = 256
 )
 
-// Config configures a Replica. Endpoints and Prefix are required.
+// Config configures a Replica. Endpoints, Prefix and Token are required.
 type Config struct {
 	// Endpoints are the etcd client URLs: http://host:port,
 	// https://host:port, unix://path or unixs://path.
@@ -81,6 +81,27 @@ type Config struct {
 	// user needs a role with readwrite permission on the keys under
 	// Prefix. No error or log of this package quotes the password.
 	Username, Password string
+
+	// Token is the fleet token, the same on every replica (package
+	// mcpserve's Fleet.Token): at least MinTokenBytes. Every record this
+	// replica writes carries a MAC under a key derived from it, and the
+	// follower believes only records that verify (the package doc's "What
+	// a replica trusts"). Required.
+	Token string
+	// PreviousTokens are other fleet tokens accepted when verifying a
+	// record, never used to sign one (package mcpserve's
+	// Fleet.PreviousTokens does the same for the hop): the package doc's
+	// "What a replica trusts" says how a fleet rotates its token without
+	// downtime with them. Each is at least MinTokenBytes.
+	PreviousTokens []string
+	// PeerPath is the path every record's endpoint must end in; empty
+	// means DefaultPeerPath. Advertise must end in it too.
+	PeerPath string
+	// Peers are the hosts a record's endpoint may name, each a CIDR
+	// ("10.0.0.0/8"), an IP address or a host name (matched exactly,
+	// ignoring case; never resolved). Empty means any host. Advertise's
+	// host must be one of them.
+	Peers []string
 }
 
 // Validate reports what Join would refuse in cfg, without connecting to
@@ -128,6 +149,9 @@ func (cfg *Config) check() error {
 	}
 	if err := checkAdvertise(cfg.Advertise); err != nil {
 		return fmt.Errorf("%w: advertised endpoint %q: %w", ErrInvalidConfig, cfg.Advertise, err)
+	}
+	if err := cfg.checkTrust(); err != nil {
+		return err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()

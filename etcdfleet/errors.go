@@ -27,7 +27,8 @@ var (
 )
 
 var (
-	errDuplicate   = catalog.ErrDuplicate
-	errCapReached  = catalog.ErrCapReached
-	errInvalidName = catalog.ErrInvalidName
+	errDuplicate    = catalog.ErrDuplicate
+	errCapReached   = catalog.ErrCapReached
+	errInvalidName  = catalog.ErrInvalidName
+	errInvalidRoute = catalog.ErrInvalidRoute
 )

@@ -32,3 +32,17 @@ func (r *Replica) PauseFollower() (resume func()) {
 	r.pause <- struct{}{}
 	return func() { r.pause <- struct{}{} }
 }
+
+// Seal returns the value a replica whose fleet token is token writes for
+// rec on key, attached to lease: a genuine record, for tests to alter.
+func Seal(token, key string, lease int64, rec Record) string {
+	ks, err := newMACKeys(token, nil)
+	if err != nil {
+		panic(err)
+	}
+	val, err := ks.seal(key, lease, rec)
+	if err != nil {
+		panic(err)
+	}
+	return val
+}

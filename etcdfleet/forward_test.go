@@ -39,7 +39,7 @@ func newServed(t *testing.T, ep, name string) *served {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	r := newReplicaOf(t, joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second,
+	r := newReplicaOf(t, joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, Token: fleetToken, TTL: time.Second,
 		Replica: name, Advertise: base + mcpserve.DefaultFleetPath}))
 	srv, err := mcpserve.New(r.cat, mcpserve.Options{Logger: slog.New(slog.DiscardHandler), Path: "/mcp", Fleet: &mcpserve.Fleet{Peers: r.Replica, Token: fleetToken}})
 	if err != nil {

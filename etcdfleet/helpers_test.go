@@ -40,7 +40,7 @@ func lifeFor(t testing.TB) context.Context {
 // the test ends.
 func join(t testing.TB, ep, name string) *etcdfleet.Replica {
 	t.Helper()
-	return joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, TTL: time.Second, Replica: name})
+	return joinConfig(t, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, Token: fleetToken, TTL: time.Second, Replica: name})
 }
 
 // joinConfig joins the fleet with cfg, closed when the test ends.

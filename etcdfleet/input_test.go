@@ -15,7 +15,7 @@ import (
 )
 
 func TestJoinRefusesBadConfig(t *testing.T) {
-	ok := etcdfleet.Config{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/p", Advertise: "http://127.0.0.1:8931/fleet"}
+	ok := etcdfleet.Config{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/p", Token: fleetToken, Advertise: "http://127.0.0.1:8931/fleet"}
 	if err := ok.Validate(); err != nil {
 		t.Fatalf("Validate of a valid config: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestJoinUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	began := time.Now()
-	r, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix})
+	r, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{ep}, Prefix: prefix, Token: fleetToken})
 	if !errors.Is(err, etcdfleet.ErrUnavailable) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Join: %v, want ErrUnavailable and DeadlineExceeded", err)
 	}

@@ -108,7 +108,7 @@ func (h *linRecorder) incarnate(s *linSlot) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	r, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{h.ep}, Prefix: h.prefix, TTL: time.Second, Cap: capacity, Replica: fmt.Sprintf("r%d", rep)})
+	r, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{h.ep}, Prefix: h.prefix, Token: fleetToken, TTL: time.Second, Cap: capacity, Replica: fmt.Sprintf("r%d", rep)})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package etcdfleet
 
 import (
+	"encoding/json"
 	"sync/atomic"
 
 	"github.com/livereg/livereg/catalog"
@@ -13,6 +14,9 @@ import (
 // it (package mcpserve) sends list_changed. Every call returns the same
 // value, which converts each listing once per version.
 func (r *Replica) Remote() catalog.Remote { return r.remote }
+
+// objectOnlySchema is the input schema of a record that carries none.
+var objectOnlySchema = json.RawMessage(`{"type":"object"}`)
 
 // remote adapts a View to catalog.Remote, caching the listings it converts.
 type remote struct {
@@ -33,7 +37,12 @@ func (m *remote) Watch(f func())           { m.v.Watch(f) }
 
 func (m *remote) Tools() []catalog.Tool {
 	return convert(m.v.toolsVersion.Load(), &m.tools, m.v.Tools, func(d ToolDesc) catalog.Tool {
-		return catalog.Tool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: d.InputSchema, OutputSchema: d.OutputSchema}
+		in := d.InputSchema
+		if len(in) == 0 {
+			// As a local start defaults it: MCP requires one.
+			in = objectOnlySchema
+		}
+		return catalog.Tool{Name: d.Name, Title: d.Title, Description: d.Description, InputSchema: in, OutputSchema: d.OutputSchema}
 	})
 }
 

@@ -34,6 +34,7 @@ type Replica struct {
 	followDone chan struct{}  // closed when the follower has returned
 	pause      chan struct{}  // tests: hold the follower, then let it go on
 	undos      sync.WaitGroup // claims of unknown outcome being undone
+	trust      *trust         // what the follower believes (trust.go)
 
 	mu      sync.Mutex
 	sess    *concurrency.Session // nil between sessions and once closed
@@ -56,12 +57,16 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w", err)
 	}
+	tr, err := newTrust(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("etcdfleet: join: %w: %w", ErrInvalidConfig, err)
+	}
 	cli, err := dial(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Replica{
+	r := &Replica{trust: tr,
 		cfg: cfg, cli: cli, ctx: rctx, cancel: cancel,
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
 		view: newView(), followDone: make(chan struct{}), pause: make(chan struct{}),
@@ -175,6 +180,7 @@ func (r *Replica) supervise(s *concurrency.Session) {
 			if s = r.reopen(); s == nil {
 				return
 			}
+			r.requestRelist()
 			retry = nil
 		}
 	}
@@ -192,9 +198,14 @@ func (r *Replica) lose(s *concurrency.Session) {
 	}
 	lost := r.claims
 	r.claims, r.pending = map[*claim]struct{}{}, map[*claim]struct{}{}
+	clear(r.trust.held)
 	r.sess, r.ready = nil, make(chan struct{})
 	r.lost++
 	r.mu.Unlock()
+	// Its own routes die now, and other replicas' may have changed
+	// unseen: the view lists nothing until a listing under the next
+	// session (the package doc's "While etcd stalls").
+	r.view.hide()
 	r.cfg.Logger.Warn("etcdfleet: session lost; killing its consumers", zap.Int64("lease", int64(s.Lease())), zap.Int("claims", len(lost)))
 	for c := range lost {
 		c.kill()

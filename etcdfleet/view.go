@@ -9,7 +9,10 @@ import (
 
 // View is a replica's read-only view of the fleet's claims, every
 // replica's, its own included, as of one etcd revision. The replica's
-// follower keeps it up to date from a watch on the prefix. All methods are
+// follower keeps it up to date from a watch on the prefix, with only the
+// records the fleet signed that are valid routes. While the replica is
+// between sessions (from the loss of one until a listing under the next)
+// the view is hidden: it lists nothing and holds no claim. All methods are
 // safe for concurrent use; listings are sorted and cached, so an unchanged
 // view lists in O(1) without allocating.
 type View struct {
@@ -17,6 +20,8 @@ type View struct {
 	recs    map[string]Record // by key
 	rev     int64             // the etcd revision the view reflects
 	tools   []ToolDesc        // cached listings; nil once stale
+	hidden  bool              // between sessions: list and hold nothing
+	hides   uint64            // how many times it was hidden
 	res     []ResourceDesc
 	watch   []func() // called after every change; see Watch
 	version atomic.Uint64
@@ -40,7 +45,7 @@ func (v *View) Tools() []ToolDesc {
 	defer v.mu.Unlock()
 	if v.tools == nil {
 		v.tools = []ToolDesc{}
-		for _, rec := range v.recs {
+		for _, rec := range v.shown() {
 			if rec.Tool != nil {
 				v.tools = append(v.tools, *rec.Tool)
 			}
@@ -57,7 +62,7 @@ func (v *View) Resources() []ResourceDesc {
 	defer v.mu.Unlock()
 	if v.res == nil {
 		v.res = []ResourceDesc{}
-		for _, rec := range v.recs {
+		for _, rec := range v.shown() {
 			if rec.Resource != nil {
 				v.res = append(v.res, *rec.Resource)
 			}
@@ -67,12 +72,57 @@ func (v *View) Resources() []ResourceDesc {
 	return v.res
 }
 
-// Holder returns the record of the claim on key, if the view has one.
+// Holder returns the record of the claim on key, if the view has one: a
+// record the fleet signed, valid for key, and none while the view is
+// hidden.
 func (v *View) Holder(key string) (Record, bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if v.hidden {
+		return Record{}, false
+	}
 	rec, ok := v.recs[key]
 	return rec, ok
+}
+
+// shown returns the records the view shows: none while hidden. v.mu is
+// held.
+func (v *View) shown() map[string]Record {
+	if v.hidden {
+		return nil
+	}
+	return v.recs
+}
+
+// hide hides the view (see View), and announces the change.
+func (v *View) hide() {
+	v.mu.Lock()
+	v.hides++
+	was := v.hidden
+	v.hidden = true
+	v.tools, v.res = nil, nil
+	watch := v.watch
+	v.mu.Unlock()
+	if !was {
+		v.toolsVersion.Add(1)
+		v.resourcesVersion.Add(1)
+		v.notify(watch)
+	}
+}
+
+// isHidden reports whether the view is hidden.
+func (v *View) isHidden() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.hidden
+}
+
+// hideGen returns how many times the view was hidden: a listing read
+// before hide is no reason to show it again.
+func (v *View) hideGen() uint64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.hides
 }
 
 // Revision returns the etcd revision the view reflects.
@@ -97,10 +147,15 @@ func (v *View) Watch(f func()) {
 	v.watch = append(v.watch, f)
 }
 
-// reset replaces the view with a full listing at rev.
-func (v *View) reset(recs map[string]Record, rev int64) {
+// reset replaces the view with a full listing at rev. show says the
+// listing began under a live session, and gen is hideGen as it was then:
+// the view is shown again if it has not been hidden since.
+func (v *View) reset(recs map[string]Record, rev int64, show bool, gen uint64) {
 	v.mu.Lock()
 	v.recs, v.rev = recs, rev
+	if show && v.hides == gen {
+		v.hidden = false
+	}
 	v.tools, v.res = nil, nil
 	watch := v.watch
 	v.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -44,6 +45,12 @@ type Fleet struct {
 	// bearer token, and the fleet handler refuses (401) every request
 	// that does not. It is compared in constant time.
 	Token string
+	// PreviousTokens are fleet credentials the fleet handler also
+	// accepts, never sent: while a fleet rotates its token (package
+	// etcdfleet's doc, "Rotation"), a replica on the new token still
+	// answers one that forwards with the old. Each is at least
+	// MinFleetTokenBytes.
+	PreviousTokens []string
 	// Path is where Serve and ListenAndServe mount the fleet handler,
 	// beside the public one; empty means DefaultFleetPath. A replica
 	// advertises the URL of this path to the others.
@@ -88,6 +95,8 @@ func (s *Server) startFleet(opts Options) error {
 		return fmt.Errorf("%w: Fleet without Peers", ErrInvalidOptions)
 	case len(f.Token) < MinFleetTokenBytes:
 		return fmt.Errorf("%w: a fleet token of %d bytes; at least %d", ErrInvalidOptions, len(f.Token), MinFleetTokenBytes)
+	case slices.ContainsFunc(f.PreviousTokens, func(t string) bool { return len(t) < MinFleetTokenBytes }):
+		return fmt.Errorf("%w: a previous fleet token shorter than %d bytes", ErrInvalidOptions, MinFleetTokenBytes)
 	case f.Path != "" && (f.Path[0] != '/' || f.Path == s.path):
 		return fmt.Errorf("%w: fleet path %q is not an absolute URL path apart from Path", ErrInvalidOptions, f.Path)
 	}
@@ -109,6 +118,9 @@ func (s *Server) startFleet(opts Options) error {
 	s.internal = internal
 	s.fleetPath = orString(f.Path, DefaultFleetPath)
 	s.fleetToken = sha256.Sum256([]byte(f.Token))
+	for _, t := range f.PreviousTokens {
+		s.fleetPrevious = append(s.fleetPrevious, sha256.Sum256([]byte(t)))
+	}
 	s.fwd = newForwarder(f, s.log)
 	return nil
 }
@@ -139,7 +151,8 @@ func (s *Server) FleetHandler() http.Handler {
 			http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
 			return
 		}
-		if !s.fleetToken.matches(bearer(r.Header)) {
+		if tok := bearer(r.Header); !s.fleetToken.matches(tok) &&
+			!slices.ContainsFunc(s.fleetPrevious, func(d fleetTokenDigest) bool { return d.matches(tok) }) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="livereg-fleet"`)
 			http.Error(w, "Unauthorized: the fleet credential is required", http.StatusUnauthorized)
 			return

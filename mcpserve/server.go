@@ -189,6 +189,8 @@ type Server struct {
 	forwarded  bool             // this is an internal server: unknown routes are gone ones
 	fleetPath  string           // where Serve mounts FleetHandler
 	fleetToken fleetTokenDigest // the fleet credential's digest
+	// fleetPrevious are Fleet.PreviousTokens' digests, also accepted.
+	fleetPrevious []fleetTokenDigest
 
 	closeOnce sync.Once
 	closed    atomic.Bool

@@ -22,7 +22,7 @@ func TestAdopterRestartsAfterSessionLoss(t *testing.T) {
 	}
 	defer func() { e.Close(); _ = lock.Close() }()
 	ep := "http://" + e.Clients[0].Addr().String()
-	rep, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{ep}, Prefix: "/t", TTL: time.Second, Replica: "a"})
+	rep, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{ep}, Prefix: "/t", TTL: time.Second, Replica: "a", Token: testFleetToken})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,11 +50,6 @@ import (
 // etcdPasswordEnv holds the password of -etcd-user.
 const etcdPasswordEnv = "LIVEREG_ETCD_PASSWORD"
 
-// etcdPreviousTokensEnv holds fleet tokens the fleet used before the
-// current one (comma-separated), during a rotation: the embedded etcd
-// whose root password derives from one of them gets the current one's.
-const etcdPreviousTokensEnv = "LIVEREG_FLEET_TOKEN_PREVIOUS"
-
 // etcdRoot is the embedded etcd's only user, and its role: etcd's
 // superuser, the one user AuthEnable requires.
 const etcdRoot = "root"
@@ -87,7 +82,6 @@ type etcdAuth struct {
 	passwordFile  string      // -etcd-password-file
 	password      string      // from the file or $LIVEREG_ETCD_PASSWORD
 	tls           *tls.Config // from the three files; nil without them
-	previous      []string    // $LIVEREG_FLEET_TOKEN_PREVIOUS
 }
 
 // etcdAuthFlags defines the flags of a.
@@ -124,11 +118,6 @@ func checkEtcdAuth(cfg *config, set map[string]bool, getenv func(string) string)
 		}
 		if envPassword != "" {
 			return fmt.Errorf("$%s is set, but -etcd-embedded derives its etcd password from the fleet token: unset it", etcdPasswordEnv)
-		}
-		for tok := range strings.FieldsFuncSeq(getenv(etcdPreviousTokensEnv), func(r rune) bool { return r == ',' || isSpaceOrControl(r) }) {
-			if tok != cfg.fleetToken {
-				a.previous = append(a.previous, tok)
-			}
 		}
 		return nil
 	}
@@ -338,7 +327,7 @@ func secureEtcd(ctx context.Context, e *embed.Etcd, ep string, cfg config, log *
 		}
 		return nil
 	}
-	for _, old := range cfg.etcdAuth.previous {
+	for _, old := range cfg.fleetPrevious {
 		if _, err := cli.Authenticate(ctx, etcdRoot, etcdRootPassword(old)); errors.Is(err, rpctypes.ErrAuthFailed) {
 			continue
 		} else if err != nil {
@@ -356,7 +345,7 @@ func secureEtcd(ctx context.Context, e *embed.Etcd, ep string, cfg config, log *
 		return nil
 	}
 	return fmt.Errorf("embedded etcd: auth is on, and root's password derives neither from the fleet token nor from one in $%s: "+
-		"put the token it last ran with there", etcdPreviousTokensEnv)
+		"put the token it last ran with there", fleetTokenPreviousEnv)
 }
 
 // enableEtcdAuth creates root with password and turns auth on. The etcd

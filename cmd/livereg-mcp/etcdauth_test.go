@@ -248,7 +248,7 @@ func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 	for _, cfg := range []config{
 		{fleetToken: testFleetToken}, // the first start turns auth on
 		{fleetToken: testFleetToken}, // a restart logs in
-		{fleetToken: next, etcdAuth: etcdAuth{previous: []string{"not-this-one-0123456789", testFleetToken}}},
+		{fleetToken: next, fleetTrust: fleetTrust{fleetPrevious: []string{"not-this-one-0123456789", testFleetToken}}},
 	} {
 		_, stop := startSecuredEtcd(t, dir, cfg)
 		stop()
@@ -271,7 +271,7 @@ func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 	}
 	defer func() { e.Close(); _ = lock.Close() }()
 	err = secureEtcd(ctxGuard(t), e, "http://"+e.Clients[0].Addr().String(), config{fleetToken: stranger}, quiet())
-	if err == nil || !strings.Contains(err.Error(), etcdPreviousTokensEnv) || strings.Contains(err.Error(), stranger) {
+	if err == nil || !strings.Contains(err.Error(), fleetTokenPreviousEnv) || strings.Contains(err.Error(), stranger) {
 		t.Errorf("a token the etcd never knew: %v", err)
 	}
 }

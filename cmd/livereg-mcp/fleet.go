@@ -46,7 +46,7 @@ const etcdReadyTimeout = 30 * time.Second
 
 // fleetFlags are the flags that mean nothing without -etcd or
 // -etcd-embedded.
-var fleetFlags = []string{"advertise", "fleet-token", "fleet-ttl", "fleet-prefix", "replica", "etcd-listen"}
+var fleetFlags = []string{"advertise", "fleet-token", "fleet-ttl", "fleet-prefix", "replica", "etcd-listen", "fleet-peers"}
 
 // checkFleet validates the fleet flags of cfg, given the set of flags the
 // command line named, and fills in their defaults. Its errors never quote
@@ -105,7 +105,7 @@ func checkFleet(cfg *config, set map[string]bool, getenv func(string) string) er
 	case len(cfg.fleetToken) < mcpserve.MinFleetTokenBytes:
 		return fmt.Errorf("the fleet token is shorter than %d bytes", mcpserve.MinFleetTokenBytes)
 	}
-	return nil
+	return checkFleetTrust(cfg, getenv)
 }
 
 func validPrefix(p string) bool {
@@ -220,16 +220,9 @@ func joinFleet(ctx context.Context, cfg config, addr net.Addr, log *slog.Logger)
 	jctx, cancel := context.WithTimeout(ctx, etcdfleet.DefaultOpTimeout)
 	defer cancel()
 	user, password := cfg.etcdCredentials()
-	rep, err := etcdfleet.Join(jctx, etcdfleet.Config{
-		Endpoints: endpoints,
-		Prefix:    cfg.fleetPrefix,
-		TTL:       cfg.fleetTTL,
-		Replica:   cfg.replica,
-		Advertise: f.advertise,
-		TLS:       cfg.etcdAuth.tls,
-		Username:  user,
-		Password:  password,
-	})
+	fc := fleetConfig(cfg, endpoints, f.advertise)
+	fc.TLS, fc.Username, fc.Password = cfg.etcdAuth.tls, user, password
+	rep, err := etcdfleet.Join(jctx, fc)
 	if err != nil {
 		f.stopEtcd()
 		return nil, explainAuthFailure(cfg, err)

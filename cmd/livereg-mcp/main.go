@@ -21,7 +21,7 @@
 //	             [-etcd-user name [-etcd-password-file file]]
 //	             | -etcd-embedded DIR [-etcd-listen URL]]
 //	            [-advertise URL] [-fleet-token token] [-fleet-ttl d]
-//	            [-fleet-prefix /prefix] [-replica name]
+//	            [-fleet-prefix /prefix] [-replica name] [-fleet-peers list]
 //
 // For a wildcard -addr (0.0.0.0, [::]) it logs, and writes to -url-file,
 // the loopback URL, which a client on the machine can use, and logs the
@@ -70,6 +70,14 @@
 // Host names. For an etcd of one's own, -etcd-ca, -etcd-cert and -etcd-key
 // set TLS, and -etcd-user an etcd user, whose password comes from
 // $LIVEREG_ETCD_PASSWORD or -etcd-password-file, never from a flag.
+//
+// The fleet token also signs every record a replica writes in etcd, and a
+// replica believes no other (package etcdfleet's "What a replica
+// trusts"): a record that is not signed, or whose endpoint is not /fleet
+// on a host -fleet-peers allows (any by default; loopback only with
+// -etcd-embedded), is neither listed nor forwarded to. While the fleet
+// rotates its token, $LIVEREG_FLEET_TOKEN_PREVIOUS (comma-separated)
+// holds the tokens still accepted, never sent.
 //
 // Without tokens only public routes answer and the server refuses to listen
 // on a non-loopback address; with tokens, a non-loopback listener answers
@@ -133,6 +141,7 @@ type config struct {
 	fleetPrefix         string
 	replica             string
 	etcdAuth            etcdAuth // etcdauth.go
+	fleetTrust                   // -fleet-peers, previous tokens (fleettrust.go)
 }
 
 // joins reports whether cfg joins a fleet.
@@ -167,6 +176,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 		"); visible to every user of the machine in ps: prefer $"+fleetTokenEnv)
 	fs.DurationVar(&cfg.fleetTTL, "fleet-ttl", etcdfleet.DefaultTTL, "lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.StringVar(&cfg.fleetPrefix, "fleet-prefix", defaultFleetPrefix, "etcd key prefix of the fleet, the same on every replica")
+	cfg.fleetTrust.flags(fs)
 	fs.StringVar(&cfg.replica, "replica", "", "this replica's name in the fleet, unique in it; it serves the tool "+replicaToolPrefix+"NAME (default: host name and process id)")
 	etcdAuthFlags(fs, &cfg.etcdAuth)
 	if err := fs.Parse(args); err != nil {
@@ -339,7 +349,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		MaxListenStreams: cfg.maxListens,
 	}
 	if fl != nil {
-		opts.Fleet = &mcpserve.Fleet{Peers: fl.rep, Token: cfg.fleetToken}
+		opts.Fleet = &mcpserve.Fleet{Peers: fl.rep, Token: cfg.fleetToken, PreviousTokens: cfg.fleetPrevious}
 	}
 	srv, err := mcpserve.New(cat, opts)
 	if err != nil {
@@ -371,7 +381,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 			log.Warn("metrics are served beyond loopback without authentication", "addr", mln.Addr().String())
 		}
 		log.Info("serving metrics", "url", murl)
-		go func() { metricsDone <- serveMetrics(ctx, mln, cat, srv, log) }()
+		go func() { metricsDone <- serveMetrics(ctx, mln, cat, srv, log, fl.collectors()...) }()
 		if cfg.onMetrics != nil {
 			cfg.onMetrics(murl)
 		}

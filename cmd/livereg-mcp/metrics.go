@@ -102,8 +102,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 // serveMetrics serves /metrics on ln in the Prometheus text format until
 // ctx ends. A registry of its own (not the global one) holds the livereg
 // collector and Go's runtime and process collectors.
-func serveMetrics(ctx context.Context, ln net.Listener, cat *catalog.Catalog, srv *mcpserve.Server, log *slog.Logger) error {
+func serveMetrics(ctx context.Context, ln net.Listener, cat *catalog.Catalog, srv *mcpserve.Server, log *slog.Logger, extra ...prometheus.Collector) error {
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(extra...)
 	reg.MustRegister(newMetrics(cat, srv), collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()

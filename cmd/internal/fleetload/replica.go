@@ -121,7 +121,7 @@ func (f *fleet) newReplica(ctx context.Context, slot int) (*replica, error) {
 	base := "http://" + ln.Addr().String()
 	r.fleetURL = base + mcpserve.DefaultFleetPath
 	r.rep, err = etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: eps, Prefix: f.prefix, TTL: f.ttl, OpTimeout: f.opTimeout,
-		Replica: r.name, Advertise: r.fleetURL, Logger: zap.NewNop()})
+		Replica: r.name, Advertise: r.fleetURL, Logger: zap.NewNop(), Token: f.token})
 	if err != nil {
 		ln.Close()
 		return fail(err)
