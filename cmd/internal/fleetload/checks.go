@@ -32,6 +32,11 @@ type record struct {
 	death    atomic.Uint64
 	stopping atomic.Bool // its Stop has begun
 	stopped  atomic.Bool // its Stop returned nil
+
+	// claimLease is the lease of the put that created its key, as the
+	// watch saw it; 0 until then. lossJudged: invariant 7 has judged it.
+	claimLease atomic.Int64
+	lossJudged atomic.Bool
 }
 
 // alive reports whether the owner still lives: a start that succeeded and

@@ -102,6 +102,15 @@
 //     unauthenticated_body (a body whose plan needs a role ran for a call,
 //     local or forwarded, without the valid credential, or saw another
 //     principal).
+//  7. lost_session_claim_lives: a consumer whose claim was made under a
+//     session its replica has since lost still lives once the loss is
+//     handled. The claim's lease is the one the watch saw on the put that
+//     created its key, so a start that straddles a loss (a claim made
+//     across it, which invariant 1 cannot judge) is judged too; and a
+//     replica opens its next session only after killing every consumer
+//     registered under the last, so when its current lease, read first,
+//     is another, the consumer must already be dead. Each consumer is
+//     judged once, in the 50 ms sampler or at the end.
 //
 // Errors that no invariant names but that a correct fleet never produces
 // (a consumer that dies with nobody ending it and no session lost, a

@@ -161,6 +161,9 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	settled := w.conv.settle(context.Background(), w.listings, w.liveRoutes, cfg.TTL+2*time.Second)
 
 	w.quietLatency(context.Background())
+	// Invariant 7 once more, churn stopped: the watch has caught up with
+	// every claim by now.
+	w.judgeLostClaims()
 
 	for _, h := range w.survivor {
 		if h.rec.rep.crashed.Load() || wait.Closed(h.rec.done) {

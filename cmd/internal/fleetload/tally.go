@@ -10,8 +10,9 @@ import (
 type Invariant int
 
 // The invariants; see the package documentation for each definition.
-// The last three are invariant 6, the local ones, checked on every
-// replica.
+// InvLocalBodyAfterDeath, InvLocalBodyAfterStop and
+// InvUnauthenticatedBody are invariant 6, the local ones, checked on
+// every replica.
 const (
 	InvTwoLiveClaims Invariant = iota + 1
 	InvLateReleaseRemovedSuccessor
@@ -22,7 +23,8 @@ const (
 	InvLocalBodyAfterDeath
 	InvLocalBodyAfterStop
 	InvUnauthenticatedBody
-	numInvariants = int(InvUnauthenticatedBody)
+	InvLostSessionClaimLives
+	numInvariants = int(InvLostSessionClaimLives)
 )
 
 // Invariants lists every invariant in report order.
@@ -30,6 +32,7 @@ var Invariants = []Invariant{
 	InvTwoLiveClaims, InvLateReleaseRemovedSuccessor, InvForwardBodyAfterDeath, InvForwardAnswer,
 	InvListingConvergence, InvCrashedNamesFreed,
 	InvLocalBodyAfterDeath, InvLocalBodyAfterStop, InvUnauthenticatedBody,
+	InvLostSessionClaimLives,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -43,6 +46,7 @@ var invariantNames = [numInvariants + 1]string{
 	"local_body_after_death",
 	"local_body_after_stop",
 	"unauthenticated_body",
+	"lost_session_claim_lives",
 }
 
 // String is the invariant's key in reports and JSON.
@@ -54,7 +58,7 @@ func (i Invariant) String() string { return invariantNames[i] }
 // credentials) are all number 6.
 func (i Invariant) Number() int { return invariantNumbers[i] }
 
-var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6}
+var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7}
 
 // tally counts checks and violations per invariant, and errors that no
 // invariant names but that a correct fleet does not produce; beside them,
