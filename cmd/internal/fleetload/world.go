@@ -69,6 +69,7 @@ type world struct {
 	conv    convergeChecker
 	crash   crashChecker
 	lost    lostClaimChecker
+	fg      *forger // nil unless Config.Forge
 
 	pause    chan struct{} // closed when churn stops
 	pausing  atomic.Bool
