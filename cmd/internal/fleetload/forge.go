@@ -370,7 +370,7 @@ func (c forgeChecker) listing(where string, tools []listed) {
 		}
 	}
 	if len(bad) > 0 {
-		c.t.Violate(InvForgedListed, "%s lists %d forged records: %s", where, len(bad), strings.Join(bad[:min(len(bad), 3)], ", "))
+		c.t.Violate(InvForgedListed, "%s lists forged records (%d): %s", where, len(bad), strings.Join(bad[:min(len(bad), 3)], ", "))
 	}
 }
 
@@ -412,6 +412,7 @@ type trap struct {
 	token  string // the run's fleet token
 	ln     net.Listener
 	srv    *http.Server
+	mcp    http.Handler
 	served chan struct{} // closed once it no longer serves
 	hit    func(trapHit)
 
@@ -433,6 +434,8 @@ func newTrap(token string) (*trap, error) {
 	}
 	t := &trap{url: "http://" + ln.Addr().String() + mcpserve.DefaultFleetPath, token: token, ln: ln, served: make(chan struct{})}
 	t.srv = &http.Server{Handler: http.HandlerFunc(t.serve), ReadHeaderTimeout: 5 * time.Second}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "fleetload-trap", Version: "dev"}, &mcp.ServerOptions{Logger: discard})
+	t.mcp = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, Logger: discard})
 	return t, nil
 }
 
@@ -458,7 +461,10 @@ func (t *trap) serve(w http.ResponseWriter, r *http.Request) {
 		t.callerCred.Add(1)
 	}
 	t.hit(h)
-	http.Error(w, "trap", http.StatusServiceUnavailable)
+	// It answers as an MCP server with no tools would, so that a replica
+	// that follows a forged record goes on past the session's opening to
+	// the call itself, and shows what it sends with one.
+	t.mcp.ServeHTTP(w, r)
 }
 
 // close stops the trap and waits for it.
