@@ -142,9 +142,20 @@ func TestRunFleetForger(t *testing.T) {
 	if f == nil {
 		t.Fatalf("no forger in the report:\n%s", out.String())
 	}
-	for _, k := range forgeKindNames {
-		if f.Written[k] == 0 {
-			t.Errorf("no %s record forged", k)
+	var written int64
+	for _, n := range f.Written {
+		written += n
+	}
+	if written == 0 {
+		t.Fatalf("nothing forged:\n%s", out.String())
+	}
+	// Two cycles' worth has every kind, unless a decoy's replica lost its
+	// session meanwhile; fewer (a slow machine, -race) need not.
+	if written >= 2*int64(numForgeKinds) {
+		for _, k := range forgeKindNames {
+			if f.Written[k] == 0 {
+				t.Errorf("no %s record forged", k)
+			}
 		}
 	}
 	listedV, followedV := rep.Violations[InvForgedListed.String()], rep.Violations[InvForgedFollowed.String()]
