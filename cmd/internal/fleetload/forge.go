@@ -235,6 +235,9 @@ func (w *world) forgeOne(ctx context.Context, fg *forger, rng *rand.Rand, kind f
 }
 
 // observeForged checks invariant 8 for one forged record, written at rev.
+// A replica's view is judged once its revision has reached rev: it has
+// then applied the write, or dropped it, and churn's later writes carry it
+// past rev even where a dropped record moves it no further.
 func (w *world) observeForged(ctx context.Context, fg *forger, rng *rand.Rand, kind forgeKind, name string, rev int64, d *decoy) {
 	ups := w.f.up()
 	deadline := time.Now().Add(time.Second)
