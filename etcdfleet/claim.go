@@ -156,6 +156,9 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 	if refused != nil {
 		return nil, wrap(refused)
 	}
+	if r.claimPut != nil {
+		r.claimPut(key)
+	}
 	c := &claim{r: r, key: key, rev: rev, val: val, sess: s, kill: cl.Kill}
 	r.mu.Lock()
 	defer r.mu.Unlock()

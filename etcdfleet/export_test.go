@@ -46,3 +46,16 @@ func Seal(token, key string, lease int64, rec Record) string {
 	}
 	return val
 }
+
+// SetClaimPut makes every Claim call f with its key after its put
+// succeeded and before it checks that its session is still current; f may
+// block to park the claim there. Set it before the replica's first claim.
+func (r *Replica) SetClaimPut(f func(key string)) { r.claimPut = f }
+
+// Claims returns how many claims the replica holds under its current
+// session: the ones a session loss would kill.
+func (r *Replica) Claims() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.claims)
+}

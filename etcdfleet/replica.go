@@ -43,6 +43,12 @@ type Replica struct {
 	pending map[*claim]struct{}  // released under sess, delete not yet done
 	closed  bool
 	lost    int // sessions lost so far
+
+	// claimPut, if set (by tests, before the first claim), is called by
+	// Claim after its put succeeded and before it checks, under mu, that
+	// the session it put under is still current: a test parks a claim
+	// there to lose the session in between.
+	claimPut func(key string)
 }
 
 // Join connects to the cluster at cfg.Endpoints, lists the fleet's claims

@@ -181,6 +181,7 @@ func (w *world) list(ctx context.Context, r *replica) {
 	}
 	t0 := time.Now()
 	cursor := ""
+	var tools []listed
 	for {
 		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 		if err != nil {
@@ -189,11 +190,17 @@ func (w *world) list(ctx context.Context, r *replica) {
 			}
 			return
 		}
+		for _, t := range res.Tools {
+			tools = append(tools, listed{t.Name, t.Title, t.Description})
+		}
 		if cursor = res.NextCursor; cursor == "" {
 			break
 		}
 	}
 	w.lat.record(opList, time.Since(t0))
+	if w.fg != nil {
+		w.fg.check.listing(r.name+" tools/list", tools)
+	}
 }
 
 // listings returns every up replica's tool listing as sorted name=title

@@ -202,10 +202,21 @@ func (w *world) sampleOnce(ctx context.Context) {
 	}
 	claims := w.claims.parseClaims(resp.Header.Revision, w.f.toolDir(), kvs)
 	w.claims.sample(resp.Header.Revision, cands, claims)
+	w.judgeLostClaims()
+}
+
+// judgeLostClaims judges every consumer of the run whose claim's session
+// its replica has lost (invariant 7).
+func (w *world) judgeLostClaims() {
+	w.recs.Range(func(_, v any) bool {
+		w.lost.judge(v.(*record))
+		return true
+	})
 }
 
 // watcher follows every delete under the tool prefix from rev on
-// (invariant 2), until ctx ends.
+// (invariant 2), and every put that creates a key (the lease of each
+// consumer's claim, for invariant 7), until ctx ends.
 func (w *world) watcher(ctx context.Context, rev int64) {
 	wch := w.f.direct.Watch(clientv3.WithRequireLeader(ctx), w.f.toolDir(), clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithRev(rev))
 	for resp := range wch {
@@ -216,6 +227,10 @@ func (w *world) watcher(ctx context.Context, rev int64) {
 			continue
 		}
 		for _, ev := range resp.Events {
+			if ev.Type == clientv3.EventTypePut && ev.Kv.Version == 1 {
+				w.lost.created(string(ev.Kv.Key), ev.Kv.Value, ev.Kv.Lease)
+				continue
+			}
 			if ev.Type != clientv3.EventTypeDelete || ev.PrevKv == nil {
 				continue
 			}

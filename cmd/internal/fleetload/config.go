@@ -32,7 +32,11 @@ type Config struct {
 	// allows beyond the TTL.
 	ConvergeBound time.Duration
 	FreeSlack     time.Duration
-	JSONPath      string // write the report as JSON here; "-" for stdout
+	// Forge runs the forger: records no replica signed, written into
+	// etcd during the run, which no replica may list or follow
+	// (invariant 8).
+	Forge    bool
+	JSONPath string // write the report as JSON here; "-" for stdout
 }
 
 // DefaultConfig is sized for a 2-core machine.
@@ -41,11 +45,12 @@ func DefaultConfig() Config {
 		Fleet: 3, Duration: 10 * time.Second, Consumers: 8, Resolvers: 4, Names: 8,
 		Hold: 50 * time.Millisecond, TTL: time.Second, ChaosEvery: time.Second,
 		ConvergeBound: 100 * time.Millisecond, FreeSlack: 500 * time.Millisecond,
+		Forge: true,
 	}
 }
 
 // UsageLine is printed with every flag error.
-const UsageLine = "usage: loadgen -fleet N [-duration 10s] [-etcd URL[,URL...]] [-fleet-ttl 1s] [-chaos-every 1s] [-consumers N] [-resolvers N] [-names K] [-hold D] [-seed N] [-json FILE]"
+const UsageLine = "usage: loadgen -fleet N [-duration 10s] [-etcd URL[,URL...]] [-fleet-ttl 1s] [-chaos-every 1s] [-consumers N] [-resolvers N] [-names K] [-hold D] [-seed N] [-forge=false] [-json FILE]"
 
 // FleetArg finds -fleet N (or --fleet, or -fleet=N) in args, as cmd/loadgen
 // dispatches on it: ok reports whether the flag is there, n is its value
@@ -94,6 +99,7 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	etcd := fs.String("etcd", "", "`URL[,URL...]` of a real etcd cluster; empty runs an embedded single-node etcd in a temporary directory")
 	fs.DurationVar(&cfg.TTL, "fleet-ttl", cfg.TTL, "every replica's lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.DurationVar(&cfg.ChaosEvery, "chaos-every", cfg.ChaosEvery, "time between one replica failure's end and the next, in turn a revoked lease, a crash and a cut from etcd (the last two take a TTL or more); 0 for none")
+	fs.BoolVar(&cfg.Forge, "forge", cfg.Forge, "write forged records (unsigned, altered, copied, invalid) into etcd during the run, pointing at a trap listener, and check that no replica lists or follows them")
 	fs.StringVar(&cfg.JSONPath, "json", "", "also write the report as JSON to `FILE` (\"-\" for stdout)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

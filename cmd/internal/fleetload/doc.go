@@ -47,6 +47,28 @@
 // After the last two the replica must kill its consumers (their workers
 // see them die) and open a new session, within the TTL and 10 s.
 //
+// A forger (on by default; -forge=false turns it off) writes records that
+// no replica wrote into the fleet's tool directory, one every 100 ms, with
+// the run's own etcd client, as anyone who can reach etcd could. It works
+// on raw JSON maps copied from a genuine record, so that it forges
+// whatever the record format is, a top-level "mac" included. Each cycle
+// starts a decoy consumer on a random replica and copies its record into:
+// a made-up name with the "mac" removed; one with a wrong "mac"; one whose
+// descriptor is invalid ("inputSchema": 5), "mac" kept; the decoy's
+// genuine value, unchanged, under a made-up name's key; and, over the
+// decoy's own key (its lease kept), its record with the "endpoint"
+// changed, "mac" kept, then with its "tool" descriptor changed. Made-up
+// names begin with "forged-", altered descriptors carry "FORGED" in their
+// title, and every forged endpoint is a trap: a loopback HTTP server that
+// counts every request and notes which credentials came with it (it
+// answers as an MCP server with no tools, so that a replica following a
+// forged record goes on to the call). After each write the forger waits
+// until every replica's view has applied it, then looks for it (invariant
+// 8) and calls its name through a replica that does not hold it. The
+// decoy stops at the end of its cycle, and the made-up keys hang on a
+// lease of the forger's, revoked when it stops, with the failures, before
+// churn stops.
+//
 // At the end churn stops (no failure, call, start or end), invariant 4 is
 // measured, a quiet phase measures one call at a time through the holder
 // and through each other replica, and every consumer is stopped.
@@ -102,6 +124,26 @@
 //     unauthenticated_body (a body whose plan needs a role ran for a call,
 //     local or forwarded, without the valid credential, or saw another
 //     principal).
+//  7. lost_session_claim_lives: a consumer whose claim was made under a
+//     session its replica has since lost still lives once the loss is
+//     handled. The claim's lease is the one the watch saw on the put that
+//     created its key, so a start that straddles a loss (a claim made
+//     across it, which invariant 1 cannot judge) is judged too; and a
+//     replica opens its next session only after killing every consumer
+//     registered under the last, so when its current lease, read first,
+//     is another, the consumer must already be dead. Each consumer is
+//     judged once, in the 50 ms sampler or at the end.
+//  8. forged_listed: a listing shows a forged record (a name the forger
+//     made up, or a descriptor it altered): every replica's catalog
+//     ListTools and ToolsPage after each forged write, one MCP tools/list
+//     then, and every resolver's tools/list; a tools/list that fails on a
+//     replica that is up, while forged records are in etcd, counts too.
+//     forged_followed: a replica's Peer locates a made-up name at all, or
+//     any name at the trap, after each forged write; or the trap receives
+//     a request, whatever it carries. Records that nobody signs are
+//     believed by every replica, so this invariant fails until replicas
+//     check a MAC on every record (issue 25); a run's report says how many
+//     of the genuine records the forger copied carried one.
 //
 // Errors that no invariant names but that a correct fleet never produces
 // (a consumer that dies with nobody ending it and no session lost, a
@@ -116,8 +158,11 @@
 // listings, starts (a claim included) and stops (a release included); the
 // forward overhead at p50 (quiet, and under load) against its 1 ms target;
 // claims per second; the failures made and sessions lost; how soon the
-// crashed replicas' names were free; the convergence time; and checks,
-// inconclusive cases and violations per invariant. Exit codes, the
-// verdict and the latency figures are computed as in the single-process
-// mode, by the subpackages of internal/loadgen both modes share.
+// crashed replicas' names were free; the convergence time; what the
+// forger wrote, by kind, whether the genuine records it copied were
+// signed, and the requests its trap received (how many carried the fleet
+// token, how many a caller's credential); and checks, inconclusive cases
+// and violations per invariant. Exit codes, the verdict and the latency
+// figures are computed as in the single-process mode, by the subpackages
+// of internal/loadgen both modes share.
 package fleetload

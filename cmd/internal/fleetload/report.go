@@ -68,12 +68,32 @@ type Report struct {
 	// etcd no longer had the crashed replica's lease (polled every 2 ms).
 	CrashLeaseGoneNs []int64 `json:"crash_lease_gone_ns"`
 
+	// Forge is what the forger wrote and what reached its trap; absent
+	// with -forge=false.
+	Forge *ForgeReport `json:"forge,omitempty"`
+
 	Violations        map[string]int64    `json:"violations"`
 	Checks            map[string]int64    `json:"checks"`
 	Inconclusive      map[string]int64    `json:"inconclusive"`
 	ViolationExamples map[string][]string `json:"violation_examples,omitempty"`
 	Errors            int64               `json:"errors"`
 	ErrorExamples     []string            `json:"error_examples,omitempty"`
+}
+
+// ForgeReport is the forger's part of a Report.
+type ForgeReport struct {
+	// Written counts the forged records put, by kind (no_mac, bad_mac,
+	// bad_schema, copy, endpoint, tool).
+	Written map[string]int64 `json:"written"`
+	// SignedRecords and UnsignedRecords count the genuine records the
+	// forger copied by whether they carried a "mac".
+	SignedRecords   int64 `json:"signed_records"`
+	UnsignedRecords int64 `json:"unsigned_records"`
+	// TrapHits counts the requests that reached the trap, and of them the
+	// ones that carried the run's fleet token and a caller's credential.
+	TrapHits       int64 `json:"trap_hits"`
+	TrapFleetToken int64 `json:"trap_fleet_token"`
+	TrapCallerCred int64 `json:"trap_caller_credential"`
 }
 
 // TotalViolations sums the violation counts.
@@ -131,6 +151,13 @@ func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled ti
 		r.CrashLeaseGoneNs = append(r.CrashLeaseGoneNs, int64(w.leaseTimes[i]))
 	}
 	w.freeMu.Unlock()
+	if fg := w.fg; fg != nil {
+		r.Forge = &ForgeReport{Written: map[string]int64{}, SignedRecords: fg.signed.Load(), UnsignedRecords: fg.unsigned.Load(),
+			TrapHits: fg.trap.hits.Load(), TrapFleetToken: fg.trap.fleetToken.Load(), TrapCallerCred: fg.trap.callerCred.Load()}
+		for k := range numForgeKinds {
+			r.Forge.Written[k.String()] = fg.written[k].Load()
+		}
+	}
 	r.Violations, r.Checks, r.ViolationExamples = w.t.Summary(Invariants)
 	for _, inv := range Invariants {
 		r.Inconclusive[inv.String()] = w.t.inconclusive[inv].Load()
@@ -175,7 +202,16 @@ func (r *Report) WriteText(out io.Writer) {
 		}
 	}
 	fmt.Fprintf(out, "crashed replicas' names claimed elsewhere after: [%s]\n", strings.Join(free, ", "))
-	fmt.Fprintf(out, "listings the same %s after churn stopped, the live routes after %s\n\n", latency.Format(r.ConvergenceNs), latency.Format(r.SettledNs))
+	fmt.Fprintf(out, "listings the same %s after churn stopped, the live routes after %s\n", latency.Format(r.ConvergenceNs), latency.Format(r.SettledNs))
+	if f := r.Forge; f != nil {
+		var n int64
+		for _, c := range f.Written {
+			n += c
+		}
+		fmt.Fprintf(out, "forger: %d forged records written (%s); genuine records it copied: %d signed, %d unsigned; the trap received %d requests (%d with the fleet token, %d with a caller's credential)\n",
+			n, report.Counts(f.Written, forgeKindNames[:]), f.SignedRecords, f.UnsignedRecords, f.TrapHits, f.TrapFleetToken, f.TrapCallerCred)
+	}
+	fmt.Fprintln(out)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "invariant\tchecks\tinconclusive\tviolations")

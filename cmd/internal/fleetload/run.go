@@ -75,6 +75,16 @@ func run(ctx context.Context, cfg Config, plant func(*fleet)) (*Report, error) {
 		f.slots[i].Store(r)
 	}
 	w := newWorld(cfg, f)
+	if cfg.Forge {
+		fg := &forger{cli: f.direct, dir: f.toolDir()}
+		if fg.trap, err = newTrap(f.token); err != nil {
+			return nil, fmt.Errorf("forger's trap: %w", err)
+		}
+		defer fg.trap.close()
+		fg.check = forgeChecker{t: w.t, trapURL: fg.trap.url}
+		fg.trap.start(fg.check.trapHit)
+		w.fg = fg
+	}
 	return w.run(ctx, status.Header.Revision+1), nil
 }
 
@@ -115,6 +125,11 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	defer stopChaos()
 	var chaos sync.WaitGroup
 	chaos.Go(func() { w.chaos(chaosCtx) })
+	if w.fg != nil {
+		// The forger stops with the failures, before churn stops: what
+		// it wrote is gone by the time listings must converge.
+		chaos.Go(func() { w.forge(chaosCtx, w.fg) })
+	}
 
 	callCtx, cancelCalls := context.WithCancel(context.Background())
 	defer cancelCalls()
@@ -161,6 +176,9 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	settled := w.conv.settle(context.Background(), w.listings, w.liveRoutes, cfg.TTL+2*time.Second)
 
 	w.quietLatency(context.Background())
+	// Invariant 7 once more, churn stopped: the watch has caught up with
+	// every claim by now.
+	w.judgeLostClaims()
 
 	for _, h := range w.survivor {
 		if h.rec.rep.crashed.Load() || wait.Closed(h.rec.done) {

@@ -10,8 +10,9 @@ import (
 type Invariant int
 
 // The invariants; see the package documentation for each definition.
-// The last three are invariant 6, the local ones, checked on every
-// replica.
+// InvLocalBodyAfterDeath, InvLocalBodyAfterStop and
+// InvUnauthenticatedBody are invariant 6, the local ones, checked on
+// every replica.
 const (
 	InvTwoLiveClaims Invariant = iota + 1
 	InvLateReleaseRemovedSuccessor
@@ -22,7 +23,10 @@ const (
 	InvLocalBodyAfterDeath
 	InvLocalBodyAfterStop
 	InvUnauthenticatedBody
-	numInvariants = int(InvUnauthenticatedBody)
+	InvLostSessionClaimLives
+	InvForgedListed
+	InvForgedFollowed
+	numInvariants = int(InvForgedFollowed)
 )
 
 // Invariants lists every invariant in report order.
@@ -30,6 +34,7 @@ var Invariants = []Invariant{
 	InvTwoLiveClaims, InvLateReleaseRemovedSuccessor, InvForwardBodyAfterDeath, InvForwardAnswer,
 	InvListingConvergence, InvCrashedNamesFreed,
 	InvLocalBodyAfterDeath, InvLocalBodyAfterStop, InvUnauthenticatedBody,
+	InvLostSessionClaimLives, InvForgedListed, InvForgedFollowed,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -43,18 +48,21 @@ var invariantNames = [numInvariants + 1]string{
 	"local_body_after_death",
 	"local_body_after_stop",
 	"unauthenticated_body",
+	"lost_session_claim_lives",
+	"forged_listed",
+	"forged_followed",
 }
 
 // String is the invariant's key in reports and JSON.
 func (i Invariant) String() string { return invariantNames[i] }
 
 // Number is the invariant's number in the package doc: both checks of
-// forwarded calls are number 3, and the local ones (body after death or
+// forwarded calls are number 3, the local ones (body after death or
 // stop on the replica that holds the route, a body run without valid
-// credentials) are all number 6.
+// credentials) are all number 6, and both of forged records number 8.
 func (i Invariant) Number() int { return invariantNumbers[i] }
 
-var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6}
+var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7, 8, 8}
 
 // tally counts checks and violations per invariant, and errors that no
 // invariant names but that a correct fleet does not produce; beside them,

@@ -68,6 +68,8 @@ type world struct {
 	byName  map[string]*nameState
 	conv    convergeChecker
 	crash   crashChecker
+	lost    lostClaimChecker
+	fg      *forger // nil unless Config.Forge
 
 	pause    chan struct{} // closed when churn stops
 	pausing  atomic.Bool
@@ -98,6 +100,7 @@ func newWorld(cfg Config, f *fleet) *world {
 	}
 	w.conv = convergeChecker{t: w.t, bound: cfg.ConvergeBound}
 	w.crash = crashChecker{t: w.t, bound: cfg.TTL + cfg.FreeSlack}
+	w.lost = lostClaimChecker{t: w.t, dir: f.toolDir(), lookup: w.lookup, current: func(r *replica) int64 { return int64(r.rep.Lease()) }}
 	return w
 }
 
