@@ -90,8 +90,8 @@ const (
 	// context ends (invariant 13).
 	bugDrainHangs
 	// bugTornListing: a listing reads the first half of the names, lets
-	// go of the lock (calling listHook, if set), then reads the rest, so
-	// that it can show two states at once (invariant 15).
+	// go of the lock for a moment (calling listHook, if set), then reads
+	// the rest, so that it can show two states at once (invariant 15).
 	bugTornListing
 	// bugListDying: listings trust the reaper, which removes a dead
 	// owner's entry once it has seen the death, rather than the owner's
@@ -458,6 +458,8 @@ func (f *fakeSystem) list(k kind) []*fakeEntry {
 			f.mu.Unlock()
 			if f.listHook != nil {
 				f.listHook()
+			} else {
+				time.Sleep(50 * time.Microsecond) // long enough for a Stop and a start
 			}
 			f.mu.Lock()
 			// The rest of the names as they are now: a later start's

@@ -82,6 +82,10 @@ func TestRunCatchesFaults(t *testing.T) {
 		{bugLiveTakeover, InvOneWinner},
 		{bugUpdateDead, InvResourceUpdate},
 		{bugUpdateDropped, InvResourceUpdate},
+		{bugNoDrain, InvStopDrain},
+		{bugDeathSilent, InvListChanged},
+		{bugListDying, InvListedDeadOwner},
+		{bugTornListing, InvListingInstant},
 	}
 	for _, tt := range tests {
 		t.Run(bugName(tt.bug), func(t *testing.T) {
@@ -91,7 +95,7 @@ func TestRunCatchesFaults(t *testing.T) {
 			defer f.Close()
 			tol := DefaultGrowthTolerance
 			tol.EndWait = 300 * time.Millisecond
-			rep := Run(context.Background(), cfg, f, RunOptions{Tolerance: &tol, QuietTimeout: 100 * time.Millisecond})
+			rep := Run(context.Background(), cfg, f, RunOptions{Tolerance: &tol, QuietTimeout: 100 * time.Millisecond, changeWithin: 200 * time.Millisecond})
 			assert.Positive(t, rep.Violations[tt.inv.String()], "checks %d", rep.Checks[tt.inv.String()])
 			assert.True(t, rep.Failed())
 			t.Logf("%s: %d violations of %d checks, e.g. %v", tt.inv, rep.Violations[tt.inv.String()], rep.Checks[tt.inv.String()], first(rep.ViolationExamples[tt.inv.String()]))

@@ -313,7 +313,7 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 			h.rec.stopped.Store(true)
 		}
 	case shapeCancel:
-		if h.rec.id%w.dyingEvery == 1 {
+		if h.rec.id%w.dyingEvery == 1%w.dyingEvery {
 			w.cancelDying(h)
 		} else {
 			h.cancel()
