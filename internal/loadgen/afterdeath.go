@@ -53,7 +53,7 @@ func (c afterDeathChecker) watch(rec *record, ref owner.Ref) {
 // dyingWait is how long the dying probe holds a death open after it gave
 // the dying token its function: a function run at once has long run by
 // then.
-const dyingWait = 2 * time.Millisecond
+const dyingWait = 500 * time.Microsecond
 
 // dyingHolder holds a death open until let: owner.Holder.
 type dyingHolder struct {

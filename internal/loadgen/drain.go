@@ -3,7 +3,9 @@ package loadgen
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/livereg/livereg/internal/loadgen/wait"
@@ -17,11 +19,14 @@ import (
 // after its bound, while the loadgen's bodies never run that long, is a
 // drain that missed its wake-up.
 //
-// Bodies take microseconds, so most Stops find none running; the drain
+// Bodies take microseconds, so most Stops find none running. The drain
 // probe (drainProbe) makes some Stops wait for one: it holds a body inside
-// the route while Stop begins, lets it go a moment later, and meanwhile
-// keeps calling the route from another goroutine, so that bodies end
-// around the instant the drain closes the gate.
+// the route while Stop begins and lets it go a moment later. Other Stops
+// get a probe that only keeps calling the route from another goroutine
+// while Stop begins, so that a body ends around the instant the drain
+// closes the gate, and is the last to end: a drain that misses that
+// body's wake-up waits for another that never comes (with a held body
+// there is one, which hides the miss).
 type drainChecker struct {
 	t     *tally
 	bound time.Duration // how long a Stop may take
@@ -101,30 +106,39 @@ type drainProbe struct {
 	cancel context.CancelFunc
 }
 
-// startDrainProbe holds one body of h's route and starts calling the route
-// from another goroutine. It returns nil when no body could be held (the
-// call failed before it ran one); then Stop goes ahead unprobed.
-func (w *world) startDrainProbe(h *held) *drainProbe {
+// startDrainProbe, if hold, holds one body of h's route, and otherwise
+// starts calling the route from another goroutine. It returns nil when no
+// body could be held; then Stop goes ahead unprobed.
+func (w *world) startDrainProbe(h *held, hold bool) *drainProbe {
 	ns, rec := h.rec.ns, h.rec
 	ctx, cancel := context.WithTimeout(context.Background(), 2*blockLimit)
 	p := &drainProbe{b: newBlocker(w.tick()), called: make(chan struct{}), stop: make(chan struct{}), cancel: cancel}
-	rec.block.Store(p.b)
-	go func() {
-		defer close(p.called)
-		w.invokeRetry(ctx, ns, callArgs{Seq: w.tick(), Cred: credValid.String(), Probe: p.b.nonce}, credValid)
-	}()
-	if !wait.Within(p.b.entered, blockLimit) {
-		p.b.let()
-		<-p.called
-		cancel()
-		return nil
+	if hold {
+		rec.block.Store(p.b)
+		go func() {
+			defer close(p.called)
+			w.invokeRetry(ctx, ns, callArgs{Seq: w.tick(), Cred: credValid.String(), Probe: p.b.nonce}, credValid)
+		}()
+		if !wait.Within(p.b.entered, blockLimit) {
+			p.b.let()
+			<-p.called
+			cancel()
+			return nil
+		}
+		time.AfterFunc(drainHold, p.b.let)
+		return p
 	}
+	close(p.called) // no held call
+	var calls atomic.Int64
 	p.wg.Go(func() {
 		for !wait.Closed(p.stop) {
 			w.invoke(ctx, ns, callArgs{Seq: w.tick(), Cred: credValid.String()}, credValid)
+			calls.Add(1)
 		}
 	})
-	time.AfterFunc(drainHold, p.b.let)
+	for calls.Load() < 2 {
+		runtime.Gosched()
+	}
 	return p
 }
 

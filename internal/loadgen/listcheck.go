@@ -1,5 +1,14 @@
 package loadgen
 
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/livereg/livereg/internal/loadgen/wait"
+)
+
 // listChecker checks invariants 15 and 16 on every listing, beside
 // invariant 5's check (deadEntryChecker.listedEntries).
 //
@@ -76,4 +85,56 @@ func (c listChecker) listed(dead []*record, entries []listedEntry) {
 		c.t.Violate(InvListingInstant, "a listing shows %s (%s), whose owner was observed dead (%s) at %d, beside %s (%s), whose start began at %d: no instant had both",
 			first.tag, first.ns.name, first.deathShape(), first.death.Load(), last.tag, last.ns.name, last.begin.Load())
 	}
+}
+
+// doneWaiters is how many goroutines the listing probe parks on a dying
+// owner's Done: closing a channel wakes its waiters one by one, so the
+// death's close takes microseconds instead of nanoseconds, and with it the
+// moment between the owner reading dead and its death being counted
+// complete on the registry's death clock.
+const doneWaiters = 256
+
+// spinLimit bounds the listing probe's spin on the owner's liveness.
+const spinLimit = 200 * time.Microsecond
+
+// cancelListed ends h by a cancel while a goroutine spins on the owner's
+// liveness, listing, and lists its kind with the checks the moment the
+// owner reads dead, the listing cached just before: a listing in the moment after the owner reads dead
+// and before its death is counted complete, which a cache that trusts the
+// death clock's count without its settled mark serves stale (invariant
+// 16). The caller waits for the death as after any cancel.
+func (w *world) cancelListed(h *held, l *latencies) {
+	ref, k := h.k.Owner(), h.rec.ns.kind
+	var waiters sync.WaitGroup
+	for range doneWaiters {
+		waiters.Go(func() { <-h.done })
+	}
+	var spinning atomic.Bool
+	listed := make(chan struct{})
+	go func() {
+		defer close(listed)
+		spinning.Store(true)
+		// Spin, since the moment is too short to be woken for, but not
+		// for long: a death that the scheduler delays is let go. Each
+		// turn lists, so that the listing is cached right up to the
+		// death, whatever other starts and ends changed meanwhile.
+		deadline := time.Now().Add(spinLimit)
+		for i := 0; ref.Alive() && !wait.Closed(h.done); i++ {
+			w.reclaimKind(k)
+			if i%16 == 0 && time.Now().After(deadline) {
+				break
+			}
+		}
+		// A few times: each is a few loads while the listing is cached,
+		// and the moment lasts as long as the close wakes the waiters.
+		for range 4 {
+			w.listOf(k, l)
+		}
+	}()
+	for !spinning.Load() {
+		runtime.Gosched()
+	}
+	h.cancel()
+	<-listed
+	waiters.Wait()
 }

@@ -94,9 +94,11 @@ type world struct {
 	after   afterDeathChecker
 	lists   listChecker
 	// A Stop of a consumer whose id is a multiple of drainEvery runs the
-	// drain probe, and a cancel of one whose id is 1 more than a multiple
-	// of dyingEvery the dying probe: enough of each to judge many times a
-	// run without slowing the workload down.
+	// drain probe with a held body, one whose id is half drainEvery more
+	// than a multiple the probe that keeps calling, and a cancel of one whose id is 1 more than a
+	// multiple of dyingEvery the dying probe, 3 or 7 more the listing probe:
+	// enough of each to judge many times a run without slowing the
+	// workload down.
 	drainEvery, dyingEvery uint64
 
 	starts, takeovers, capRejections, duplicates atomic.Int64
@@ -135,7 +137,7 @@ func newWorld(cfg Config, sys System) *world {
 	w.drain = drainChecker{t: w.t, bound: stopTimeout}
 	w.after = afterDeathChecker{t: w.t, hooks: ownerHooks{}}
 	w.lists = listChecker{t: w.t, lookup: w.ring.get}
-	w.drainEvery, w.dyingEvery = 4, 4
+	w.drainEvery, w.dyingEvery = 8, 8
 	return w
 }
 
@@ -296,8 +298,11 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 	switch sh {
 	case shapeStop:
 		var probe *drainProbe
-		if h.rec.id%w.drainEvery == 0 {
-			probe = w.startDrainProbe(h)
+		switch h.rec.id % w.drainEvery {
+		case 0:
+			probe = w.startDrainProbe(h, true)
+		case w.drainEvery / 2:
+			probe = w.startDrainProbe(h, false)
 		}
 		h.rec.stopping.Store(true)
 		err := w.stop(h, l, opStop)
@@ -313,9 +318,12 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 			h.rec.stopped.Store(true)
 		}
 	case shapeCancel:
-		if h.rec.id%w.dyingEvery == 1%w.dyingEvery {
+		switch h.rec.id % w.dyingEvery {
+		case 1 % w.dyingEvery:
 			w.cancelDying(h)
-		} else {
+		case 3 % w.dyingEvery, 7 % w.dyingEvery:
+			w.cancelListed(h, l)
+		default:
 			h.cancel()
 		}
 	case shapePanic:
