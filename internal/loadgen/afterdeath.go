@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/livereg/livereg/internal/loadgen/wait"
@@ -23,6 +24,10 @@ import (
 type afterDeathChecker struct {
 	t     *tally
 	hooks deathHooks
+	// wait is how long the dying probe holds a death open after it gave
+	// the dying token its function: a function run at once has long run
+	// by then, unless the scheduler is very late.
+	wait time.Duration
 }
 
 // deathHooks is what the checker uses of package owner: an interface so
@@ -50,9 +55,7 @@ func (c afterDeathChecker) watch(rec *record, ref owner.Ref) {
 	})
 }
 
-// dyingWait is how long the dying probe holds a death open after it gave
-// the dying token its function: a function run at once has long run by
-// then.
+// dyingWait is afterDeathChecker.wait's default.
 const dyingWait = 500 * time.Microsecond
 
 // dyingHolder holds a death open until let: owner.Holder.
@@ -94,15 +97,19 @@ func (w *world) cancelDying(h *held) {
 	if !wait.Within(d.asked, blockLimit) {
 		return // the death never reached its holders: end reports it
 	}
-	ran := make(chan bool, 1)
-	w.after.hooks.AfterDeath(ref, func() { ran <- ref.Alive() })
+	// The function judges itself, whenever it runs: before the holder
+	// let go, the death cannot have completed.
+	var letGo atomic.Bool
+	ran := make(chan struct{})
+	tag, name := h.rec.tag, h.rec.ns.name
 	w.t.Check(InvAfterDeathOrder, 1)
-	t := time.NewTimer(dyingWait)
-	defer t.Stop()
-	select {
-	case alive := <-ran:
-		w.t.Violate(InvAfterDeathOrder, "an after-death function given to %s (%s) while it was dying ran before the death completed (owner read alive: %v)",
-			h.rec.tag, h.rec.ns.name, alive)
-	case <-t.C:
-	}
+	w.after.hooks.AfterDeath(ref, func() {
+		defer close(ran)
+		if early, alive := !letGo.Load(), ref.Alive(); early || alive {
+			w.t.Violate(InvAfterDeathOrder, "an after-death function given to %s (%s) while it was dying ran before the death completed (before its holder let go: %v; owner read alive: %v)",
+				tag, name, early, alive)
+		}
+	})
+	wait.Within(ran, w.after.wait)
+	letGo.Store(true)
 }

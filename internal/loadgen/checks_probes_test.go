@@ -86,6 +86,7 @@ func TestCheckerAfterDeathOrder(t *testing.T) {
 			k := systemKind{name: tt.name, real: tt.real, buggy: tt.buggy}
 			w := newTestWorld(t, k, testConfig())
 			w.after.hooks = tt.hooks
+			w.after.wait = 200 * time.Millisecond // however slow the scheduler, a function run at once runs by then
 			w.dyingEvery = 1
 			h := mustStart(t, w, w.names[2], true)
 			endBy(t, w, h, shapeCancel)

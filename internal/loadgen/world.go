@@ -135,7 +135,7 @@ func newWorld(cfg Config, sys System) *world {
 	w.growth = newGrowthChecker(w.t, DefaultGrowthTolerance, readProcess)
 	w.changes = newChangeChecker(w.t, sys, changeWithin)
 	w.drain = drainChecker{t: w.t, bound: stopTimeout}
-	w.after = afterDeathChecker{t: w.t, hooks: ownerHooks{}}
+	w.after = afterDeathChecker{t: w.t, hooks: ownerHooks{}, wait: dyingWait}
 	w.lists = listChecker{t: w.t, lookup: w.ring.get}
 	w.drainEvery, w.dyingEvery = 8, 8
 	return w
