@@ -194,11 +194,11 @@
 //     before the listing, or its death observed) listed its route. Unlike
 //     invariant 5 it judges listings in the moment after the owner reads
 //     dead and before the death is counted complete on the registry's
-//     death clock: a cancel of every fourth consumer parks goroutines on
-//     its Done, which makes the death's close of Done take microseconds,
-//     and lists its kind from a goroutine that spins on the owner's
-//     liveness, listing all along so that the listing stays cached up to
-//     the death.
+//     death clock: every cancel but the dying probe's parks goroutines
+//     on the owner's Done, which makes the death's close of Done take
+//     microseconds, and lists its kind from a goroutine that spins on the
+//     owner's liveness, listing all along so that the listing stays
+//     cached up to the death.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

@@ -109,15 +109,20 @@ func (w *world) cancelListed(h *held, l *latencies) {
 	for range doneWaiters {
 		waiters.Go(func() { <-h.done })
 	}
-	var spinning atomic.Bool
+	var spinning, cancelled atomic.Bool
 	listed := make(chan struct{})
 	go func() {
 		defer close(listed)
 		spinning.Store(true)
-		// Spin, since the moment is too short to be woken for, but not
-		// for long: a death that the scheduler delays is let go. Each
-		// turn lists, so that the listing is cached right up to the
+		// Until the cancel is issued, list and yield: the canceller needs
+		// a CPU too. Each listing keeps the listing cached up to the
 		// death, whatever other starts and ends changed meanwhile.
+		for !cancelled.Load() {
+			w.reclaimKind(k)
+			runtime.Gosched()
+		}
+		// Then spin, since the moment is too short to be woken for, but
+		// not for long: a death that the scheduler delays is let go.
 		deadline := time.Now().Add(spinLimit)
 		for i := 0; ref.Alive() && !wait.Closed(h.done); i++ {
 			w.reclaimKind(k)
@@ -134,6 +139,7 @@ func (w *world) cancelListed(h *held, l *latencies) {
 	for !spinning.Load() {
 		runtime.Gosched()
 	}
+	cancelled.Store(true)
 	h.cancel()
 	<-listed
 	waiters.Wait()

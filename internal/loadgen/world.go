@@ -95,10 +95,11 @@ type world struct {
 	lists   listChecker
 	// A Stop of a consumer whose id is a multiple of drainEvery runs the
 	// drain probe with a held body, one whose id is half drainEvery more
-	// than a multiple the probe that keeps calling, and a cancel of one whose id is 1 more than a
-	// multiple of dyingEvery the dying probe, 3 or 7 more the listing probe:
-	// enough of each to judge many times a run without slowing the
-	// workload down.
+	// than a multiple the probe that keeps calling. A cancel of one whose
+	// id is 1 more than a multiple of dyingEvery runs the dying probe, and
+	// every other cancel the listing probe, whose moment is short enough to
+	// need many tries. Enough of each to judge many times a run without
+	// slowing the workload down.
 	drainEvery, dyingEvery uint64
 
 	starts, takeovers, capRejections, duplicates atomic.Int64
@@ -321,10 +322,8 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 		switch h.rec.id % w.dyingEvery {
 		case 1 % w.dyingEvery:
 			w.cancelDying(h)
-		case 3 % w.dyingEvery, 7 % w.dyingEvery:
-			w.cancelListed(h, l)
 		default:
-			h.cancel()
+			w.cancelListed(h, l)
 		}
 	case shapePanic:
 		if !w.triggerPanic(h) {
