@@ -202,6 +202,7 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 		// deadline passes within the margin.
 		w.notes.drain()
 		w.notifyProbe(context.Background(), opts.mcp, mcpserve.DefaultNotifyWindow, consumerLat)
+		w.changes.drain() // the probe's starts and ends, in process
 	}
 	if opts.mcp != nil {
 		opts.mcp.close()
