@@ -119,7 +119,14 @@ func (w *world) startDrainProbe(h *held, hold bool) *drainProbe {
 			defer close(p.called)
 			w.invokeRetry(ctx, ns, callArgs{Seq: w.tick(), Cred: credValid.String(), Probe: p.b.nonce}, credValid)
 		}()
-		if !wait.Within(p.b.entered, blockLimit) {
+		t := time.NewTimer(blockLimit)
+		defer t.Stop()
+		select {
+		case <-p.b.entered:
+		case <-p.called: // failed before its body ran
+		case <-t.C:
+		}
+		if !wait.Closed(p.b.entered) {
 			p.b.let()
 			<-p.called
 			cancel()
