@@ -110,7 +110,7 @@ conformance-fleet:
 
 ## loadgen: the stress CLI cmd/loadgen, the default 10 s run: parallel
 ## calls, listings, starts and stops while consumers die in all four ways
-## ADR-0068 names, its twelve invariants checked throughout. Prints the
+## ADR-0068 names, its sixteen invariants checked throughout. Prints the
 ## report and exits 0 only with no violation (1: violations, listed; 2: bad
 ## flags; 3: interrupted with none so far, reported INCOMPLETE). Flags go in LOADGENFLAGS, e.g.
 ## make loadgen LOADGENFLAGS='-duration 1m -mcp -json loadgen.json'.

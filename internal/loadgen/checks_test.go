@@ -41,7 +41,8 @@ func bugName(b bug) string {
 		bugBodyAfterStop: "body after stop", bugStaleBody: "stale body", bugLiveTakeover: "live takeover",
 		bugMatchDead: "dead template matched", bugLessSpecific: "less specific template", bugWrongVars: "wrong variables",
 		bugVarNamesDistinct: "variable names distinct", bugUpdateDead: "dead consumer publishes",
-		bugUpdateDropped: "update dropped",
+		bugUpdateDropped: "update dropped", bugNoDrain: "no drain", bugDrainHangs: "drain hangs",
+		bugTornListing: "torn listing", bugListDying: "dying listed", bugDeathSilent: "death silent",
 	}[b]
 }
 

@@ -131,8 +131,17 @@
 //     another consumer's body (the body answers with its owner's tag); or a
 //     start succeeded while another consumer whose start on the name (a
 //     template's key, whichever variant) had succeeded still lived.
-//  10. list_changed (-mcp with the in-process server only): the end of a
-//     started consumer, by any death or a Stop, was not followed within
+//  10. list_changed: in every run, in process: a start, Stop or death
+//     that moved the catalog's version was not announced: a follower of
+//     Catalog.Changes, which takes the channel, then reads Version, then
+//     waits, had not read the version taken once the change was complete
+//     (after the start or Stop returned; for a death, after a listing of
+//     its kind, which reclaims a dead entry it passes over) within 2 s.
+//     Under load another change soon wakes a follower that missed one, so
+//     at the end of the run, with nothing else changing, a start, its
+//     death by a cancel, a second start and its Stop are each the only
+//     change. With -mcp and the in-process server, also over MCP: the end
+//     of a started consumer, by any death or a Stop, was not followed within
 //     the server's coalescing window plus a generous margin (3 s) by a
 //     tools/list_changed on every client session that was already
 //     receiving notifications when the end began (on its standalone
@@ -162,6 +171,34 @@
 //     no loadgen consumer serves. A call during which its consumer died is
 //     not judged. Invariants 1 to 6, 8 and 9 cover fixed resources as they
 //     cover the other kinds, 1, 3 and 8 for in-process reads only.
+//  13. stop_drain: a Stop returned nil while a body of its consumer still
+//     ran (each body counts itself from its first line to its last), or
+//     had not returned 5 s after it began, its drain never woken. Bodies
+//     take microseconds, so a Stop of every eighth consumer first has one
+//     of its bodies held inside, let go 0.5 ms after the Stop began; the
+//     Stop of another eighth runs while another goroutine keeps calling
+//     the route, so that a body ends as the drain closes the gate, last.
+//  14. after_death_order: a function given to owner.Ref.AfterDeath ran
+//     while its token still read alive. Every started consumer's owner
+//     gets one; and a cancel of every eighth consumer holds its death
+//     open with an owner.Holder of the loadgen's own, once the death has
+//     sealed the token's attachments, gives the dying owner (which still
+//     reads alive) a function, and fails if it runs before the holder
+//     lets the death complete.
+//  15. listing_instant: a listing of any kind showed two routes that no
+//     instant had together: one whose owner was observed dead before the
+//     other's start began. A listing that let a write slip into its scan,
+//     or a cache patched together from two, shows such a state.
+//  16. listed_dead_owner: a listing of any kind that began after the
+//     current holder of a name read dead (its owner's liveness read just
+//     before the listing, or its death observed) listed its route. Unlike
+//     invariant 5 it judges listings in the moment after the owner reads
+//     dead and before the death is counted complete on the registry's
+//     death clock: every cancel but the dying probe's parks goroutines
+//     on the owner's Done, which makes the death's close of Done take
+//     microseconds, and lists its kind from a goroutine that spins on the
+//     owner's liveness, listing all along so that the listing stays
+//     cached up to the death.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

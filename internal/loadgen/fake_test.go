@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +83,24 @@ const (
 	// bugUpdateDropped: Updated returns nil without calling the
 	// listeners (invariant 12).
 	bugUpdateDropped
+	// bugNoDrain: Stop returns without waiting for the bodies it let in
+	// (invariant 13).
+	bugNoDrain
+	// bugDrainHangs: Stop's drain misses its wake-up and waits until its
+	// context ends (invariant 13).
+	bugDrainHangs
+	// bugTornListing: a listing reads the first half of the names, lets
+	// go of the lock for a moment (calling listHook, if set), then reads
+	// the rest, so that it can show two states at once (invariant 15).
+	bugTornListing
+	// bugListDying: listings trust the reaper, which removes a dead
+	// owner's entry once it has seen the death, rather than the owner's
+	// liveness, so a route whose owner reads dead is listed until then
+	// (invariant 16).
+	bugListDying
+	// bugDeathSilent: the reclaim of a dead owner's entry moves the
+	// version but closes no Changes channel (invariant 10).
+	bugDeathSilent
 )
 
 // noticesDeathBugs lists the bugs of a system that does not notice deaths
@@ -115,6 +132,17 @@ type fakeSystem struct {
 	closed chan struct{}
 	leaked [][]byte
 	bodies atomic.Int64
+
+	// version and changed are Version and Changes: removals and ready
+	// entries move the version, and starts, Stops and the reaper close
+	// the channel, as the catalog's lookups and listings reclaim silently
+	// and the owner's death announces.
+	version atomic.Uint64
+	changed atomic.Pointer[chan struct{}]
+	// listHook runs in the middle of a torn listing; reapGate, if set,
+	// holds the reaper until it is closed. Both are for scenario tests.
+	listHook func()
+	reapGate chan struct{}
 }
 
 type fakeEntry struct {
@@ -147,13 +175,25 @@ type fakePlan struct {
 }
 
 func newFake(capacity int, bugs bug) *fakeSystem {
-	return &fakeSystem{
+	f := &fakeSystem{
 		cap:  [numKinds]int{capacity, kindCap(Config{Cap: capacity}), kindCap(Config{Cap: capacity}), kindCap(Config{Cap: capacity})},
 		bugs: bugs, auth: Authenticator(), mode: bindsec.PassThrough,
 		entries: map[string]*fakeEntry{}, plans: map[string]fakePlan{}, closed: make(chan struct{}),
 		bodyCache: map[string]catalog.ToolHandler{}, listeners: map[int]func(string){},
 	}
+	ch := make(chan struct{})
+	f.changed.Store(&ch)
+	return f
 }
+
+// announce closes the Changes channel. Callers move the version first.
+func (f *fakeSystem) announce() {
+	next := make(chan struct{})
+	close(*f.changed.Swap(&next))
+}
+
+func (f *fakeSystem) Changes() <-chan struct{} { return *f.changed.Load() }
+func (f *fakeSystem) Version() uint64          { return f.version.Load() }
 
 func (f *fakeSystem) has(b bug) bool { return f.bugs&b != 0 }
 
@@ -221,23 +261,31 @@ func (f *fakeSystem) start(ctx context.Context, e *fakeEntry, p bindsec.Plan) (C
 	f.entries[name] = e
 	f.plans[name] = fakePlan{p: p, ref: ref}
 	if !f.has(noticesDeathBugs) {
-		go f.reclaimOnDeath(name, ref)
+		go f.reclaimOnDeath(name, ref, f.reapGate)
 	}
+	f.version.Add(1)
+	f.announce()
 	return &fakeConsumer{f: f, tok: tok, name: name, e: e}, nil
 }
 
 // reclaimOnDeath removes the owner's entry and plan when it dies, as the
 // catalog does when a death runs its reclaim.
-func (f *fakeSystem) reclaimOnDeath(name string, ref owner.Ref) {
+func (f *fakeSystem) reclaimOnDeath(name string, ref owner.Ref, gate chan struct{}) {
 	select {
 	case <-ref.Done():
 	case <-f.closed:
 		return
 	}
+	if gate != nil {
+		<-gate
+	}
 	f.mu.Lock()
 	f.removeLocked(name, ref)
 	if pl, ok := f.plans[name]; ok && pl.ref.Same(ref) {
 		delete(f.plans, name)
+	}
+	if !f.has(bugDeathSilent) {
+		f.announce()
 	}
 	f.mu.Unlock()
 }
@@ -249,6 +297,7 @@ func (f *fakeSystem) removeLocked(name string, ref owner.Ref) bool {
 		if !f.has(bugSlotLeak) {
 			f.slots[e.kind]--
 		}
+		f.version.Add(1)
 		return true
 	}
 	return false
@@ -257,9 +306,14 @@ func (f *fakeSystem) removeLocked(name string, ref owner.Ref) bool {
 func (k *fakeConsumer) Done() <-chan struct{} { return k.tok.Done() }
 func (k *fakeConsumer) Owner() owner.Ref      { return k.tok.Ref() }
 
-func (k *fakeConsumer) Stop(context.Context) error {
+func (k *fakeConsumer) Stop(ctx context.Context) error {
 	if !k.stopped.CompareAndSwap(false, true) {
 		return nil
+	}
+	if k.f.has(bugDrainHangs) {
+		k.stop()
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	if k.f.has(bugBodyAfterStop) {
 		k.f.mu.Lock()
@@ -288,13 +342,17 @@ func (k *fakeConsumer) stop() {
 		if e, ok := f.entries[k.name]; ok {
 			delete(f.entries, k.name)
 			f.slots[e.kind]--
+			f.version.Add(1)
 		}
 		delete(f.plans, k.name)
 	} else {
 		f.removeLocked(k.name, ref)
 	}
+	f.announce()
 	f.mu.Unlock()
-	k.e.inflight.Wait() // Stop drains the calls it let in
+	if !f.has(bugNoDrain) {
+		k.e.inflight.Wait() // Stop drains the calls it let in
+	}
 	k.tok.Release()
 	f.mu.Lock()
 	if pl, ok := f.plans[k.name]; ok && (pl.ref.Same(ref) || f.has(bugStopRemovesPlan)) {
@@ -387,17 +445,42 @@ func (f *fakeSystem) ListTools() []catalog.Tool {
 func (f *fakeSystem) list(k kind) []*fakeEntry {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []*fakeEntry
+	var names []string
 	for name, e := range f.entries {
+		if e.kind == k {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var out []*fakeEntry
+	for i := 0; i < len(names); i++ {
+		if f.has(bugTornListing) && i > 0 && i == len(names)/2 {
+			f.mu.Unlock()
+			if f.listHook != nil {
+				f.listHook()
+			} else {
+				time.Sleep(50 * time.Microsecond) // long enough for a Stop and a start
+			}
+			f.mu.Lock()
+			// The rest of the names as they are now: a later start's
+			// entry is listed beside an earlier one that is gone.
+			for later, e := range f.entries {
+				if e.kind == k && later > names[i-1] && !slices.Contains(names[i:], later) {
+					names = append(names, later)
+				}
+			}
+			slices.Sort(names[i:])
+		}
+		name := names[i]
+		e := f.entries[name]
 		switch {
-		case e.kind != k:
-		case e.ref.Alive() || f.has(bugListDead):
+		case e == nil:
+		case e.ref.Alive() || f.has(bugListDead|bugListDying):
 			out = append(out, e)
 		case !f.has(noticesDeathBugs):
 			f.removeLocked(name, e.ref)
 		}
 	}
-	slices.SortFunc(out, func(a, b *fakeEntry) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 

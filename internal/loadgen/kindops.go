@@ -87,12 +87,14 @@ func (w *world) listKind(k kind) []listedEntry {
 	return out
 }
 
-// listOf lists kind k and checks the listing (invariant 5).
+// listOf lists kind k and checks the listing (invariants 5, 15 and 16).
 func (w *world) listOf(k kind, l *latencies) {
 	if k == kindTool {
 		w.list(l)
 		return
 	}
+	var buf [16]*record
+	dead := w.lists.deadBefore(w.namesOf(k), buf[:0])
 	begin := w.tick()
 	t0 := time.Now()
 	entries := w.listKind(k)
@@ -100,6 +102,7 @@ func (w *world) listOf(k kind, l *latencies) {
 	if n := w.dead.listedEntries(begin, entries); n > 0 {
 		w.unchecked.Add(int64(n))
 	}
+	w.lists.listed(dead, entries)
 }
 
 // getPrompt gets ns's prompt, or reads ns's fixed resource, and runs the

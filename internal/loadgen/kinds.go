@@ -178,6 +178,8 @@ func argsOfPrompt(m map[string]string) callArgs {
 // prompt get.
 func (w *world) promptHandler(rec *record) catalog.PromptHandler {
 	return func(_ context.Context, g catalog.PromptGet) (catalog.PromptResult, error) {
+		rec.running.Add(1) // invariant 13: from the body's first line to its last
+		defer rec.running.Add(-1)
 		a := argsOfPrompt(g.Arguments)
 		w.bodyChecks(rec, a, g.Principal)
 		return catalog.PromptResult{Messages: []catalog.PromptMessage{{Role: "user", Content: catalog.Content{Type: "text", Text: rec.tag}}}}, nil
@@ -188,6 +190,8 @@ func (w *world) promptHandler(rec *record) catalog.PromptHandler {
 // template checker's look at the variables it was given.
 func (w *world) reader(rec *record) catalog.ResourceReader {
 	return func(_ context.Context, r catalog.Read) (catalog.Contents, error) {
+		rec.running.Add(1) // invariant 13: from the body's first line to its last
+		defer rec.running.Add(-1)
 		w.tmpl.varsSeen(rec, r)
 		a, ok := decodeToken(r.URI)
 		if !ok {
@@ -208,6 +212,8 @@ type argsKey struct{}
 // and its owner's tag as the contents.
 func (w *world) resourceReader(rec *record) catalog.ResourceReader {
 	return func(ctx context.Context, r catalog.Read) (catalog.Contents, error) {
+		rec.running.Add(1) // invariant 13: from the body's first line to its last
+		defer rec.running.Add(-1)
 		if a, ok := ctx.Value(argsKey{}).(callArgs); ok {
 			w.bodyChecks(rec, a, r.Principal)
 		}
@@ -216,7 +222,8 @@ func (w *world) resourceReader(rec *record) catalog.ResourceReader {
 }
 
 // bodyChecks runs the body-side checks shared by every kind (invariants
-// 1, 3 and 8), panics when asked to by id, and records a probe nonce.
+// 1, 3 and 8), panics when asked to by id, records a probe nonce, and
+// stays inside while the drain probe holds it (invariant 13).
 func (w *world) bodyChecks(rec *record, a callArgs, pr bindsec.Principal) {
 	w.body.bodyRan(rec, a)
 	w.auth.bodyRan(rec, a, pr)
@@ -225,5 +232,6 @@ func (w *world) bodyChecks(rec *record, a callArgs, pr bindsec.Principal) {
 	}
 	if a.Probe != 0 {
 		rec.probe.Store(a.Probe)
+		rec.maybeBlock(a.Probe)
 	}
 }

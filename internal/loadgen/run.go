@@ -29,6 +29,8 @@ type RunOptions struct {
 	// notifyMargin overrides notifyMargin when set: a test that makes
 	// notifications go missing need not wait the generous default.
 	notifyMargin time.Duration
+	// changeWithin overrides changeWithin when set, for the same reason.
+	changeWithin time.Duration
 }
 
 // Intervals of the run's helpers.
@@ -49,6 +51,9 @@ func Run(ctx context.Context, cfg Config, sys System, opts RunOptions) *Report {
 	w := newWorld(cfg, sys)
 	if opts.Tolerance != nil {
 		w.growth.tol = *opts.Tolerance
+	}
+	if opts.changeWithin > 0 {
+		w.changes.within = opts.changeWithin
 	}
 	return w.run(ctx, opts)
 }
@@ -111,6 +116,8 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	if w.notes != nil {
 		bg.Go(func() { w.notes.loop(bgCtx, notifyInterval) })
 	}
+	bg.Go(func() { w.changes.follow(bgCtx) })
+	bg.Go(func() { w.changes.loop(bgCtx, notifyInterval) })
 
 	began := time.Now()
 	if opts.Progress != nil {
@@ -185,12 +192,17 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	for _, c := range w.capk {
 		c.quiet(context.Background(), w.sys, 0, quiet, "after every consumer ended")
 	}
+	// With nothing else changing, every change still pending must be
+	// announced; then the probe makes each kind of change the only one.
+	w.changes.drain()
+	w.changeProbe(consumerLat)
 
 	if w.notes != nil {
 		// Judged while the sessions are still connected: every end's
 		// deadline passes within the margin.
 		w.notes.drain()
 		w.notifyProbe(context.Background(), opts.mcp, mcpserve.DefaultNotifyWindow, consumerLat)
+		w.changes.drain() // the probe's starts and ends, in process
 	}
 	if opts.mcp != nil {
 		opts.mcp.close()

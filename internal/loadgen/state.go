@@ -60,6 +60,14 @@ type record struct {
 	// that let two live owners win.
 	stopping atomic.Bool
 	owner    atomic.Pointer[owner.Ref]
+	// begin is the clock reading taken when the start began, before the
+	// entry could be seen (invariant 15).
+	begin atomic.Uint64
+	// running counts the bodies of this consumer between their first and
+	// last line (invariant 13), and block is the drain probe's held body,
+	// if any.
+	running atomic.Int64
+	block   atomic.Pointer[blocker]
 	// tmpl is the URI template a template consumer started with (one of
 	// its key's variants), and varName its one variable's name.
 	tmpl, varName string

@@ -42,6 +42,12 @@ type System interface {
 	StartResource(ctx context.Context, r catalog.Resource, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error)
 	ListResources() []catalog.Resource
 	OnResourceUpdated(fn func(uri string)) (cancel func())
+
+	// Changes and Version, as the catalog's: Changes is closed at the
+	// next change to a listing after the call, and Version grows with
+	// every change a listing can see (invariant 10).
+	Changes() <-chan struct{}
+	Version() uint64
 }
 
 // Consumer is a started route's owner handle. Dropping the last reference
@@ -191,6 +197,12 @@ func (s *CatalogSystem) CallTool(ctx context.Context, name string, args json.Raw
 
 // ListTools lists the catalog's live, ready tools.
 func (s *CatalogSystem) ListTools() []catalog.Tool { return s.Cat.ListTools() }
+
+// Changes returns the catalog's change channel.
+func (s *CatalogSystem) Changes() <-chan struct{} { return s.Cat.Changes() }
+
+// Version returns the catalog's listing version.
+func (s *CatalogSystem) Version() uint64 { return s.Cat.Version() }
 
 // Stats returns the catalog's counts.
 func (s *CatalogSystem) Stats() catalog.Stats { return s.Cat.Stats() }

@@ -19,7 +19,11 @@ const (
 	InvListChanged
 	InvTemplateMatch
 	InvResourceUpdate
-	numInvariants = int(InvResourceUpdate)
+	InvStopDrain
+	InvAfterDeathOrder
+	InvListingInstant
+	InvListedDeadOwner
+	numInvariants = int(InvListedDeadOwner)
 )
 
 // Invariants lists every invariant in order.
@@ -27,6 +31,7 @@ var Invariants = []Invariant{
 	InvBodyAfterDeath, InvLateStopRemovedSuccessor, InvUnauthenticatedBody, InvCapCounter,
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
 	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch, InvResourceUpdate,
+	InvStopDrain, InvAfterDeathOrder, InvListingInstant, InvListedDeadOwner,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -43,6 +48,10 @@ var invariantNames = [numInvariants + 1]string{
 	"list_changed",
 	"template_match",
 	"resource_update",
+	"stop_drain",
+	"after_death_order",
+	"listing_instant",
+	"listed_dead_owner",
 }
 
 // String is the invariant's key in reports and JSON.

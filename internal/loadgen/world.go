@@ -86,7 +86,21 @@ type world struct {
 	upd    updateChecker
 	late   lateStopChecker
 	growth *growthChecker
-	notes  *notifyChecker // invariant 10; nil unless an in-process MCP server runs
+	notes  *notifyChecker // invariant 10 over MCP; nil unless an in-process MCP server runs
+	// changes is invariant 10 in process, drain 13, after 14 and lists 15
+	// and 16.
+	changes *changeChecker
+	drain   drainChecker
+	after   afterDeathChecker
+	lists   listChecker
+	// A Stop of a consumer whose id is a multiple of drainEvery runs the
+	// drain probe with a held body, one whose id is half drainEvery more
+	// than a multiple the probe that keeps calling. A cancel of one whose
+	// id is 1 more than a multiple of dyingEvery runs the dying probe, and
+	// every other cancel the listing probe, whose moment is short enough to
+	// need many tries. Enough of each to judge many times a run without
+	// slowing the workload down.
+	drainEvery, dyingEvery uint64
 
 	starts, takeovers, capRejections, duplicates atomic.Int64
 	lateStops, lateChecks, lateInconclusive      atomic.Int64
@@ -120,6 +134,11 @@ func newWorld(cfg Config, sys System) *world {
 	w.unlisten = sys.OnResourceUpdated(w.upd.heard)
 	w.late = lateStopChecker{t: w.t, tick: w.tick, invoke: w.invokeRetry, list: w.listKind}
 	w.growth = newGrowthChecker(w.t, DefaultGrowthTolerance, readProcess)
+	w.changes = newChangeChecker(w.t, sys, changeWithin)
+	w.drain = drainChecker{t: w.t, bound: stopTimeout}
+	w.after = afterDeathChecker{t: w.t, hooks: ownerHooks{}, wait: dyingWait}
+	w.lists = listChecker{t: w.t, lookup: w.ring.get}
+	w.drainEvery, w.dyingEvery = 8, 8
 	return w
 }
 
@@ -160,14 +179,9 @@ func (w *world) handler(rec *record) catalog.ToolHandler {
 		if err := decodeArgs(c.Arguments, &a); err != nil {
 			return catalog.ErrorResult("loadgen: bad arguments"), nil
 		}
-		w.body.bodyRan(rec, a)
-		w.auth.bodyRan(rec, a, c.Principal)
-		if a.Panic != 0 && a.Panic == rec.id {
-			panic("loadgen: deliberate panic in the route body")
-		}
-		if a.Probe != 0 {
-			rec.probe.Store(a.Probe)
-		}
+		rec.running.Add(1) // invariant 13: from the body's first line to its last
+		defer rec.running.Add(-1)
+		w.bodyChecks(rec, a, c.Principal)
 		return catalog.TextResult(rec.tag), nil
 	}
 }
@@ -181,6 +195,7 @@ func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 	s := startSnapshot{ns: ns, starts: ns.starts.Add(countOneIn), potential: pot.Add(potOneIn)}
 	s.holder = ns.holder.Load()
 	s.begin = w.tick()
+	rec.begin.Store(s.begin)
 	ctx, cancel := context.WithCancel(context.Background())
 	t0 := time.Now()
 	k, err := w.startRoute(ctx, ns, rec)
@@ -210,9 +225,11 @@ func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 	}
 	ref := k.Owner()
 	rec.owner.Store(&ref)
+	w.after.watch(rec, ref)
 	w.dead.startWon(ns, rec)
 	ns.holder.Store(rec)
 	ns.starts.Add(countOneOut)
+	w.changeStarted(rec)
 	return &held{k: k, done: k.Done(), rec: rec, cancel: cancel}, nil
 }
 
@@ -238,6 +255,8 @@ func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *late
 
 // list lists the tools and checks the listing.
 func (w *world) list(l *latencies) {
+	var buf [16]*record
+	dead := w.lists.deadBefore(w.names, buf[:0])
 	begin := w.tick()
 	t0 := time.Now()
 	tools := w.sys.ListTools()
@@ -245,6 +264,11 @@ func (w *world) list(l *latencies) {
 	if n := w.dead.listed(begin, tools); n > 0 {
 		w.unchecked.Add(int64(n))
 	}
+	entries := make([]listedEntry, len(tools))
+	for i, t := range tools {
+		entries[i] = listedEntry{t.Name, t.Title}
+	}
+	w.lists.listed(dead, entries)
 }
 
 // observeDeath is called once Done was seen closed: it takes the death
@@ -255,6 +279,7 @@ func (w *world) observeDeath(rec *record, sh shape) {
 	rec.owner.Store(nil) // dead for good: the ring must not keep its route
 	w.potential[rec.ns.kind].Add(potOneOut)
 	w.deaths[sh].Add(1)
+	w.changeEnded(rec)
 }
 
 // end ends h by shape sh, waits for its death and observes it. It returns
@@ -273,19 +298,33 @@ func (w *world) end(h *held, sh shape, l *latencies) shape {
 	}
 	switch sh {
 	case shapeStop:
-		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-		t0 := time.Now()
+		var probe *drainProbe
+		switch h.rec.id % w.drainEvery {
+		case 0:
+			probe = w.startDrainProbe(h, true)
+		case w.drainEvery / 2:
+			probe = w.startDrainProbe(h, false)
+		}
 		h.rec.stopping.Store(true)
-		err := h.k.Stop(ctx)
-		l.record(opStop, time.Since(t0))
-		cancel()
-		if err != nil {
+		err := w.stop(h, l, opStop)
+		if probe != nil {
+			probe.finish()
+		}
+		switch {
+		case errors.Is(err, context.DeadlineExceeded):
+			// Invariant 13's.
+		case err != nil:
 			w.t.Unexpected("stop %s (%s): %v", h.rec.tag, h.rec.ns.name, err)
-		} else {
+		default:
 			h.rec.stopped.Store(true)
 		}
 	case shapeCancel:
-		h.cancel()
+		switch h.rec.id % w.dyingEvery {
+		case 1 % w.dyingEvery:
+			w.cancelDying(h)
+		default:
+			w.cancelListed(h, l)
+		}
 	case shapePanic:
 		if !w.triggerPanic(h) {
 			sh = shapeCancel
@@ -338,19 +377,17 @@ func (w *world) drop(h *held) shape {
 // successor.
 func (w *world) lateStop(dead, succ *held, l *latencies) {
 	w.publish(dead) // observed dead, its successor perhaps live: refused
-	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
-	defer cancel()
-	t0 := time.Now()
-	err := dead.k.Stop(ctx)
-	l.record(opLateStop, time.Since(t0))
+	err := w.stop(dead, l, opLateStop)
 	dead.k = nil
 	w.lateStops.Add(1)
-	if err != nil {
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		w.t.Unexpected("late stop of %s (%s): %v", dead.rec.tag, dead.rec.ns.name, err)
 	}
 	if succ == nil {
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+	defer cancel()
 	if w.late.check(ctx, succ) {
 		w.lateChecks.Add(1)
 	} else {
