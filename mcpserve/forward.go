@@ -133,8 +133,10 @@ func (f *forwarder) session(ctx context.Context, endpoint string) (*mcp.ClientSe
 // round trip), within Fleet.ForwardTimeout whatever the peer does.
 func (f *forwarder) open(endpoint string, ep endpointKey, pc *peerConn) {
 	defer close(pc.ready)
-	ctx, cancel := context.WithTimeout(context.Background(), f.begin)
+	h := &hop{}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), hopKey{}, h), f.begin)
 	defer cancel()
+	defer h.answered.Store(true) // before cancel: see fleetTransport.RoundTrip
 	cs, err := f.client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:             endpoint,
 		HTTPClient:           f.httpClient(ep),
@@ -230,6 +232,7 @@ func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.
 	}
 	h := &hop{cred: cred}
 	res, err := cs.CallTool(context.WithValue(ctx, hopKey{}, h), &mcp.CallToolParams{Name: p.Name, Arguments: p.Arguments})
+	h.answered.Store(true)
 	if h.over.Load() {
 		return nil, &resultTooLarge{n: h.read.Load()}
 	}
@@ -254,6 +257,7 @@ func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string
 	}
 	h := &hop{cred: cred}
 	res, err := cs.ReadResource(context.WithValue(ctx, hopKey{}, h), &mcp.ReadResourceParams{URI: uri})
+	h.answered.Store(true)
 	if h.over.Load() {
 		return nil, &resultTooLarge{n: h.read.Load()}
 	}

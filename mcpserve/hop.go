@@ -47,9 +47,10 @@ var (
 // request's context: the caller's credential, and what its response body
 // cost.
 type hop struct {
-	cred string
-	read atomic.Int64 // bytes of the response body read
-	over atomic.Bool  // the body went past the limit and was refused
+	cred     string
+	read     atomic.Int64 // bytes of the response body read
+	over     atomic.Bool  // the body went past the limit and was refused
+	answered atomic.Bool  // the client has its answer (or gave up)
 }
 
 type hopKey struct{}
@@ -87,7 +88,29 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errNotTheEndpoint
 	}
 	h, _ := r.Context().Value(hopKey{}).(*hop)
-	ctx, cancel := context.WithCancelCause(r.Context())
+	// The request's own context ends when the response does not begin in
+	// time, and with the caller's, except after the answer came: the
+	// caller has it then, and ends at once, while the rest of the body
+	// (the end of the stream) may still be on its way. A cancel then
+	// would cost the connection, which the transport keeps for the next
+	// request once the body is read to its end; the rest has
+	// ForwardTimeout to arrive.
+	parent := r.Context()
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	body := &hopBody{left: t.limit, hop: h}
+	body.stop = context.AfterFunc(parent, func() {
+		switch {
+		case body.eof.Load():
+		case h != nil && h.answered.Load():
+			time.AfterFunc(t.begin, func() {
+				if !body.eof.Load() {
+					cancel(context.Cause(parent))
+				}
+			})
+		default:
+			cancel(context.Cause(parent))
+		}
+	})
 	timer := time.AfterFunc(t.begin, func() { cancel(errNoAnswer) })
 	r = r.Clone(ctx)
 	r.Header.Set("Authorization", "Bearer "+t.token)
@@ -99,18 +122,19 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(r)
 	if !timer.Stop() {
 		// The bound passed, whatever the base says: the peer's answer, if
-		// one came, came too late, and its context is ending.
+		// one came, came too late, and its context has ended.
 		if err == nil {
 			_ = resp.Body.Close()
 		}
-		cancel(errNoAnswer)
+		body.stop()
 		return nil, fmt.Errorf("%w (%v)", errNoAnswer, t.begin)
 	}
 	if err != nil {
+		body.stop()
 		cancel(nil)
 		return nil, err
 	}
-	body := &hopBody{rc: resp.Body, cancel: cancel, left: t.limit, hop: h}
+	body.rc = resp.Body
 	resp.Body = body
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		// A body the client reads whole (JSON, an error page) is read
@@ -136,11 +160,11 @@ func (t *fleetTransport) CloseIdleConnections() {
 // hopBody is a response body read through the hop's limit. Reads are the
 // caller's to serialize, as any body's.
 type hopBody struct {
-	rc     io.ReadCloser
-	cancel context.CancelCauseFunc
-	left   int64
-	hop    *hop
-	once   sync.Once
+	rc   io.ReadCloser
+	left int64
+	hop  *hop
+	eof  atomic.Bool // the body was read to its end
+	stop func() bool // stops tying the request to its caller's context
 }
 
 func (b *hopBody) Read(p []byte) (int, error) {
@@ -164,15 +188,17 @@ func (b *hopBody) Read(p []byte) (int, error) {
 	if b.hop != nil {
 		b.hop.read.Add(int64(n))
 	}
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
 	return n, err
 }
 
-// Close closes the body and ends its request's context: a body not read
-// to its end takes its connection with it.
+// Close closes the body. One closed before its end takes its connection
+// with it, as any body does.
 func (b *hopBody) Close() error {
-	err := b.rc.Close()
-	b.once.Do(func() { b.cancel(nil) })
-	return err
+	b.stop()
+	return b.rc.Close()
 }
 
 // endpointKey is a URL reduced to what names an endpoint: scheme and host

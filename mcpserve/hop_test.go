@@ -230,7 +230,7 @@ func TestForwardToAPublicEndpointEnds(t *testing.T) {
 	a.peers.set("tool", "ghost", b.url)
 	b.peers.set("tool", "ghost", b.url)
 	c := connectTo(t, a.url, "") // anonymous: no caller header to tell by
-	_, took, err := callWithin(t, c, "ghost", 5*time.Second)
+	_, took, err := callWithin(t, c, "ghost", 3*time.Second)
 	// Refused when the session opens: the call never left.
 	wantUnavailable(t, err, true)
 	if took > 2*time.Second {
@@ -338,7 +338,7 @@ func TestForwardWaitsForASlowBody(t *testing.T) {
 	t.Cleanup(func() { _ = k.Stop(context.Background()) })
 	a.peers.set("tool", "slow", b.fleet)
 	c := connectTo(t, a.url, "")
-	if res, _, err := callWithin(t, c, "slow", hangGuard); err != nil || text(t, res) != "done" {
+	if res, _, err := callWithin(t, c, "slow", 10*bound); err != nil || text(t, res) != "done" {
 		t.Fatalf("forwarded call of a body slower than the forward timeout: %v, %v", res, err)
 	}
 }
@@ -381,7 +381,7 @@ func TestForwardToAFrozenPeer(t *testing.T) {
 	took := make(chan time.Duration, callers)
 	for range callers {
 		go func() {
-			_, d, err := callWithin(t, c, "far", hangGuard)
+			_, d, err := callWithin(t, c, "far", 10*bound)
 			errs <- err
 			took <- d
 		}()
