@@ -421,7 +421,10 @@ func TestFleetHopOptions(t *testing.T) {
 // forward within ForwardTimeout, retryable (the call itself never left);
 // the session is not kept, and nothing is left running.
 func TestForwardOpenIsBounded(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	// Cleanups run last registered first: the client, the peers, the
+	// replica, and then the check that nothing is left.
+	leftOver := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leftOver) })
 	const bound = 300 * time.Millisecond
 	a := newReplica(t, forwardTimeout(bound))
 
@@ -441,6 +444,13 @@ func TestForwardOpenIsBounded(t *testing.T) {
 			held = append(held, conn) // read once accepting is closed
 		}
 	}()
+	t.Cleanup(func() {
+		_ = silent.Close()
+		<-accepting
+		for _, conn := range held {
+			_ = conn.Close()
+		}
+	})
 	release := make(chan struct{})
 	stalled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -451,6 +461,8 @@ func TestForwardOpenIsBounded(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	}))
+	t.Cleanup(stalled.Close)
+	t.Cleanup(func() { close(release) })
 	a.peers.set("tool", "silent", "http://"+silent.Addr().String()+"/fleet")
 	a.peers.set("tool", "stalled", stalled.URL+"/fleet")
 
@@ -465,13 +477,4 @@ func TestForwardOpenIsBounded(t *testing.T) {
 			t.Fatalf("%s: %d peer sessions kept after the open failed", name, n)
 		}
 	}
-	_ = c.Close()
-	a.shut()
-	_ = silent.Close()
-	<-accepting
-	for _, conn := range held {
-		_ = conn.Close()
-	}
-	close(release)
-	stalled.Close()
 }
