@@ -344,10 +344,9 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // Authorization: Bearer header of each request is the credential its calls
 // present to the catalog. In front of the SDK's handler it refuses a
 // request with more than one Authorization header or one marked as
-// forwarded by a fleet replica, enforces the session
-// binding and ties each call's context to its HTTP request (see the
-// package doc). Handler does no exposure check: Serve and ListenAndServe
-// do.
+// forwarded by a fleet replica, enforces the session binding and ties
+// each call's context to its HTTP request (see the package doc). Handler
+// does no exposure check: Serve and ListenAndServe do.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops the notification goroutine, ends the context of every call
