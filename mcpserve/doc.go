@@ -295,11 +295,11 @@
 //
 // [Server.FleetHandler] answers forwarded requests; Serve mounts it at
 // [Fleet.Path]. It serves only requests that carry the fleet credential
-// ([Fleet.Token]) as their bearer token, compared in constant time, and
-// the hop count every forward carries (400 without it, 508 Loop Detected
-// above one), and serves them from the local catalog alone: a forwarded
-// call is never forwarded again, so no two views, however stale, can make
-// a call loop.
+// ([Fleet.Token]) as their bearer token, compared in constant time,
+// refuses a hop count above one (508 Loop Detected: every forward
+// carries its count, 1), and serves them from the local catalog alone: a
+// forwarded call is never forwarded again, so no two views, however
+// stale, can make a call loop.
 //
 // Across the hop a client sees what it would see locally. A consumer that
 // died between this replica's lookup and the holder's dispatch gives the

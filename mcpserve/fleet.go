@@ -172,8 +172,9 @@ func forwardedCredential(_ context.Context, req mcp.Request) string {
 // forward here: mount it where this replica's advertised endpoint points
 // (Serve and ListenAndServe mount it at Fleet.Path). Every request must
 // carry the fleet credential as its bearer token (401 otherwise, 400 with
-// more than one Authorization header), and the hop count a forwarder sets
-// (400 without it, 508 for a count above one: a request forwarded again).
+// more than one Authorization header). A forwarder's request carries its
+// hop count, which must be 1: 508 for a count above (a request forwarded
+// again), 400 for a malformed one.
 // It is then served by this replica's catalog alone, never forwarded
 // again, and its response begins (status and headers) as soon as its call
 // is dispatched, so that the forwarder can tell a frozen replica from a
@@ -194,12 +195,13 @@ func (s *Server) FleetHandler() http.Handler {
 			return
 		}
 		switch hops := r.Header.Values(hopHeader); {
-		case len(hops) == 1 && hops[0] == "1":
+		case len(hops) == 0, len(hops) == 1 && hops[0] == "1":
+			// A forwarder's first hop, or a client of the fleet's own.
 		case len(hops) == 1 && isHopCount(hops[0]):
 			http.Error(w, "Loop Detected: a fleet request may cross one hop; this one was forwarded again", http.StatusLoopDetected)
 			return
 		default:
-			http.Error(w, "Bad Request: a fleet request carries one "+hopHeader+" header, its hop count", http.StatusBadRequest)
+			http.Error(w, "Bad Request: a fleet request carries at most one "+hopHeader+" header, a hop count", http.StatusBadRequest)
 			return
 		}
 		// The fleet credential has done its job; nothing after this point

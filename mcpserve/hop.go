@@ -20,8 +20,8 @@ import (
 
 // hopHeader marks every request a forwarder sends, with the number of hops
 // it has made: always 1, since a request that arrived forwarded is never
-// forwarded again. The fleet handler refuses a request without it or with
-// another count, and the public handler refuses every request that
+// forwarded again. The fleet handler refuses a request with another
+// count, and the public handler refuses every request that
 // carries it (or callerHeader): a forwarded request that reaches a public
 // endpoint was sent to a mis-advertised one, and serving it there could
 // forward it again.
