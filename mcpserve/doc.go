@@ -311,9 +311,13 @@
 // not (a redirect, an error page) gives [CodePeerUnavailable] with data
 // {"reason":"peer_unavailable", "retryable":R}: R is true when the call
 // never left (the connection was refused, or the session to the peer
-// could not be opened), false when the exchange failed after the request
-// may have reached the holder, which is then unknown to have run the body
-// or not. Never "unknown tool" while the route is listed.
+// could not be opened) or the connection was lost before the holder
+// began its answer (a holder begins it before it runs the body: a
+// crashed one had not started it), false when the exchange failed after
+// the request may have reached the holder's body, or the holder did not
+// begin in time (a frozen holder may still run it), which is then
+// unknown to have run the body or not. Never "unknown tool" while the
+// route is listed.
 //
 // What a hop guarantees besides:
 //

@@ -32,9 +32,11 @@ const DefaultMaxConnsPerPeer = 64
 // CodePeerUnavailable is the JSON-RPC error code of a call forwarded to the
 // replica that holds its route when that replica cannot be reached, with
 // data {"reason":"peer_unavailable","retryable":R}. R is true when the
-// request surely never reached the peer (it refused the connection, say),
-// so the route's body did not run; false when the connection failed after
-// the request may have been delivered.
+// route's body surely did not run: the peer refused the connection, or
+// lost it before it began its answer, which a holder does before it runs
+// the body; false when the exchange failed after the request may have
+// reached the body, or the peer did not begin its answer within
+// Fleet.ForwardTimeout.
 const CodePeerUnavailable int64 = -32030
 
 // callerHeader carries, from a forwarding replica to the one that serves

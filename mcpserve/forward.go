@@ -307,9 +307,14 @@ func (f *forwarder) failed(ctx context.Context, endpoint string, cs *mcp.ClientS
 // transport could not send.
 const codeRejectedByTransport = -32005
 
-// refused reports whether err is a failure to connect: the request never
-// left this process, so the route's body cannot have run.
+// refused reports whether err is a failure to connect (the request never
+// left this process), or a connection lost before the peer began its
+// answer (a holder begins it before the body runs): either way the
+// route's body cannot have run.
 func refused(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	var (
+		op *net.OpError
+		nd *notDispatched
+	)
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &nd)
 }

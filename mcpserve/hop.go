@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
@@ -42,6 +43,13 @@ var (
 	// errHopTooLarge: the peer's response body went past the hop's limit.
 	errHopTooLarge = errors.New("mcpserve: the peer's response exceeds the result limit")
 )
+
+// notDispatched is a failed exchange whose peer began no answer: the
+// call was not dispatched there, so its body did not run.
+type notDispatched struct{ err error }
+
+func (e *notDispatched) Error() string { return e.err.Error() }
+func (e *notDispatched) Unwrap() error { return e.err }
 
 // hop is what one forwarded call carries through the HTTP client, in its
 // request's context: the caller's credential, and what its response body
@@ -112,6 +120,8 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	})
 	timer := time.AfterFunc(t.begin, func() { cancel(errNoAnswer) })
+	var answering atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answering.Store(true) }})
 	r = r.Clone(ctx)
 	r.Header.Set("Authorization", "Bearer "+t.token)
 	r.Header.Set(hopHeader, "1")
@@ -132,6 +142,12 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		body.stop()
 		cancel(nil)
+		if !answering.Load() && parent.Err() == nil {
+			// The connection failed before the peer began its answer,
+			// which a holder does before the body runs: the peer went
+			// away (or closed an idle connection) with the call unrun.
+			return nil, &notDispatched{err}
+		}
 		return nil, err
 	}
 	body.rc = resp.Body

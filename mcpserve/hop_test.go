@@ -478,3 +478,39 @@ func TestForwardOpenIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// A peer that drops the connection before it begins its answer (it died,
+// or closed the connection) has not run the body, which a holder starts
+// only after it began the answer: the call may be retried. One that
+// drops it after it began may have run the body: it may not.
+func TestForwardToAPeerThatDies(t *testing.T) {
+	a, b := newReplica(t), newReplica(t)
+	startText(t, b.cat, context.Background(), "far", "here")
+	peer, _ := peerServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case calling(r, "dropped"):
+			panic(http.ErrAbortHandler) // the connection closes, unanswered
+		case calling(r, "died"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			_ = http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		b.srv.FleetHandler().ServeHTTP(w, r)
+	}))
+	for _, name := range []string{"far", "dropped", "died"} {
+		a.peers.set("tool", name, peer+"/fleet")
+	}
+	c := connectTo(t, a.url, "")
+	for _, tc := range []struct {
+		name      string
+		retryable bool
+	}{{"dropped", true}, {"died", false}} {
+		// A session open first, so that the call itself is what fails.
+		if res, _, err := callWithin(t, c, "far", hangGuard); err != nil || text(t, res) != "here" {
+			t.Fatalf("forward: %v, %v", res, err)
+		}
+		_, _, err := callWithin(t, c, tc.name, hangGuard)
+		wantUnavailable(t, err, tc.retryable)
+	}
+}
