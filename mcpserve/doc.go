@@ -353,8 +353,9 @@
 //     (control characters, <, >, &) may meet the read limit first.
 //     Such a refusal fails that call alone; the peer's session serves on.
 //
-// These cost a forward one context, two timers and a clone of the
-// request's header, and the holder one more flush.
+// These cost a forward a context, a timer, a client trace and a clone of
+// the request's header (about 14 allocations), and the holder one more
+// flush.
 //
 // Not forwarded: prompts, resource templates, completions and
 // subscriptions, which other replicas do not list either. A forwarded

@@ -79,7 +79,8 @@ func hopBodyLimit(max int64) int64 {
 // the hop count, and the caller's credential from the request's hop. It
 // bounds how long the response takes to begin, and reads at most limit
 // bytes of the response body. Safe for concurrent use; each request costs
-// a context, a timer and a clone of its header.
+// a context, a timer, a client trace, a callback on its caller's context
+// and a clone of its header.
 type fleetTransport struct {
 	base     http.RoundTripper
 	token    string
