@@ -44,6 +44,9 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case methodCallTool:
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				defer s.note.poke()
+				if s.forwarded {
+					s.beginHop(r.Extra)
+				}
 				ctx, end := s.calls.start(ctx, req)
 				defer end()
 				return s.callTool(ctx, r)
@@ -51,6 +54,9 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case methodReadResource:
 			if r, ok := req.(*mcp.ReadResourceRequest); ok {
 				defer s.note.poke()
+				if s.forwarded {
+					s.beginHop(r.Extra)
+				}
 				ctx, end := s.calls.start(ctx, req)
 				defer end()
 				return s.readResource(ctx, r)
@@ -107,7 +113,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if err != nil {
 		if s.fwd != nil && errors.Is(err, catalog.ErrUnknownTool) {
 			if ep, ok := s.fwd.peers.Peer(kindTool, p.Name); ok {
-				return s.fwd.callTool(ctx, ep, cred, p)
+				return s.forwardTool(ctx, ep, cred, p)
 			}
 		}
 		return s.toolError(ctx, p.Name, err)
@@ -118,8 +124,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 		return errorResult(fmt.Sprintf("tool %s returned a result that cannot be sent: %v", quote.Name(p.Name), err)), nil
 	}
 	if n, over := s.overLimit(toolResultSize(res)); over {
-		s.log.Warn("mcpserve: tool result over the size limit; not sent", "tool", quote.Name(p.Name), "bytes", n, "limit", s.maxResult)
-		return errorResult(fmt.Sprintf("tool %s: its result of %d bytes exceeds this server's limit of %d bytes", quote.Name(p.Name), n, s.maxResult)), nil
+		return s.toolTooLarge(p.Name, n, false), nil
 	}
 	return out, nil
 }
@@ -171,15 +176,13 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if err != nil {
 		if s.fwd != nil && errors.Is(err, catalog.ErrUnknownResource) {
 			if ep, ok := s.fwd.peers.Peer(kindResource, p.URI); ok {
-				return s.fwd.readResource(ctx, ep, cred, p.URI)
+				return s.forwardResource(ctx, ep, cred, p.URI)
 			}
 		}
 		return nil, s.resourceError(ctx, p.URI, err)
 	}
 	if n, over := s.overLimit(contentsSize(c)); over {
-		s.log.Warn("mcpserve: resource contents over the size limit; not sent", "uri", quote.Name(p.URI), "bytes", n, "limit", s.maxResult)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("resource %s: its contents of %d bytes exceed this server's limit of %d bytes", quote.Name(p.URI), n, s.maxResult)}
+		return nil, s.resourceTooLarge(p.URI, n, false)
 	}
 	rc := resourceContents(c)
 	if rc.MIMEType == "" {

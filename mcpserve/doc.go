@@ -295,21 +295,67 @@
 //
 // [Server.FleetHandler] answers forwarded requests; Serve mounts it at
 // [Fleet.Path]. It serves only requests that carry the fleet credential
-// ([Fleet.Token]) as their bearer token, compared in constant time, and
-// serves them from the local catalog alone: a forwarded call is never
-// forwarded again, so no two views, however stale, can make a call loop.
+// ([Fleet.Token]) as their bearer token, compared in constant time,
+// refuses a hop count above one (508 Loop Detected: every forward
+// carries its count, 1), and serves them from the local catalog alone: a
+// forwarded call is never forwarded again, so no two views, however
+// stale, can make a call loop.
 //
 // Across the hop a client sees what it would see locally. A consumer that
 // died between this replica's lookup and the holder's dispatch gives the
 // -32602 route_gone error a local death gives (the holder answers an
 // unknown forwarded route that way: the forwarding replica saw it held).
 // A forward is bounded by the caller's context, and ends the body's
-// context on the holder when it ends. A holder that cannot be reached
-// gives [CodePeerUnavailable] with data {"reason":"peer_unavailable",
-// "retryable":R}: R is true when the request never left (the connection
-// was refused), false when the connection failed after the request may
-// have reached the holder, which is then unknown to have run the body or
-// not. Never "unknown tool" while the route is listed.
+// context on the holder when it ends. A holder that cannot be reached,
+// does not begin its answer in time or answers what a fleet handler does
+// not (a redirect, an error page) gives [CodePeerUnavailable] with data
+// {"reason":"peer_unavailable", "retryable":R}: R is true when the call
+// never left (the connection was refused, or the session to the peer
+// could not be opened) or the connection was lost before the holder
+// began its answer (a holder begins it before it runs the body: a
+// crashed one had not started it), false when the exchange failed after
+// the request may have reached the holder's body, or the holder did not
+// begin in time (a frozen holder may still run it), which is then
+// unknown to have run the body or not. Never "unknown tool" while the
+// route is listed.
+//
+// What a hop guarantees besides:
+//
+//   - The fleet's credential and the caller's go to the endpoint
+//     [Fleet.Peers] named and nowhere else: each peer's requests go
+//     through a transport that refuses, unsent, a request for any other
+//     URL, and no redirect is followed (whatever [Fleet.HTTPClient]'s
+//     CheckRedirect says). A redirect answer is [CodePeerUnavailable].
+//   - A replica never forwards to its own endpoint ([Fleet.Advertise],
+//     compared with scheme and host in lower case and without the
+//     scheme's default port): the view is stale, the route is not here,
+//     and the call is answered as one for a route gone.
+//   - The public handler ([Server.Handler]) refuses (400) a request marked
+//     as forwarded (the hop count or the caller's credential header): a
+//     replica that advertised a public endpoint by mistake fails its
+//     forwards at once instead of making them recurse.
+//   - A forward waits at most [Fleet.ForwardTimeout] (default
+//     [DefaultForwardTimeout]) for the holder's response to begin, and
+//     opening a session to a peer (one round trip) takes at most as long.
+//     The holder begins its response as soon as it dispatches the call,
+//     so a route body may run longer, as long as the caller's context
+//     allows; a frozen or unreachable peer gives [CodePeerUnavailable]
+//     within the bound. The Server's own client opens at most
+//     [Fleet.MaxConnsPerPeer] connections to one peer (default
+//     [DefaultMaxConnsPerPeer]); a forward past the cap waits for one,
+//     within the same bound.
+//   - The holder's answer is read through a limit of twice
+//     [Options.MaxResultBytes] plus 64 KiB (the result, its JSON
+//     envelope and escaping), and the decoded result is counted as a
+//     local one is: past either, the caller gets the error a local
+//     oversized result gets, and the replica has spent about the limit,
+//     not the answer. A result of text that JSON escapes heavily
+//     (control characters, <, >, &) may meet the read limit first.
+//     Such a refusal fails that call alone; the peer's session serves on.
+//
+// These cost a forward a context, a timer, a client trace and a clone of
+// the request's header (about 14 allocations), and the holder one more
+// flush.
 //
 // Not forwarded: prompts, resource templates, completions and
 // subscriptions, which other replicas do not list either. A forwarded
@@ -373,5 +419,6 @@
 // notifier of its own, and each peer that calls are forwarded to holds one
 // SDK client session (its goroutines are the SDK's), opened on the first
 // forward, forgotten when an exchange with the peer fails, and closed by
-// Close.
+// Close, which also closes the idle connections of the Server's own
+// fleet client.
 package mcpserve

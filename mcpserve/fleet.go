@@ -7,8 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/internal/quote"
 )
 
 // DefaultFleetPath is where Serve and ListenAndServe mount the fleet
@@ -18,12 +22,22 @@ const DefaultFleetPath = "/fleet"
 // MinFleetTokenBytes is the shortest fleet credential New accepts.
 const MinFleetTokenBytes = 16
 
+// DefaultForwardTimeout is how long a forward waits for the holder's
+// response to begin when Fleet.ForwardTimeout is 0.
+const DefaultForwardTimeout = 5 * time.Second
+
+// DefaultMaxConnsPerPeer caps the connections the Server's own fleet
+// client opens to one peer when Fleet.MaxConnsPerPeer is 0.
+const DefaultMaxConnsPerPeer = 64
+
 // CodePeerUnavailable is the JSON-RPC error code of a call forwarded to the
 // replica that holds its route when that replica cannot be reached, with
 // data {"reason":"peer_unavailable","retryable":R}. R is true when the
-// request surely never reached the peer (it refused the connection, say),
-// so the route's body did not run; false when the connection failed after
-// the request may have been delivered.
+// route's body surely did not run: the peer refused the connection, or
+// lost it before it began its answer, which a holder does before it runs
+// the body; false when the exchange failed after the request may have
+// reached the body, or the peer did not begin its answer within
+// Fleet.ForwardTimeout.
 const CodePeerUnavailable int64 = -32030
 
 // callerHeader carries, from a forwarding replica to the one that serves
@@ -55,8 +69,35 @@ type Fleet struct {
 	// beside the public one; empty means DefaultFleetPath. A replica
 	// advertises the URL of this path to the others.
 	Path string
+	// Advertise is this replica's own fleet endpoint, the URL the others
+	// forward to (etcdfleet.Config.Advertise): an absolute http or https
+	// URL. A route that Peers places there is never forwarded, whatever
+	// the view says: the call is answered as one for a route gone
+	// (-32602 route_gone), as it is here that the route is not. URLs are
+	// compared with scheme and host in lower case and without the
+	// scheme's default port. Empty means unknown: nothing is compared.
+	Advertise string
+	// ForwardTimeout bounds how long a forward waits for the holder's
+	// response to begin (its status and headers; a holder begins as soon
+	// as it dispatches the call), and how long opening a session to a
+	// peer takes (one round trip). The body of the response may take
+	// longer: a route body runs as long as the caller's context allows.
+	// A peer that does not begin in time (frozen, or too busy to
+	// dispatch) gives CodePeerUnavailable, not retryable: the request may
+	// have reached it. 0 means DefaultForwardTimeout; negative is
+	// invalid.
+	ForwardTimeout time.Duration
+	// MaxConnsPerPeer caps the connections the Server's own client opens
+	// to one peer; a forward beyond the cap waits for one, within
+	// ForwardTimeout. 0 means DefaultMaxConnsPerPeer; negative means no
+	// cap. It does not apply to an HTTPClient given: cap that client's
+	// transport (http.Transport.MaxConnsPerHost).
+	MaxConnsPerPeer int
 	// HTTPClient carries forwarded requests. nil means a client of the
-	// Server's own, which keeps up to 64 idle connections per peer.
+	// Server's own, which keeps up to 64 idle connections per peer and
+	// opens at most MaxConnsPerPeer. Of a client given, the transport,
+	// cookie jar and Timeout are used; its CheckRedirect is not: a
+	// forward never follows a redirect.
 	HTTPClient *http.Client
 }
 
@@ -98,7 +139,14 @@ func (s *Server) startFleet(opts Options) error {
 	case slices.ContainsFunc(f.PreviousTokens, func(t string) bool { return len(t) < MinFleetTokenBytes }):
 		return fmt.Errorf("%w: a previous fleet token shorter than %d bytes", ErrInvalidOptions, MinFleetTokenBytes)
 	case f.Path != "" && (f.Path[0] != '/' || f.Path == s.path):
-		return fmt.Errorf("%w: fleet path %q is not an absolute URL path apart from Path", ErrInvalidOptions, f.Path)
+		return fmt.Errorf("%w: fleet path %s is not an absolute URL path apart from Path", ErrInvalidOptions, quote.Name(f.Path))
+	case f.ForwardTimeout < 0:
+		return fmt.Errorf("%w: negative forward timeout %v", ErrInvalidOptions, f.ForwardTimeout)
+	}
+	if f.Advertise != "" {
+		if _, err := parseEndpoint(f.Advertise); err != nil {
+			return fmt.Errorf("%w: advertised fleet endpoint %s: %v", ErrInvalidOptions, quote.Name(f.Advertise), err)
+		}
 	}
 	internal, err := newServer(s.cat, Options{
 		Name:              opts.Name,
@@ -121,7 +169,7 @@ func (s *Server) startFleet(opts Options) error {
 	for _, t := range f.PreviousTokens {
 		s.fleetPrevious = append(s.fleetPrevious, sha256.Sum256([]byte(t)))
 	}
-	s.fwd = newForwarder(f, s.log)
+	s.fwd = newForwarder(f, s.maxResult, s.log)
 	return nil
 }
 
@@ -138,9 +186,13 @@ func forwardedCredential(_ context.Context, req mcp.Request) string {
 // forward here: mount it where this replica's advertised endpoint points
 // (Serve and ListenAndServe mount it at Fleet.Path). Every request must
 // carry the fleet credential as its bearer token (401 otherwise, 400 with
-// more than one Authorization header); it is then served by this replica's
-// catalog alone, never forwarded again. Without Options.Fleet it answers
-// 404.
+// more than one Authorization header). A forwarder's request carries its
+// hop count, which must be 1: 508 for a count above (a request forwarded
+// again), 400 for a malformed one.
+// It is then served by this replica's catalog alone, never forwarded
+// again, and its response begins (status and headers) as soon as its call
+// is dispatched, so that the forwarder can tell a frozen replica from a
+// slow route. Without Options.Fleet it answers 404.
 func (s *Server) FleetHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.internal == nil {
@@ -157,11 +209,28 @@ func (s *Server) FleetHandler() http.Handler {
 			http.Error(w, "Unauthorized: the fleet credential is required", http.StatusUnauthorized)
 			return
 		}
+		switch hops := r.Header.Values(hopHeader); {
+		case len(hops) == 0, len(hops) == 1 && hops[0] == "1":
+			// A forwarder's first hop, or a client of the fleet's own.
+		case len(hops) == 1 && isHopCount(hops[0]):
+			http.Error(w, "Loop Detected: a fleet request may cross one hop; this one was forwarded again", http.StatusLoopDetected)
+			return
+		default:
+			http.Error(w, "Bad Request: a fleet request carries at most one "+hopHeader+" header, a hop count", http.StatusBadRequest)
+			return
+		}
 		// The fleet credential has done its job; nothing after this point
 		// may mistake it for the caller's.
 		r.Header.Del("Authorization")
-		s.internal.handler.ServeHTTP(w, r)
+		hw := &hopWriter{ResponseWriter: w}
+		s.internal.handler.ServeHTTP(hw, r.WithContext(context.WithValue(r.Context(), hopWriterKey{}, hw)))
 	})
+}
+
+// isHopCount reports whether v is a positive decimal count.
+func isHopCount(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && n > 0
 }
 
 // routeKinds are the catalog's names of the kinds a fleet forwards, as

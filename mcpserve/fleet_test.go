@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -37,15 +38,18 @@ func (p *peerMap) Peer(kind, name string) (string, bool) {
 func (p *peerMap) set(kind, name, endpoint string) { p.m.Store(kind+"/"+name, endpoint) }
 
 // replica is one fleet member: a catalog (with the static tokens of
-// newGuarded), its Server with Fleet set, served on a loopback listener.
+// newGuarded), its Server with Fleet set (advertising its own fleet
+// endpoint), served on a loopback listener that counts the connections it
+// accepts.
 type replica struct {
-	cat    *catalog.Catalog
-	srv    *mcpserve.Server
-	peers  *peerMap
-	url    string // the public endpoint
-	fleet  string // the fleet endpoint
-	served chan error
-	stop   context.CancelFunc
+	cat      *catalog.Catalog
+	srv      *mcpserve.Server
+	peers    *peerMap
+	url      string // the public endpoint
+	fleet    string // the fleet endpoint
+	accepted *atomic.Int64
+	served   chan error
+	stop     context.CancelFunc
 }
 
 var fleetAuth = bindsec.NewStaticTokens(map[string]bindsec.Principal{
@@ -53,30 +57,50 @@ var fleetAuth = bindsec.NewStaticTokens(map[string]bindsec.Principal{
 	noRoleToken: bindsec.NewPrincipal("bob"),
 })
 
-func newReplica(t testing.TB) *replica {
+// newReplica starts a replica; tune, if given, changes its options.
+func newReplica(t testing.TB, tune ...func(*mcpserve.Options)) *replica {
 	t.Helper()
-	r := &replica{peers: &peerMap{}, served: make(chan error, 1)}
+	r := &replica{peers: &peerMap{}, served: make(chan error, 1), accepted: &atomic.Int64{}}
 	r.cat = newCatalog(t, catalog.Config{Authenticator: fleetAuth})
-	srv, err := mcpserve.New(r.cat, mcpserve.Options{
-		Logger: quietLogger(),
-		Path:   "/mcp",
-		Fleet:  &mcpserve.Fleet{Peers: r.peers, Token: fleetToken},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.srv = srv
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.url = "http://" + ln.Addr().String() + "/mcp"
 	r.fleet = "http://" + ln.Addr().String() + mcpserve.DefaultFleetPath
+	opts := mcpserve.Options{
+		Logger: quietLogger(),
+		Path:   "/mcp",
+		Fleet:  &mcpserve.Fleet{Peers: r.peers, Token: fleetToken, Advertise: r.fleet},
+	}
+	for _, f := range tune {
+		f(&opts)
+	}
+	srv, err := mcpserve.New(r.cat, opts)
+	if err != nil {
+		_ = ln.Close()
+		t.Fatal(err)
+	}
+	r.srv = srv
 	ctx, cancel := context.WithCancel(context.Background())
 	r.stop = cancel
-	go func() { r.served <- srv.Serve(ctx, ln) }()
+	go func() { r.served <- srv.Serve(ctx, countingListener{ln, r.accepted}) }()
 	t.Cleanup(r.shut)
 	return r
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 // shut stops serving and closes the server, once.
@@ -265,6 +289,7 @@ func TestFleetHandlerNeedsTheFleetToken(t *testing.T) {
 				req.Header.Add("Authorization", h)
 			}
 			req.Header.Set("Livereg-Fleet-Caller", goodToken)
+			req.Header.Set("Livereg-Fleet-Hop", "1")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -280,10 +305,13 @@ func TestFleetHandlerNeedsTheFleetToken(t *testing.T) {
 	req := rawCall(t, b.fleet, "guarded")
 	req.Header.Set("Authorization", "Bearer "+fleetToken)
 	req.Header.Set("Livereg-Fleet-Caller", goodToken)
+	req.Header.Set("Livereg-Fleet-Hop", "1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The response begins before the body runs: read it to its end.
+	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || runs.Load() != 1 {
 		t.Fatalf("with the fleet token: status %d, %d runs; want 200 and 1 run", resp.StatusCode, runs.Load())

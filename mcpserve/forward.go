@@ -17,10 +17,6 @@ import (
 	"github.com/livereg/livereg/internal/quote"
 )
 
-// connectTimeout bounds opening a client session to a peer (one
-// server/discover round trip), whatever the first caller's context.
-const connectTimeout = 5 * time.Second
-
 // forwarder sends calls to the replicas that hold their routes, through
 // the SDK's own client over streamable HTTP, stateless (protocol
 // 2026-07-28): one client session per peer endpoint, opened on first use
@@ -28,9 +24,21 @@ const connectTimeout = 5 * time.Second
 // connections. A stateless session holds no state on the peer, so a peer
 // that restarts needs no new one; a session that fails to open is
 // forgotten, and the next call opens another.
+//
+// Each session's requests go through a fleetTransport of its own, which
+// sends them to that peer's endpoint alone, never follows a redirect, and
+// bounds the wait for a response to begin and the bytes read of it.
 type forwarder struct {
 	peers  Peers
-	hc     *http.Client
+	rt     http.RoundTripper // the pool every peer's requests share
+	own    bool              // rt is the forwarder's own, closed with it
+	jar    http.CookieJar    // from Fleet.HTTPClient
+	whole  time.Duration     // Fleet.HTTPClient's Timeout
+	token  string
+	self   endpointKey // this replica's advertised endpoint
+	isSelf bool        // self is set
+	begin  time.Duration
+	limit  int64 // of a response body, from MaxResultBytes
 	client *mcp.Client
 	log    *slog.Logger
 
@@ -47,50 +55,50 @@ type peerConn struct {
 	err   error
 }
 
-func newForwarder(f *Fleet, log *slog.Logger) *forwarder {
-	hc := f.HTTPClient
-	if hc == nil {
+// errSelf: the route's endpoint is this replica's own advertised one.
+var errSelf = errors.New("mcpserve: the route's endpoint is this replica's own")
+
+// newForwarder makes the forwarder of a Server whose options passed
+// startFleet's checks; maxResult is the Server's result limit.
+func newForwarder(f *Fleet, maxResult int64, log *slog.Logger) *forwarder {
+	fw := &forwarder{peers: f.Peers, token: f.Token, begin: cmpOr(f.ForwardTimeout, DefaultForwardTimeout),
+		limit: hopBodyLimit(maxResult), log: log, conns: map[string]*peerConn{}}
+	if hc := f.HTTPClient; hc != nil {
+		fw.rt, fw.jar, fw.whole = hc.Transport, hc.Jar, hc.Timeout
+		if fw.rt == nil {
+			fw.rt = http.DefaultTransport
+		}
+	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
-		hc = &http.Client{Transport: tr}
+		if n := cmpOr(f.MaxConnsPerPeer, DefaultMaxConnsPerPeer); n > 0 {
+			tr.MaxConnsPerHost = n
+		}
+		fw.rt, fw.own = tr, true
 	}
-	hc = &http.Client{
-		Transport:     fleetTransport{base: hc.Transport, token: f.Token},
-		CheckRedirect: hc.CheckRedirect,
-		Jar:           hc.Jar,
-		Timeout:       hc.Timeout,
+	if f.Advertise != "" {
+		fw.self, _ = parseEndpoint(f.Advertise) // startFleet checked it
+		fw.isSelf = true
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "livereg-fleet", Version: DefaultVersion}, &mcp.ClientOptions{Logger: log})
-	return &forwarder{peers: f.Peers, hc: hc, client: client, log: log, conns: map[string]*peerConn{}}
+	fw.client = mcp.NewClient(&mcp.Implementation{Name: "livereg-fleet", Version: DefaultVersion}, &mcp.ClientOptions{Logger: log})
+	return fw
 }
 
-// fleetTransport puts the fleet credential, and the caller's credential
-// from the request's context, on every forwarded request.
-type fleetTransport struct {
-	base  http.RoundTripper
-	token string
+// httpClient is the HTTP client of the session to the peer at ep.
+func (f *forwarder) httpClient(ep endpointKey) *http.Client {
+	return &http.Client{
+		Transport:     &fleetTransport{base: f.rt, token: f.token, endpoint: ep, begin: f.begin, limit: f.limit},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
+		Jar:           f.jar,
+		Timeout:       f.whole,
+	}
 }
 
-type callerKey struct{}
-
-func (t fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	r.Header.Del(callerHeader)
-	if cred, _ := r.Context().Value(callerKey{}).(string); cred != "" {
-		r.Header.Set(callerHeader, cred)
-	}
-	base := t.base
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	return base.RoundTrip(r)
-}
-
-// session returns the client session to endpoint, opening it if need be.
-// It waits at most until ctx ends; the open itself is bounded by
-// connectTimeout, not by ctx, so that one impatient caller does not fail
-// the others waiting on the same peer.
+// session returns the client session to endpoint, opening it if need be,
+// or errSelf for this replica's own endpoint. It waits at most until ctx
+// ends; the open itself is bounded by Fleet.ForwardTimeout, not by ctx,
+// so that one impatient caller does not fail the others waiting on the
+// same peer.
 func (f *forwarder) session(ctx context.Context, endpoint string) (*mcp.ClientSession, error) {
 	f.mu.Lock()
 	if f.closed {
@@ -99,9 +107,18 @@ func (f *forwarder) session(ctx context.Context, endpoint string) (*mcp.ClientSe
 	}
 	pc, ok := f.conns[endpoint]
 	if !ok {
+		ep, err := parseEndpoint(endpoint)
+		switch {
+		case err != nil:
+			f.mu.Unlock()
+			return nil, fmt.Errorf("peer endpoint %s: %w", quote.Name(endpoint), err)
+		case f.isSelf && ep == f.self:
+			f.mu.Unlock()
+			return nil, errSelf
+		}
 		pc = &peerConn{ready: make(chan struct{})}
 		f.conns[endpoint] = pc
-		go f.open(endpoint, pc)
+		go f.open(endpoint, ep, pc)
 	}
 	f.mu.Unlock()
 	select {
@@ -112,22 +129,29 @@ func (f *forwarder) session(ctx context.Context, endpoint string) (*mcp.ClientSe
 	}
 }
 
-func (f *forwarder) open(endpoint string, pc *peerConn) {
+// open opens the session to the peer at endpoint (one server/discover
+// round trip), within Fleet.ForwardTimeout whatever the peer does.
+func (f *forwarder) open(endpoint string, ep endpointKey, pc *peerConn) {
 	defer close(pc.ready)
-	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	h := &hop{}
+	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), hopKey{}, h), f.begin)
 	defer cancel()
+	defer h.answered.Store(true) // before cancel: see fleetTransport.RoundTrip
 	cs, err := f.client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:             endpoint,
-		HTTPClient:           f.hc,
+		HTTPClient:           f.httpClient(ep),
 		MaxRetries:           -1,
 		DisableStandaloneSSE: true,
+		// The hop's body limit bounds every event; the SDK's own bound
+		// would fail the whole session where the limit fails one call.
+		MaxEventSize: -1,
 	}, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolStateless})
 	if err == nil {
 		// The SDK falls back to an older revision when the peer does not
 		// offer this one: a peer that is not a fleet handler.
 		if got := cs.InitializeResult().ProtocolVersion; got != ProtocolStateless {
 			_ = cs.Close()
-			cs, err = nil, fmt.Errorf("peer %s speaks MCP %s, not %s", endpoint, got, ProtocolStateless)
+			cs, err = nil, fmt.Errorf("peer %s speaks MCP %s, not %s", quote.Name(endpoint), got, ProtocolStateless)
 		}
 	}
 	f.mu.Lock()
@@ -180,19 +204,40 @@ func (f *forwarder) close() {
 			_ = pc.cs.Close()
 		}
 	}
+	if c, ok := f.rt.(interface{ CloseIdleConnections() }); ok && f.own {
+		c.CloseIdleConnections()
+	}
+}
+
+// resultTooLarge: a forwarded result went past the hop's body limit; n
+// bytes of it were read.
+type resultTooLarge struct{ n int64 }
+
+func (e *resultTooLarge) Error() string {
+	return fmt.Sprintf("mcpserve: a forwarded result of more than %d bytes", e.n)
 }
 
 // callTool forwards a tools/call to endpoint with the caller's credential.
 // The peer's JSON-RPC errors reach the client as the peer sent them; a
-// peer that cannot be reached gives CodePeerUnavailable.
-func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
+// peer that cannot be reached gives CodePeerUnavailable. It returns
+// errSelf for this replica's own endpoint, and a *resultTooLarge for a
+// response past the body limit.
+func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw) (*mcp.CallToolResult, error) {
 	cs, err := f.session(ctx, endpoint)
-	if err != nil {
-		return nil, f.failed(ctx, endpoint, nil, "tool", p.Name, err)
+	if errors.Is(err, errSelf) {
+		return nil, err
 	}
-	res, err := cs.CallTool(context.WithValue(ctx, callerKey{}, cred), &mcp.CallToolParams{Name: p.Name, Arguments: p.Arguments})
 	if err != nil {
-		return nil, f.failed(ctx, endpoint, cs, "tool", p.Name, err)
+		return nil, f.failed(ctx, endpoint, nil, kindTool, p.Name, err)
+	}
+	h := &hop{cred: cred}
+	res, err := cs.CallTool(context.WithValue(ctx, hopKey{}, h), &mcp.CallToolParams{Name: p.Name, Arguments: p.Arguments})
+	h.answered.Store(true)
+	if h.over.Load() {
+		return nil, &resultTooLarge{n: h.read.Load()}
+	}
+	if err != nil {
+		return nil, f.failed(ctx, endpoint, cs, kindTool, p.Name, err)
 	}
 	// The hop's own metadata (the holder's serverInfo, which the SDK adds
 	// to every 2026-07-28 result) is not the caller's: this server adds
@@ -202,14 +247,22 @@ func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.
 }
 
 // readResource forwards a resources/read like callTool.
-func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string) (mcp.Result, error) {
+func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string) (*mcp.ReadResourceResult, error) {
 	cs, err := f.session(ctx, endpoint)
-	if err != nil {
-		return nil, f.failed(ctx, endpoint, nil, "resource", uri, err)
+	if errors.Is(err, errSelf) {
+		return nil, err
 	}
-	res, err := cs.ReadResource(context.WithValue(ctx, callerKey{}, cred), &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return nil, f.failed(ctx, endpoint, cs, "resource", uri, err)
+		return nil, f.failed(ctx, endpoint, nil, kindResource, uri, err)
+	}
+	h := &hop{cred: cred}
+	res, err := cs.ReadResource(context.WithValue(ctx, hopKey{}, h), &mcp.ReadResourceParams{URI: uri})
+	h.answered.Store(true)
+	if h.over.Load() {
+		return nil, &resultTooLarge{n: h.read.Load()}
+	}
+	if err != nil {
+		return nil, f.failed(ctx, endpoint, cs, kindResource, uri, err)
 	}
 	delete(res.Meta, mcp.MetaKeyServerInfo)
 	return res, nil
@@ -254,9 +307,14 @@ func (f *forwarder) failed(ctx context.Context, endpoint string, cs *mcp.ClientS
 // transport could not send.
 const codeRejectedByTransport = -32005
 
-// refused reports whether err is a failure to connect: the request never
-// left this process, so the route's body cannot have run.
+// refused reports whether err is a failure to connect (the request never
+// left this process), or a connection lost before the peer began its
+// answer (a holder begins it before the body runs): either way the
+// route's body cannot have run.
 func refused(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
+	var (
+		op *net.OpError
+		nd *notDispatched
+	)
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &nd)
 }

@@ -33,6 +33,9 @@ func (s *Server) front(exposed bool) http.Handler {
 //
 //   - refuses one that carries more than one Authorization header (400): a
 //     proxy in front might judge the other one than the catalog would;
+//   - on a public handler, refuses one marked as forwarded by a fleet
+//     replica (400): it was sent to a mis-advertised endpoint, and serving
+//     it here could forward it again;
 //   - refuses a cross-origin request from an origin not allowed (403);
 //   - where the credential policy asks for one, refuses a request without
 //     a credential the authenticator accepts (401);
@@ -49,6 +52,11 @@ func (s *Server) front(exposed bool) http.Handler {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool) {
 	if len(r.Header.Values("Authorization")) > 1 {
 		http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
+		return
+	}
+	if !s.forwarded && forwardedRequest(r) {
+		http.Error(w, "Bad Request: a request forwarded by a fleet replica reached a public MCP endpoint; "+
+			"the replica that holds the route must advertise its fleet endpoint instead", http.StatusBadRequest)
 		return
 	}
 	if err := s.checkOrigin(r); err != nil {

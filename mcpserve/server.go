@@ -126,8 +126,11 @@ type Options struct {
 	// result, counted as the bytes of its text, of its binary data once
 	// base64-encoded, and of its structured content once JSON-encoded. A
 	// larger result is not sent: the client gets an error that states the
-	// limit, and the server logs it. 0 means DefaultMaxResultBytes;
-	// negative is invalid.
+	// limit, and the server logs it. A result forwarded from another
+	// replica of a fleet is counted, and refused, the same way here, and
+	// read through a limit derived from this one (see the package doc's
+	// "Serving a fleet"). 0 means DefaultMaxResultBytes; negative is
+	// invalid.
 	MaxResultBytes int64
 	// SessionTimeout closes an HTTP session that received no request for
 	// this long (a call in progress counts as activity; an open standalone
@@ -342,10 +345,10 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // concurrent use). Mount it at the endpoint path, /mcp by convention. The
 // Authorization: Bearer header of each request is the credential its calls
 // present to the catalog. In front of the SDK's handler it refuses a
-// request with more than one Authorization header, enforces the session
-// binding and ties each call's context to its HTTP request (see the
-// package doc). Handler does no exposure check: Serve and ListenAndServe
-// do.
+// request with more than one Authorization header or one marked as
+// forwarded by a fleet replica, enforces the session binding and ties
+// each call's context to its HTTP request (see the package doc). Handler
+// does no exposure check: Serve and ListenAndServe do.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // Close stops the notification goroutine, ends the context of every call

@@ -349,7 +349,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		MaxListenStreams: cfg.maxListens,
 	}
 	if fl != nil {
-		opts.Fleet = &mcpserve.Fleet{Peers: fl.rep, Token: cfg.fleetToken, PreviousTokens: cfg.fleetPrevious}
+		opts.Fleet = &mcpserve.Fleet{Peers: fl.rep, Token: cfg.fleetToken, PreviousTokens: cfg.fleetPrevious, Advertise: fl.advertise}
 	}
 	srv, err := mcpserve.New(cat, opts)
 	if err != nil {

@@ -1,0 +1,380 @@
+package mcpserve
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
+)
+
+// hopHeader marks every request a forwarder sends, with the number of hops
+// it has made: always 1, since a request that arrived forwarded is never
+// forwarded again. The fleet handler refuses a request with another
+// count, and the public handler refuses every request that
+// carries it (or callerHeader): a forwarded request that reaches a public
+// endpoint was sent to a mis-advertised one, and serving it there could
+// forward it again.
+const hopHeader = "Livereg-Fleet-Hop"
+
+// Why a hop failed on this side of it. Each reaches the caller as
+// CodePeerUnavailable, wrapped in the *url.Error of the HTTP client.
+var (
+	// errRedirect: the peer answered a redirect, which is never followed:
+	// the fleet's credentials go to the endpoint the fleet chose alone.
+	errRedirect = errors.New("mcpserve: the peer answered a redirect; not followed")
+	// errNotTheEndpoint: a request for another URL than the peer's
+	// endpoint; it is not sent.
+	errNotTheEndpoint = errors.New("mcpserve: a fleet request for another URL than the peer's endpoint; not sent")
+	// errNoAnswer: the peer did not begin its response within
+	// Fleet.ForwardTimeout.
+	errNoAnswer = errors.New("mcpserve: the peer did not begin its response in time")
+	// errHopTooLarge: the peer's response body went past the hop's limit.
+	errHopTooLarge = errors.New("mcpserve: the peer's response exceeds the result limit")
+)
+
+// notDispatched is a failed exchange whose peer began no answer: the
+// call was not dispatched there, so its body did not run.
+type notDispatched struct{ err error }
+
+func (e *notDispatched) Error() string { return e.err.Error() }
+func (e *notDispatched) Unwrap() error { return e.err }
+
+// hop is what one forwarded call carries through the HTTP client, in its
+// request's context: the caller's credential, and what its response body
+// cost.
+type hop struct {
+	cred     string
+	read     atomic.Int64 // bytes of the response body read
+	over     atomic.Bool  // the body went past the limit and was refused
+	answered atomic.Bool  // the client has its answer (or gave up)
+}
+
+type hopKey struct{}
+
+// hopBodyLimit is how much of a peer's response body a hop reads for a
+// result limit of max: the result itself, once more for its JSON envelope
+// and escaping, and 64 KiB for the rest of the response.
+func hopBodyLimit(max int64) int64 {
+	const envelope = 64 << 10
+	if max > (1<<62)-envelope {
+		return 1 << 62
+	}
+	return 2*max + envelope
+}
+
+// fleetTransport carries the requests of one peer session. It sends a
+// request only to its peer's endpoint, and puts on it the fleet credential,
+// the hop count, and the caller's credential from the request's hop. It
+// bounds how long the response takes to begin, and reads at most limit
+// bytes of the response body. Safe for concurrent use; each request costs
+// a context, a timer, a client trace, a callback on its caller's context
+// and a clone of its header.
+type fleetTransport struct {
+	base     http.RoundTripper
+	token    string
+	endpoint endpointKey
+	begin    time.Duration
+	limit    int64
+}
+
+func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if keyOf(r.URL) != t.endpoint {
+		if r.Body != nil {
+			_ = r.Body.Close() // a RoundTripper closes the body, even on error
+		}
+		return nil, errNotTheEndpoint
+	}
+	h, _ := r.Context().Value(hopKey{}).(*hop)
+	// The request's own context ends when the response does not begin in
+	// time, and with the caller's, except after the answer came: the
+	// caller has it then, and ends at once, while the rest of the body
+	// (the end of the stream) may still be on its way. A cancel then
+	// would cost the connection, which the transport keeps for the next
+	// request once the body is read to its end; the rest has
+	// ForwardTimeout to arrive.
+	parent := r.Context()
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	body := &hopBody{left: t.limit, hop: h}
+	body.stop = context.AfterFunc(parent, func() {
+		switch {
+		case body.eof.Load():
+		case h != nil && h.answered.Load():
+			time.AfterFunc(t.begin, func() {
+				if !body.eof.Load() {
+					cancel(context.Cause(parent))
+				}
+			})
+		default:
+			cancel(context.Cause(parent))
+		}
+	})
+	timer := time.AfterFunc(t.begin, func() { cancel(errNoAnswer) })
+	var answering atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answering.Store(true) }})
+	r = r.Clone(ctx)
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	r.Header.Set(hopHeader, "1")
+	r.Header.Del(callerHeader)
+	if h != nil && h.cred != "" {
+		r.Header.Set(callerHeader, h.cred)
+	}
+	resp, err := t.base.RoundTrip(r)
+	if !timer.Stop() {
+		// The bound passed, whatever the base says: the peer's answer, if
+		// one came, came too late, and its context has ended.
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		body.stop()
+		return nil, fmt.Errorf("%w (%v)", errNoAnswer, t.begin)
+	}
+	if err != nil {
+		body.stop()
+		cancel(nil)
+		if !answering.Load() && parent.Err() == nil {
+			// The connection failed before the peer began its answer,
+			// which a holder does before the body runs: the peer went
+			// away (or closed an idle connection) with the call unrun.
+			return nil, &notDispatched{err}
+		}
+		return nil, err
+	}
+	body.rc = resp.Body
+	resp.Body = body
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// A body the client reads whole (JSON, an error page) is read
+		// here, so that one past the limit fails this request alone; the
+		// SDK would fail the whole session for it.
+		buf, err := io.ReadAll(body)
+		_ = body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(buf))
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections closes the base transport's idle connections.
+func (t *fleetTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// hopBody is a response body read through the hop's limit. Reads are the
+// caller's to serialize, as any body's.
+type hopBody struct {
+	rc   io.ReadCloser
+	left int64
+	hop  *hop
+	eof  atomic.Bool // the body was read to its end
+	stop func() bool // stops tying the request to its caller's context
+}
+
+func (b *hopBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errHopTooLarge
+	}
+	// One byte past the limit tells a body that ends at it from one
+	// that goes on.
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		n--
+		err = errHopTooLarge
+		if b.hop != nil {
+			b.hop.over.Store(true)
+		}
+	}
+	if b.hop != nil {
+		b.hop.read.Add(int64(n))
+	}
+	if err == io.EOF {
+		b.eof.Store(true)
+	}
+	return n, err
+}
+
+// Close closes the body. One closed before its end takes its connection
+// with it, as any body does.
+func (b *hopBody) Close() error {
+	b.stop()
+	return b.rc.Close()
+}
+
+// endpointKey is a URL reduced to what names an endpoint: scheme and host
+// in lower case, without the scheme's default port, and the path ("/" for
+// none), with the query.
+type endpointKey struct{ scheme, host, path, query string }
+
+func keyOf(u *url.URL) endpointKey {
+	scheme, host := strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	switch {
+	case scheme == "http" && strings.HasSuffix(host, ":80"):
+		host = strings.TrimSuffix(host, ":80")
+	case scheme == "https" && strings.HasSuffix(host, ":443"):
+		host = strings.TrimSuffix(host, ":443")
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return endpointKey{scheme, host, path, u.RawQuery}
+}
+
+// parseEndpoint parses a fleet endpoint: an absolute http or https URL with
+// a host.
+func parseEndpoint(s string) (endpointKey, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return endpointKey{}, fmt.Errorf("not an http or https URL with a host")
+	}
+	return keyOf(u), nil
+}
+
+// hopWriter is the response writer of a request forwarded here. It lets
+// the internal server begin the response (send its status and headers)
+// as soon as a call is dispatched, so that the forwarding replica, which
+// waits at most Fleet.ForwardTimeout for the response to begin, also
+// waits for a body that runs longer. The SDK writes the rest: events of
+// the stream, or, for an error that protocol 2026-07-28 answers with an
+// HTTP status and a bare JSON-RPC body, that body, which goes out here as
+// one event of the stream begun. Safe for concurrent use.
+type hopWriter struct {
+	http.ResponseWriter
+	mu    sync.Mutex
+	begun bool // the status was sent
+	early bool // begin sent it
+	frame bool // what the SDK writes is a bare JSON-RPC body, to frame
+}
+
+type hopWriterKey struct{}
+
+// begin sends the status and headers of an event stream now, unless
+// something was written already.
+func (w *hopWriter) begin() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.begun || !strings.HasPrefix(w.ResponseWriter.Header().Get("Content-Type"), "text/event-stream") {
+		return
+	}
+	w.begun, w.early = true, true
+	w.ResponseWriter.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *hopWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.early {
+		w.frame = strings.HasPrefix(w.ResponseWriter.Header().Get("Content-Type"), "application/json")
+		return
+	}
+	if !w.begun {
+		w.begun = true
+		w.ResponseWriter.WriteHeader(code)
+	}
+}
+
+func (w *hopWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.begun = true
+	if !w.frame {
+		return w.ResponseWriter.Write(p)
+	}
+	ev := make([]byte, 0, len(p)+24)
+	ev = append(append(append(ev, "event: message\ndata: "...), bytes.TrimSpace(p)...), "\n\n"...)
+	if _, err := w.ResponseWriter.Write(ev); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (w *hopWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *hopWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// beginHop begins the response of the forwarded request that carried a
+// call, if it came through FleetHandler.
+func (s *Server) beginHop(ex *mcp.RequestExtra) {
+	if ex == nil {
+		return
+	}
+	hr, _ := s.calls.request(ex.Header)
+	if hr == nil {
+		return
+	}
+	if w, ok := hr.ctx.Value(hopWriterKey{}).(*hopWriter); ok {
+		w.begin()
+	}
+}
+
+// forwardedRequest reports whether r carries the marks of a forwarded
+// request.
+func forwardedRequest(r *http.Request) bool {
+	return r.Header.Get(hopHeader) != "" || r.Header.Get(callerHeader) != ""
+}
+
+// forwardTool forwards a tools/call to the replica at endpoint, and counts
+// its result against the limit as a local one's.
+func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
+	res, err := s.fwd.callTool(ctx, endpoint, cred, p)
+	var big *resultTooLarge
+	switch {
+	case errors.Is(err, errSelf):
+		return s.toolError(ctx, p.Name, catalog.ErrRouteGone)
+	case errors.As(err, &big):
+		return s.toolTooLarge(p.Name, big.n, true), nil
+	case err != nil:
+		return nil, err
+	}
+	if n, over := s.overLimit(sdkToolResultSize(res)); over {
+		return s.toolTooLarge(p.Name, n, false), nil
+	}
+	return res, nil
+}
+
+// forwardResource is forwardTool for a resources/read.
+func (s *Server) forwardResource(ctx context.Context, endpoint, cred, uri string) (mcp.Result, error) {
+	res, err := s.fwd.readResource(ctx, endpoint, cred, uri)
+	var big *resultTooLarge
+	switch {
+	case errors.Is(err, errSelf):
+		return nil, s.resourceError(ctx, uri, catalog.ErrRouteGone)
+	case errors.As(err, &big):
+		return nil, s.resourceTooLarge(uri, big.n, true)
+	case err != nil:
+		return nil, err
+	}
+	var n int64
+	for _, c := range res.Contents {
+		if c != nil {
+			n += sdkContentsSize(c)
+		}
+	}
+	if n, over := s.overLimit(n); over {
+		return nil, s.resourceTooLarge(uri, n, false)
+	}
+	return res, nil
+}
