@@ -31,7 +31,7 @@ func nextUpdate(t testing.TB, c *surfaceClient) string {
 	select {
 	case uri := <-c.updated:
 		return uri
-	case <-time.After(hangGuard):
+	case <-time.After(eventGuard):
 		t.Fatal("gave up waiting for resources/updated")
 		return ""
 	}
@@ -113,7 +113,7 @@ func TestSubscribeOnlySubscribersHear(t *testing.T) {
 // server has recorded it.
 func awaitTable(t testing.TB, f *fixture, uris, sessions int) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(eventGuard)
 	for {
 		u, s := f.srv.SubscriptionTable()
 		if u == uris && s == sessions {
@@ -129,7 +129,7 @@ func awaitTable(t testing.TB, f *fixture, uris, sessions int) {
 // awaitSubscribers waits until n sessions follow uri.
 func awaitSubscribers(t testing.TB, f *fixture, uri string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(eventGuard)
 	for f.srv.SubscribersOf(uri) != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d sessions follow %s, want %d", f.srv.SubscribersOf(uri), uri, n)
