@@ -161,10 +161,21 @@ func TestSubscribeOwnerDeath(t *testing.T) {
 	wait(t, c.resources, "resources list_changed after the update")
 	awaitTable(t, f, 1, 1)
 	// A restart later finds no subscriber: the client, told it was gone,
-	// subscribes again if it wants.
+	// subscribes again if it wants. Nor does the SDK's table keep it: a
+	// new subscriber's update reaches the new subscriber alone.
 	k2 := startWatched(t, cat, context.Background(), "test://dies")
 	if err := k2.Updated(); err != nil {
 		t.Fatal(err)
+	}
+	d := f.connectSurface(memoryLegacy)
+	if err := d.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://dies"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k2.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, d); got != "test://dies" {
+		t.Fatalf("the new subscriber heard of %s", got)
 	}
 	if err := v.Updated(); err != nil {
 		t.Fatal(err)
@@ -235,5 +246,24 @@ func TestSubscriptionSurvivesTakeover(t *testing.T) {
 	}
 	if got := nextUpdate(t, c); got != "test://kept" {
 		t.Fatalf("heard of %s", got)
+	}
+	// The takeover was told once: a later change of the resources, while
+	// the successor still serves the URI, tells the subscriber nothing.
+	// Once the notifier has entered the window after that change, any
+	// updated of its reconcile is on the wire; a ping the server sends
+	// then is answered after the client has handled it.
+	wait(t, win.entered, "the window of the takeover's notification")
+	startWatched(t, cat, context.Background(), "test://third")
+	win.end <- struct{}{}
+	wait(t, win.entered, "the window of the third resource's notification")
+	for ss := range srv.MCP().Sessions() {
+		if err := ss.Ping(ctxGuard(t), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case uri := <-c.updated:
+		t.Fatalf("heard of %s again after a change that did not touch it", uri)
+	default:
 	}
 }
