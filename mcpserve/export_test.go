@@ -34,3 +34,11 @@ func SetNotifierAfterRead(f func()) (restore func()) {
 	testHookAfterRead = f
 	return func() { testHookAfterRead = nil }
 }
+
+// ListensHeld is how many open listen streams s holds a way to end: one
+// per open stream, none once they ended.
+func ListensHeld(s *Server) int {
+	s.listens.mu.Lock()
+	defer s.listens.mu.Unlock()
+	return len(s.listens.live)
+}

@@ -65,6 +65,9 @@ func TestListenStreamCap(t *testing.T) {
 
 	_ = a.Close()
 	untilListens(t, f.srv, 0)
+	if n := mcpserve.ListensHeld(f.srv); n != 0 {
+		t.Fatalf("no listen stream is open, and the server still holds %d", n)
+	}
 	b := f.connectCurrent("")
 	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "again"}, bindsec.Plan{Public: true}, victimHandler("x"))
 	if err != nil {
@@ -72,6 +75,9 @@ func TestListenStreamCap(t *testing.T) {
 	}
 	defer func() { _ = k.Stop(context.Background()) }()
 	wait(t, b.tools, "list_changed on the stream admitted after the first ended")
+	if st := f.srv.ListenStats(); st.Open != 1 || st.Opened != 2 || st.Refused != 1 {
+		t.Errorf("at the end: %+v, want 1 open, 2 opened, 1 refused", st)
+	}
 }
 
 // Close ends every open listen stream (their HTTP responses end), refuses
