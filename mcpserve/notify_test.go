@@ -80,3 +80,63 @@ func TestNotifierMissesNoChangeAfterItsRead(t *testing.T) {
 		t.Fatalf("tools/list after the notification = %v", names)
 	}
 }
+
+// Once a notification's window ends with nothing changed in it, the
+// notifier goes idle: it neither announces the same change again nor opens
+// another window (there is no polling), for each kind it announces.
+func TestNotifierQuietAfterItsWindow(t *testing.T) {
+	public := bindsec.Plan{Public: true}
+	changes := map[string]func(t *testing.T, cat *catalog.Catalog) (*catalog.Consumer, error){
+		"tools": func(t *testing.T, cat *catalog.Catalog) (*catalog.Consumer, error) {
+			return cat.StartTool(context.Background(), catalog.Tool{Name: "t"}, public, victimHandler("t"))
+		},
+		"resources": func(t *testing.T, cat *catalog.Catalog) (*catalog.Consumer, error) {
+			return cat.StartResource(context.Background(), catalog.Resource{URI: "test://r"}, public,
+				func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{Text: "r"}, nil })
+		},
+		"templates": func(t *testing.T, cat *catalog.Catalog) (*catalog.Consumer, error) {
+			return cat.StartResourceTemplate(context.Background(), catalog.ResourceTemplate{URITemplate: "test://x/{id}", Name: "x"}, public, varsReader("x"))
+		},
+		"prompts": func(t *testing.T, cat *catalog.Catalog) (*catalog.Consumer, error) {
+			return cat.StartPrompt(context.Background(), catalog.Prompt{Name: "p"}, public, sayPrompt("p"))
+		},
+	}
+	for kind, change := range changes {
+		t.Run(kind, func(t *testing.T) {
+			cat := newCatalog(t, catalog.Config{})
+			win := newHeldWindow()
+			creator := goroutineID()
+			srv, err := mcpserve.NewWithWindow(cat, mcpserve.Options{Logger: quietLogger()}, win.wait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wrapFixture(t, cat, srv)
+			k, err := change(t, cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = k.Stop(context.Background()) })
+			wait(t, win.entered, "the window of the change")
+			win.end <- struct{}{}
+			awaitIdleNoWindow(t, creator, win)
+		})
+	}
+}
+
+// awaitIdleNoWindow waits until the notifier made by goroutine creator is
+// idle in its select, and fails the test at once if it opens a window
+// instead, which it does only after it sent a notification.
+func awaitIdleNoWindow(t *testing.T, creator string, win *heldWindow) {
+	t.Helper()
+	deadline := time.Now().Add(eventGuard)
+	for !notifierIdle(creator) {
+		select {
+		case <-win.entered:
+			t.Fatal("the notifier opened another window with nothing changed since the last")
+		case <-time.After(time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the notifier never went idle after its window")
+		}
+	}
+}
