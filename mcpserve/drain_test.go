@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -134,5 +136,34 @@ func TestServeShutdownRefusesListensWhileItLasts(t *testing.T) {
 	}
 	if err := listenOutcome(t, f, refused); err != nil {
 		t.Fatalf("a listen after the shutdown: %v", err)
+	}
+}
+
+// Close stops the catalog's calls into the server: a closed server is not
+// kept alive by the catalog it served, however long that catalog and its
+// consumers live on.
+func TestClosedServerNotHeldByCatalog(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	k := startWatched(t, cat, context.Background(), "test://lives-on")
+	held := func() weak.Pointer[mcp.Server] {
+		srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return weak.Make(srv.MCP())
+	}()
+	deadline := time.Now().Add(eventGuard)
+	for held.Value() != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the catalog still holds the closed server: Close left it a listener")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
+	}
+	if err := k.Updated(); err != nil {
+		t.Fatal(err)
 	}
 }
