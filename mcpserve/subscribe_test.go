@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -265,5 +266,44 @@ func TestSubscriptionSurvivesTakeover(t *testing.T) {
 	case uri := <-c.updated:
 		t.Fatalf("heard of %s again after a change that did not touch it", uri)
 	default:
+	}
+}
+
+// A subscription that the table drops while the SDK is still recording it
+// (here an unsubscribe of the same session's, run in between) leaves the
+// SDK's table too, and the client is told the resource is not found:
+// otherwise it would hold a subscription that this table never tells of.
+func TestSubscribeDroppedWhileRecorded(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	f := newFixture(t, cat, mcpserve.Options{})
+	u := startWatched(t, cat, context.Background(), "test://u")
+	v := startWatched(t, cat, context.Background(), "test://v")
+	var once sync.Once
+	f.srv.SetSubscribeRecorded(func(_ string, unsubscribe func()) { once.Do(unsubscribe) })
+	c := f.connectSurface(memoryLegacy)
+	ctx := ctxGuard(t)
+	if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://u"}); rpcCode(err) != jsonrpc.CodeInvalidParams {
+		t.Fatalf("a subscription dropped while the SDK recorded it = %v, want resource not found", err)
+	}
+	// Neither table holds it: another subscriber's update reaches that
+	// subscriber alone.
+	if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://v"}); err != nil {
+		t.Fatal(err)
+	}
+	d := f.connectSurface(memoryLegacy)
+	if err := d.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://u"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, d); got != "test://u" {
+		t.Fatalf("the subscriber heard of %s", got)
+	}
+	if err := v.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, c); got != "test://v" {
+		t.Fatalf("heard of %s, whose subscription was refused", got)
 	}
 }
