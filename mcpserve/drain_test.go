@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"runtime"
 	"sync"
@@ -165,5 +166,43 @@ func TestClosedServerNotHeldByCatalog(t *testing.T) {
 	}
 	if err := k.Updated(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// After Close, serving returns ErrClosed, and a call that still reaches
+// the server (through a transport connected to its SDK server directly)
+// begins with its context ended by ErrClosed: Close ends the calls that
+// start later too.
+func TestAfterClose(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	_, err := cat.StartTool(context.Background(), catalog.Tool{Name: "cause"}, bindsec.Plan{Public: true},
+		func(ctx context.Context, _ catalog.Call) (catalog.Result, error) {
+			return catalog.TextResult(fmt.Sprint(context.Cause(ctx))), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, cat, mcpserve.Options{})
+	if err := f.srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.srv.Serve(context.Background(), ln); !errors.Is(err, mcpserve.ErrClosed) {
+		t.Errorf("Serve after Close = %v, want ErrClosed", err)
+	}
+	_, st := mcp.NewInMemoryTransports()
+	if err := f.srv.ServeTransport(context.Background(), st); !errors.Is(err, mcpserve.ErrClosed) {
+		t.Errorf("ServeTransport after Close = %v, want ErrClosed", err)
+	}
+	c := f.connect(memoryLegacy, "")
+	res, err := call(t, c, "cause")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := text(t, res); got != mcpserve.ErrClosed.Error() {
+		t.Errorf("a call after Close ran with its context ended by %q, want ErrClosed", got)
 	}
 }
