@@ -190,11 +190,15 @@ func TestAfterClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.srv.Serve(context.Background(), ln); !errors.Is(err, mcpserve.ErrClosed) {
+	// Under a context already ended: a server that served anyway would
+	// return at once, with something other than ErrClosed.
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := f.srv.Serve(ended, ln); !errors.Is(err, mcpserve.ErrClosed) {
 		t.Errorf("Serve after Close = %v, want ErrClosed", err)
 	}
 	_, st := mcp.NewInMemoryTransports()
-	if err := f.srv.ServeTransport(context.Background(), st); !errors.Is(err, mcpserve.ErrClosed) {
+	if err := f.srv.ServeTransport(ended, st); !errors.Is(err, mcpserve.ErrClosed) {
 		t.Errorf("ServeTransport after Close = %v, want ErrClosed", err)
 	}
 	c := f.connect(memoryLegacy, "")
