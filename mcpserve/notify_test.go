@@ -41,6 +41,10 @@ func TestNotifierMissesNoChangeAfterItsRead(t *testing.T) {
 	}
 	f := wrapFixture(t, cat, srv)
 	c := f.connect(memoryLegacy, "")
+	// Idle, the notifier wakes only once a start is complete; its first
+	// look, made as it starts, could see a start half done and announce it
+	// in two.
+	awaitNotifierIdle(t, creator)
 
 	// A first start is announced and opens a window. The read that ends
 	// the window finds nothing new: it is the one the hook follows with a
@@ -111,6 +115,9 @@ func TestNotifierQuietAfterItsWindow(t *testing.T) {
 				t.Fatal(err)
 			}
 			wrapFixture(t, cat, srv)
+			// Idle, the notifier wakes only once the change is complete;
+			// its first look, made as it starts, could see it half done.
+			awaitNotifierIdle(t, creator)
 			k, err := change(t, cat)
 			if err != nil {
 				t.Fatal(err)
