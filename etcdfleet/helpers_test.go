@@ -20,6 +20,12 @@ const prefix = "/fleet"
 // generous, so that a slow machine makes a test slow, never red.
 const patience = 30 * time.Second
 
+// promptly bounds a wait for what must follow at once from an event a
+// test has already seen (a version that moves, a notification sent with
+// the change), so that a test whose awaited step never comes fails within
+// seconds rather than after patience.
+const promptly = 2 * time.Second
+
 func ctxFor(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)

@@ -26,3 +26,19 @@ func InternalMCP(s *Server) *mcp.Server { return s.internal.mcp }
 
 // PeerSessions is how many peer sessions s's forwarder holds.
 func PeerSessions(s *Server) int { return s.fwd.sessions() }
+
+// SetNotifierAfterRead makes f run on the notifier goroutine of every
+// Server made until restore is called, right after the notifier read the
+// catalog's versions and before it waits for the next change.
+func SetNotifierAfterRead(f func()) (restore func()) {
+	testHookAfterRead = f
+	return func() { testHookAfterRead = nil }
+}
+
+// ListensHeld is how many open listen streams s holds a way to end: one
+// per open stream, none once they ended.
+func ListensHeld(s *Server) int {
+	s.listens.mu.Lock()
+	defer s.listens.mu.Unlock()
+	return len(s.listens.live)
+}

@@ -20,10 +20,17 @@ import (
 	"github.com/livereg/livereg/mcpserve"
 )
 
-// hangGuard bounds every wait in these tests, so that a bug fails a test
-// instead of hanging it. No test asserts on elapsed time: a wait either
-// receives what it waits for or the guard fails the test.
+// hangGuard bounds the requests of these tests and the waits for what may
+// legitimately take long (a bounded close, a collection), so that a bug
+// fails a test instead of hanging it. No test asserts on elapsed time: a
+// wait either receives what it waits for or the guard fails the test.
 const hangGuard = 30 * time.Second
+
+// eventGuard bounds a wait for what the server does at once on its own: a
+// notification, a stream admitted or ended, a table updated. Each takes
+// milliseconds, so a test whose awaited event never comes fails within
+// seconds instead of after hangGuard.
+const eventGuard = 2 * time.Second
 
 // transport names the ways a test client reaches the server.
 type transport string
@@ -192,12 +199,12 @@ type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// wait receives one value from ch, or fails the test after hangGuard.
+// wait receives one value from ch, or fails the test after eventGuard.
 func wait(t testing.TB, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(hangGuard):
+	case <-time.After(eventGuard):
 		t.Fatalf("gave up waiting for %s", what)
 	}
 }

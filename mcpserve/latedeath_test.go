@@ -58,12 +58,12 @@ var lateDeathPaths = []struct {
 // stop, which signals on its own): the notifier then sleeps through the
 // death and the wait below gives up. A death inside the window would not
 // catch it, since the window's end re-reads the versions anyway. The margin
-// is generous, so that only a missing notification can fail the test, never
-// a slow machine.
+// is eventGuard's: a notification takes milliseconds, so only a missing one
+// can fail the test, and it fails within seconds.
 func TestDeathAfterWindowNotifies(t *testing.T) {
 	const (
 		window = mcpserve.DefaultNotifyWindow
-		margin = 10 * time.Second
+		margin = eventGuard
 	)
 	for _, tr := range allTransports {
 		for _, dp := range lateDeathPaths {
@@ -117,11 +117,11 @@ func goroutineID() string {
 // is blocked in its own select, waiting for a change: past its coalescing
 // window (which blocks inside the window function) and past its reading of
 // the versions. A notifier that never gets there fails the test after
-// hangGuard; that includes one whose loop was restructured so that the
+// eventGuard; that includes one whose loop was restructured so that the
 // check below no longer recognises it.
 func awaitNotifierIdle(t *testing.T, creator string) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(eventGuard)
 	for !notifierIdle(creator) {
 		if time.Now().After(deadline) {
 			t.Fatal("the notifier never went idle after its window")

@@ -1,10 +1,13 @@
 package mcpserve_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"net"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +24,7 @@ var listenParams = map[string]any{"notifications": map[string]any{"toolsListChan
 // untilListens waits until the server counts open listen streams.
 func untilListens(t *testing.T, srv *mcpserve.Server, open int64) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(eventGuard)
 	for srv.ListenStats().Open != open {
 		if time.Now().After(deadline) {
 			t.Fatalf("listen streams open = %d, want %d", srv.ListenStats().Open, open)
@@ -40,16 +43,18 @@ func TestListenStreamCap(t *testing.T) {
 	if st := f.srv.ListenStats(); st.Open != 1 || st.Max != 1 {
 		t.Fatalf("after one client: %+v", st)
 	}
-	msgs := messages(t, post(t, f.http.URL, "", "subscriptions/listen", "", listenParams))
-	if len(msgs) != 1 || msgs[0].Error == nil || msgs[0].Error.Code != mcpserve.CodeOverloaded {
-		t.Fatalf("listen at the cap = %+v, want CodeOverloaded", msgs)
+	// The first message is the answer: a refusal, or the acknowledgement
+	// of a stream that a wrong count admitted and that never ends.
+	msg := firstMessage(t, post(t, f.http.URL, "", "subscriptions/listen", "", listenParams))
+	if msg.Error == nil || msg.Error.Code != mcpserve.CodeOverloaded {
+		t.Fatalf("listen at the cap = %+v, want CodeOverloaded", msg)
 	}
 	var data struct {
 		Reason    string
 		Retryable bool
 	}
-	if err := json.Unmarshal(msgs[0].Error.Data, &data); err != nil || data.Reason != "too_many_listen_streams" || !data.Retryable {
-		t.Errorf("refusal data = %s", msgs[0].Error.Data)
+	if err := json.Unmarshal(msg.Error.Data, &data); err != nil || data.Reason != "too_many_listen_streams" || !data.Retryable {
+		t.Errorf("refusal data = %s", msg.Error.Data)
 	}
 	if st := f.srv.ListenStats(); st.Open != 1 || st.Refused != 1 {
 		t.Errorf("after the refusal: %+v", st)
@@ -60,6 +65,9 @@ func TestListenStreamCap(t *testing.T) {
 
 	_ = a.Close()
 	untilListens(t, f.srv, 0)
+	if n := mcpserve.ListensHeld(f.srv); n != 0 {
+		t.Fatalf("no listen stream is open, and the server still holds %d", n)
+	}
 	b := f.connectCurrent("")
 	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "again"}, bindsec.Plan{Public: true}, victimHandler("x"))
 	if err != nil {
@@ -67,6 +75,9 @@ func TestListenStreamCap(t *testing.T) {
 	}
 	defer func() { _ = k.Stop(context.Background()) }()
 	wait(t, b.tools, "list_changed on the stream admitted after the first ended")
+	if st := f.srv.ListenStats(); st.Open != 1 || st.Opened != 2 || st.Refused != 1 {
+		t.Errorf("at the end: %+v, want 1 open, 2 opened, 1 refused", st)
+	}
 }
 
 // Close ends every open listen stream (their HTTP responses end), refuses
@@ -96,12 +107,11 @@ func TestCloseEndsListenStreams(t *testing.T) {
 		if len(msgs) < 1 || msgs[0].Method != "notifications/subscriptions/acknowledged" {
 			t.Errorf("the listen stream carried %+v", msgs)
 		}
-	case <-time.After(hangGuard):
+	case <-time.After(eventGuard):
 		t.Fatal("the listen stream's response did not end at Close")
 	}
-	msgs := messages(t, post(t, f.http.URL, "", "subscriptions/listen", "", listenParams))
-	if len(msgs) != 1 || msgs[0].Error == nil {
-		t.Errorf("listen after Close = %+v, want an error", msgs)
+	if msg := firstMessage(t, post(t, f.http.URL, "", "subscriptions/listen", "", listenParams)); msg.Error == nil {
+		t.Errorf("listen after Close = %+v, want an error", msg)
 	}
 	// What the test holds (its client, the HTTP server) goes now, before
 	// the leak check: only the server's goroutines are in question.
@@ -133,17 +143,53 @@ func TestServeShutdownEndsListenStreams(t *testing.T) {
 	go func() { ended <- messages(t, resp) }()
 	untilListens(t, srv, 1)
 
+	// The shutdown ends the stream first thing; one that waited for it
+	// would wait out its whole bound.
 	cancel()
+	select {
+	case <-ended:
+	case <-time.After(eventGuard):
+		t.Fatal("the shutdown did not end the open listen stream")
+	}
 	select {
 	case err := <-served:
 		if err != nil {
 			t.Errorf("Serve = %v", err)
 		}
-	case <-time.After(hangGuard):
-		t.Fatal("the shutdown waited on the open listen stream")
+	case <-time.After(eventGuard):
+		t.Fatal("the shutdown waited on something after the listen stream ended")
 	}
-	<-ended
 	if sink.has(slog.LevelWarn, "graceful shutdown incomplete") {
 		t.Error("the shutdown had to force connections closed")
 	}
+}
+
+// firstMessage reads the first JSON-RPC message of a response, a JSON body
+// or a server-sent event stream, and closes the body: a stream that should
+// not be open fails the test at once instead of when its guard ends.
+func firstMessage(t testing.TB, resp *http.Response) rpcMessage {
+	t.Helper()
+	defer resp.Body.Close()
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		data := strings.TrimSpace(sc.Text())
+		if sse {
+			var ok bool
+			if data, ok = strings.CutPrefix(sc.Text(), "data: "); !ok {
+				continue
+			}
+		}
+		if data == "" {
+			continue
+		}
+		var m rpcMessage
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("undecodable message %q: %v", data, err)
+		}
+		return m
+	}
+	t.Fatalf("the response ended without a message: %v", sc.Err())
+	return rpcMessage{}
 }

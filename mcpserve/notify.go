@@ -21,6 +21,12 @@ type notifier struct {
 	resources func()                          // sends resources/list_changed
 	prompts   func()                          // sends prompts/list_changed; nil: none
 
+	// afterRead, a test hook (nil in production), runs on run's goroutine
+	// right after it read the versions and before it waits: a change made
+	// there must still be announced. Copied from testHookAfterRead when
+	// the notifier is made.
+	afterRead func()
+
 	// seenTools and seenResources are the versions the last notification
 	// of each kind covered. Only run writes them; poke reads them.
 	seenTools, seenResources atomic.Uint64
@@ -38,6 +44,8 @@ func newNotifier(cat *catalog.Catalog, window func(<-chan struct{}) bool, tools,
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
+
+		afterRead: testHookAfterRead,
 	}
 	// What exists before the first session needs no notification: a
 	// client lists after it connects.
@@ -54,19 +62,20 @@ func (n *notifier) run() {
 	defer close(n.done)
 	for {
 		changes := n.cat.Changes()
+		tools, resources, prompts := n.versions()
 		sent := false
-		if v := n.cat.ToolsVersion(); v != n.seenTools.Load() {
-			n.seenTools.Store(v)
+		if tools != n.seenTools.Load() {
+			n.seenTools.Store(tools)
 			n.tools()
 			sent = true
 		}
-		if v := resourcesVersion(n.cat); v != n.seenResources.Load() {
-			n.seenResources.Store(v)
+		if resources != n.seenResources.Load() {
+			n.seenResources.Store(resources)
 			n.resources()
 			sent = true
 		}
-		if v := n.cat.PromptsVersion(); v != n.seenPrompts.Load() && n.prompts != nil {
-			n.seenPrompts.Store(v)
+		if prompts != n.seenPrompts.Load() && n.prompts != nil {
+			n.seenPrompts.Store(prompts)
 			n.prompts()
 			sent = true
 		}
@@ -86,6 +95,19 @@ func (n *notifier) run() {
 		}
 	}
 }
+
+// versions reads what run compares with what it announced last.
+func (n *notifier) versions() (tools, resources, prompts uint64) {
+	tools, resources, prompts = n.cat.ToolsVersion(), resourcesVersion(n.cat), n.cat.PromptsVersion()
+	if n.afterRead != nil {
+		n.afterRead()
+	}
+	return tools, resources, prompts
+}
+
+// testHookAfterRead is the afterRead of the notifiers made while it is
+// set; only tests set it, before they make a Server.
+var testHookAfterRead func()
 
 // poke makes run look again if a version moved that it has not covered. A
 // request handler calls it after a lookup or listing that may have

@@ -88,6 +88,16 @@ func (f *fixture) connectCurrent(token string) *client {
 
 func post(t testing.TB, url, token, method, name string, params map[string]any) *http.Response {
 	t.Helper()
+	resp, err := postCtx(ctxGuard(t), url, token, method, name, params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// postCtx is post under ctx, for a goroutine of a test: it returns the
+// error instead of failing the test.
+func postCtx(ctx context.Context, url, token, method, name string, params map[string]any) (*http.Response, error) {
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -96,9 +106,9 @@ func post(t testing.TB, url, token, method, name string, params map[string]any) 
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
 	}
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
-	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, url, strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(body)))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
@@ -110,11 +120,7 @@ func post(t testing.TB, url, token, method, name string, params map[string]any) 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return http.DefaultClient.Do(req)
 }
 
 // rpcMessage is a JSON-RPC message as the server sends it.

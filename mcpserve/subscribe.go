@@ -45,6 +45,11 @@ type subscriptions struct {
 	stop, done   chan struct{}
 	stopOnce     sync.Once
 	stopUpdating func()
+
+	// recorded, a test hook (nil in production), runs at the end of
+	// subscribe, once the subscription is in this table and before the
+	// SDK records it in its own.
+	recorded func(ss *mcp.ServerSession, uri string)
 }
 
 type uriSubs struct {
@@ -100,7 +105,6 @@ func (t *subscriptions) subscribe(_ context.Context, req *mcp.SubscribeRequest) 
 		return mcp.ResourceNotFoundError(uri)
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	us := t.byURI[uri]
 	if us == nil {
 		us = &uriSubs{owner: o, sessions: make(map[*mcp.ServerSession]struct{})}
@@ -114,6 +118,10 @@ func (t *subscriptions) subscribe(_ context.Context, req *mcp.SubscribeRequest) 
 		go t.watch(req.Session)
 	}
 	uris[uri] = struct{}{}
+	t.mu.Unlock()
+	if t.recorded != nil {
+		t.recorded(req.Session, uri)
+	}
 	return nil
 }
 

@@ -1,5 +1,11 @@
 package mcpserve
 
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
 // SubscriptionTable returns the URIs and the sessions the server's table
 // of resource subscriptions holds.
 func (s *Server) SubscriptionTable() (uris, sessions int) { return s.subs.size() }
@@ -12,4 +18,17 @@ func (s *Server) SubscribersOf(uri string) int {
 		return len(us.sessions)
 	}
 	return 0
+}
+
+// SetSubscribeRecorded makes f run each time s's table has recorded a
+// resources/subscribe, before the SDK records it in its own table. Set it
+// before any client subscribes.
+func (s *Server) SetSubscribeRecorded(f func(uri string, unsubscribe func())) {
+	s.subs.recorded = func(ss *mcp.ServerSession, uri string) {
+		f(uri, func() {
+			// What a resources/unsubscribe of the session's that ran
+			// meanwhile does to the table.
+			_ = s.subs.unsubscribe(context.Background(), &mcp.UnsubscribeRequest{Session: ss, Params: &mcp.UnsubscribeParams{URI: uri}})
+		})
+	}
 }

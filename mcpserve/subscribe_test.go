@@ -3,6 +3,7 @@ package mcpserve_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ func nextUpdate(t testing.TB, c *surfaceClient) string {
 	select {
 	case uri := <-c.updated:
 		return uri
-	case <-time.After(hangGuard):
+	case <-time.After(eventGuard):
 		t.Fatal("gave up waiting for resources/updated")
 		return ""
 	}
@@ -113,7 +114,7 @@ func TestSubscribeOnlySubscribersHear(t *testing.T) {
 // server has recorded it.
 func awaitTable(t testing.TB, f *fixture, uris, sessions int) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(eventGuard)
 	for {
 		u, s := f.srv.SubscriptionTable()
 		if u == uris && s == sessions {
@@ -129,7 +130,7 @@ func awaitTable(t testing.TB, f *fixture, uris, sessions int) {
 // awaitSubscribers waits until n sessions follow uri.
 func awaitSubscribers(t testing.TB, f *fixture, uri string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(hangGuard)
+	deadline := time.Now().Add(eventGuard)
 	for f.srv.SubscribersOf(uri) != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d sessions follow %s, want %d", f.srv.SubscribersOf(uri), uri, n)
@@ -161,10 +162,21 @@ func TestSubscribeOwnerDeath(t *testing.T) {
 	wait(t, c.resources, "resources list_changed after the update")
 	awaitTable(t, f, 1, 1)
 	// A restart later finds no subscriber: the client, told it was gone,
-	// subscribes again if it wants.
+	// subscribes again if it wants. Nor does the SDK's table keep it: a
+	// new subscriber's update reaches the new subscriber alone.
 	k2 := startWatched(t, cat, context.Background(), "test://dies")
 	if err := k2.Updated(); err != nil {
 		t.Fatal(err)
+	}
+	d := f.connectSurface(memoryLegacy)
+	if err := d.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://dies"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k2.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, d); got != "test://dies" {
+		t.Fatalf("the new subscriber heard of %s", got)
 	}
 	if err := v.Updated(); err != nil {
 		t.Fatal(err)
@@ -235,5 +247,63 @@ func TestSubscriptionSurvivesTakeover(t *testing.T) {
 	}
 	if got := nextUpdate(t, c); got != "test://kept" {
 		t.Fatalf("heard of %s", got)
+	}
+	// The takeover was told once: a later change of the resources, while
+	// the successor still serves the URI, tells the subscriber nothing.
+	// Once the notifier has entered the window after that change, any
+	// updated of its reconcile is on the wire; a ping the server sends
+	// then is answered after the client has handled it.
+	wait(t, win.entered, "the window of the takeover's notification")
+	startWatched(t, cat, context.Background(), "test://third")
+	win.end <- struct{}{}
+	wait(t, win.entered, "the window of the third resource's notification")
+	for ss := range srv.MCP().Sessions() {
+		if err := ss.Ping(ctxGuard(t), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case uri := <-c.updated:
+		t.Fatalf("heard of %s again after a change that did not touch it", uri)
+	default:
+	}
+}
+
+// A subscription that the table drops while the SDK is still recording it
+// (here an unsubscribe of the same session's, run in between) leaves the
+// SDK's table too, and the client is told the resource is not found:
+// otherwise it would hold a subscription that this table never tells of.
+func TestSubscribeDroppedWhileRecorded(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	f := newFixture(t, cat, mcpserve.Options{})
+	u := startWatched(t, cat, context.Background(), "test://u")
+	v := startWatched(t, cat, context.Background(), "test://v")
+	var once sync.Once
+	f.srv.SetSubscribeRecorded(func(_ string, unsubscribe func()) { once.Do(unsubscribe) })
+	c := f.connectSurface(memoryLegacy)
+	ctx := ctxGuard(t)
+	if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://u"}); rpcCode(err) != jsonrpc.CodeInvalidParams {
+		t.Fatalf("a subscription dropped while the SDK recorded it = %v, want resource not found", err)
+	}
+	// Neither table holds it: another subscriber's update reaches that
+	// subscriber alone.
+	if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://v"}); err != nil {
+		t.Fatal(err)
+	}
+	d := f.connectSurface(memoryLegacy)
+	if err := d.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://u"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, d); got != "test://u" {
+		t.Fatalf("the subscriber heard of %s", got)
+	}
+	if err := v.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, c); got != "test://v" {
+		t.Fatalf("heard of %s, whose subscription was refused", got)
 	}
 }
