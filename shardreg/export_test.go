@@ -21,6 +21,7 @@ const (
 	HookTracked           = hookTracked
 	HookInserted          = hookInserted
 	HookSweepEnded        = hookSweepEnded
+	HookAnnounced         = hookAnnounced
 )
 
 // SetHook makes the registry call fn at every hook point. Set it before the
