@@ -22,6 +22,7 @@ const (
 	HookInserted          = hookInserted
 	HookSweepEnded        = hookSweepEnded
 	HookAnnounced         = hookAnnounced
+	HookListCounted       = hookListCounted
 )
 
 // SetHook makes the registry call fn at every hook point. Set it before the

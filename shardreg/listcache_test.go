@@ -3,8 +3,10 @@ package shardreg_test
 import (
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/livereg/livereg/owner"
+	"github.com/livereg/livereg/shardreg"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -69,4 +71,64 @@ func TestListingReadsTheDeathClockBeforeItsPass(t *testing.T) {
 	r.ListReady() // a listing of an instant before or after the death: both are right
 	require.False(t, kill.Load(), "the listing read the death clock")
 	assert.Equal(t, []string{"b"}, names(r.ListReady()), "the cache served an owner that died before it was stamped")
+}
+
+// A lister that finds the cache stale counts itself a waiter before it
+// reads how many rebuilds have begun: a rebuild that begins after the read
+// then finds it counted and keeps its listing for it. The test runs a whole
+// rebuild between the lister's two steps. It catches a lister that reads
+// the rebuilds first: the rebuild, finding no waiter, keeps nothing, and
+// the lister, seeing that a rebuild began, takes the empty shared listing.
+func TestListerCountsItselfBeforeReadingTheRebuilds(t *testing.T) {
+	r := newReg(t)
+	start(t, r, "a", live(t))
+	start(t, r, "b", live(t))
+	var armed atomic.Bool
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookListCounted && armed.CompareAndSwap(true, false) {
+			other := make(chan []string, 1)
+			go func() { other <- names(r.ListReady()) }()
+			select {
+			case got := <-other:
+				assert.Equal(t, []string{"a", "b"}, got, "the rebuild in between")
+			case <-time.After(guard):
+				t.Error("a rebuild run while a lister waits never returned")
+			}
+		}
+	})
+	armed.Store(true)
+	got := r.ListReady()
+	r.SetHook(nil)
+	require.False(t, armed.Load(), "the lister found the cache stale")
+	assert.Equal(t, []string{"a", "b"}, names(got), "the lister took a listing no rebuild kept for it")
+}
+
+// A sweep reads the registry's death clock before it scans, so that the
+// reading it vouches for was taken before it saw any owner alive. The test
+// kills an owner at the first read of the clock after the sweep began. Read
+// first, that read comes after the scan, which found the owner alive, and
+// the sweep vouches for the older reading: the death moves the clock past
+// it, and the register sweeps again and takes the freed slot. Read after
+// the scan, the sweep vouches for a reading that counts a death it never
+// saw, and the register is refused at full cap while a dead entry holds a
+// slot. It catches a sweep that reads the clock after its scan.
+func TestSweepReadsTheDeathClockBeforeItsScan(t *testing.T) {
+	r, toks, _ := fullOf(t, 4)
+	var began, killed atomic.Bool
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookSweepBegan {
+			began.Store(true)
+		}
+	})
+	r.SetDeathClock(func() (uint64, bool) {
+		if began.Load() && killed.CompareAndSwap(false, true) {
+			toks[1].Release()
+		}
+		return r.OwnerDeaths()
+	})
+	require.NoError(t, r.Register("new", "", live(t).Ref()), "the dead owner's slot must be swept and taken")
+	require.True(t, killed.Load(), "the owner was killed during the register")
+	_, ok := r.Resolve("t1")
+	assert.False(t, ok)
+	assert.Equal(t, 4, r.Len())
 }
