@@ -56,6 +56,11 @@ func (c *Catalog) SetLeavingHook(fn func()) { c.testHooks().leaving = fn }
 // and before it looks for calls admitted or being admitted.
 func (c *Catalog) SetClosedHook(fn func()) { c.testHooks().closed = fn }
 
+// SetReadyingHook makes every start run fn between marking itself complete
+// and looking whether its route's reclaim has run: the window in which a
+// death must still be counted by one of the two.
+func (c *Catalog) SetReadyingHook(fn func(name string)) { c.testHooks().readying = fn }
+
 // ToolEntries returns the tool entries held, dead ones included, without
 // the prune that Stats' listing does first.
 func (c *Catalog) ToolEntries() int { return c.tools.reg.Len() }
