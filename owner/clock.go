@@ -37,6 +37,11 @@ var testHookBeforeFlip func()
 // production.
 var testHookEntering func()
 
+// testHookTracking, when set by a test, runs inside Track between the
+// attachment of the clock as the cell's own and the read of the token's
+// state. It is nil in production.
+var testHookTracking func()
+
 // Deaths reads the process-wide death clock: completed is the number of
 // tokens that have finished dying so far, and settled reports that no death
 // was in progress at the moment of the read. Every death, by whatever path,

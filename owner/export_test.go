@@ -26,3 +26,12 @@ func SetEnteringHook(f func()) (restore func()) {
 	testHookEntering = f
 	return func() { testHookEntering = nil }
 }
+
+// SetTrackingHook installs f to run inside every Track after it attached
+// its clock as the token's own and before it reads the token's state. It
+// returns a function that removes it, and must not be called while Tracks
+// happen.
+func SetTrackingHook(f func()) (restore func()) {
+	testHookTracking = f
+	return func() { testHookTracking = nil }
+}

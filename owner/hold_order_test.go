@@ -12,10 +12,14 @@ import (
 
 // heldDeath starts the death of a fresh token held off by a holder, and
 // returns once the death has begun and waits for it. let lets it complete;
-// released is closed when the Release that started it returns.
-func heldDeath(t *testing.T) (tok *owner.Token, let func(), released <-chan struct{}) {
+// released is closed when the Release that started it returns. Each setup
+// runs on the token's Ref before the death begins.
+func heldDeath(t *testing.T, setup ...func(owner.Ref)) (tok *owner.Token, let func(), released <-chan struct{}) {
 	t.Helper()
 	tok = owner.New()
+	for _, f := range setup {
+		f(tok.Ref())
+	}
 	h := newFlagHolder()
 	require.True(t, tok.Ref().Hold(h))
 	h.held.Store(true)
