@@ -30,6 +30,37 @@ func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
 	}
 }
 
+// recvErr returns what ch delivers, and fails the test unless it does
+// within the guard.
+func recvErr(t *testing.T, ch <-chan error, what string) error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		return err
+	case <-time.After(guard):
+		t.Fatalf("%s did not return within %v", what, guard)
+		return nil
+	}
+}
+
+// stopBounded stops k at the end of a test, and gives up after twice the
+// guard: a test that failed may leave a body running, or a gate or a death
+// that never ends, and its cleanup must not hang the run. A Stop given up
+// on is left behind, for goleak to report.
+func stopBounded(k *catalog.Consumer) {
+	ctx, cancel := context.WithTimeout(bg, guard)
+	defer cancel()
+	stopped := make(chan struct{})
+	go func() {
+		_ = k.Stop(ctx)
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(2 * guard):
+	}
+}
+
 // blockingBody returns a tool body that closes entered when it starts and
 // returns once proceed is closed. It is for one call.
 func blockingBody(entered, proceed chan struct{}) catalog.ToolHandler {
