@@ -148,8 +148,8 @@ func TestDeathWaitsForAdmission(t *testing.T) {
 	}
 	assert.True(t, k.Owner().Alive(), "a death waiting for an admission reads alive")
 	close(p.release)
-	require.NoError(t, <-call, "the call was admitted before the death")
-	<-k.Done()
+	require.NoError(t, recvErr(t, call, "the call"), "the call was admitted before the death")
+	waitClosed(t, k.Done(), "the death")
 	assert.EqualValues(t, 1, runs.Load())
 }
 
@@ -198,10 +198,11 @@ func TestDeathWhileWaitingForSlot(t *testing.T) {
 		<-yield()
 	}
 	cancel()
-	<-k.Done()
-	require.ErrorIs(t, <-waiting, catalog.ErrRouteGone)
+	waitClosed(t, k.Done(), "the death")
+	err = recvErr(t, waiting, "the waiting call")
 	close(release)
-	require.NoError(t, <-first, "the body admitted before the death completes")
+	require.ErrorIs(t, err, catalog.ErrRouteGone)
+	require.NoError(t, recvErr(t, first, "the first call"), "the body admitted before the death completes")
 	assert.EqualValues(t, 1, runs.Load(), "the waiting call's body ran after the death")
 }
 
@@ -291,7 +292,7 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 		return catalog.TextResult("ran"), nil
 	}, catalog.WithMaxConcurrent(n), catalog.WithWaitingRoom(perWave))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = k.Stop(bg) })
+	t.Cleanup(func() { stopBounded(k) })
 
 	// fill starts n calls and waits until all n bodies run.
 	fill := func() []<-chan error {

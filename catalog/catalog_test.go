@@ -41,7 +41,7 @@ func startTool(t testing.TB, c *catalog.Catalog, ctx context.Context, name strin
 	t.Helper()
 	k, err := c.StartTool(ctx, catalog.Tool{Name: name}, p, h)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = k.Stop(bg) })
+	t.Cleanup(func() { stopBounded(k) })
 	return k
 }
 
@@ -173,7 +173,7 @@ func TestEveryDeathFreesTheName(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			c := newCatalog(t, catalog.Config{})
 			done := d.kill(t, c)
-			<-done
+			waitClosed(t, done, "the death")
 			awaitGone(t, c, "tool")
 
 			startTool(t, c, bg, "tool", public, reply("new"))

@@ -329,13 +329,17 @@ func TestOverloadedAndWaitingCancel(t *testing.T) {
 	go func() { _, err := c.CallTool(queuedCtx, "busy", json.RawMessage(`{"n":2}`), ""); queued <- err }()
 	require.Eventually(t, func() bool { return k.Waiting() == 1 }, 10*time.Second, time.Millisecond)
 
-	_, err = c.CallTool(bg, "busy", json.RawMessage(`{"n":3}`), "")
+	// Bounded: a room that lets this call wait would otherwise hang the
+	// test until the body it waits behind ends, which is never.
+	third, cancelThird := context.WithTimeout(bg, guard)
+	defer cancelThird()
+	_, err = c.CallTool(third, "busy", json.RawMessage(`{"n":3}`), "")
 	assert.ErrorIs(t, err, catalog.ErrOverloaded, "the waiting room of one is full")
 
 	cancelQueued()
-	assert.ErrorIs(t, <-queued, context.Canceled)
+	assert.ErrorIs(t, recvErr(t, queued, "the queued call"), context.Canceled)
 	open()
-	require.NoError(t, <-first)
+	require.NoError(t, recvErr(t, first, "the first call"))
 	res, err := c.CallTool(bg, "busy", json.RawMessage(`{"n":4}`), "")
 	require.NoError(t, err)
 	assert.Equal(t, `{"n":4}`, res.Content[0].Text)

@@ -46,6 +46,21 @@ func (c *Catalog) SetHeldHook(fn func()) { c.testHooks().held = fn }
 // waits for them.
 func (c *Catalog) SetDrainingHook(fn func()) { c.testHooks().draining = fn }
 
+// SetLeavingHook makes every call leaving a gate (a body returning, or an
+// admission refused) run fn between taking itself off its stripe and
+// reading whether the gate is closing: the window a draining Stop must not
+// lose its wake-up in.
+func (c *Catalog) SetLeavingHook(fn func()) { c.testHooks().leaving = fn }
+
+// SetClosedHook makes every Stop run fn after its drain has closed the gate
+// and before it looks for calls admitted or being admitted.
+func (c *Catalog) SetClosedHook(fn func()) { c.testHooks().closed = fn }
+
+// SetReadyingHook makes every start run fn between marking itself complete
+// and looking whether its route's reclaim has run: the window in which a
+// death must still be counted by one of the two.
+func (c *Catalog) SetReadyingHook(fn func(name string)) { c.testHooks().readying = fn }
+
 // ToolEntries returns the tool entries held, dead ones included, without
 // the prune that Stats' listing does first.
 func (c *Catalog) ToolEntries() int { return c.tools.reg.Len() }

@@ -90,7 +90,11 @@ func (g *gate) exit(s *stripe) { g.leave(s, 1) }
 func (g *gate) leave(s *stripe, d int64) {
 	// Subtract, then look at closing: drain sets closing, then looks at
 	// the stripes, so one of the two sees the other.
-	if s.n.Add(-d) == 0 && g.closing.Load() {
+	left := s.n.Add(-d)
+	if g.hooks != nil && g.hooks.leaving != nil {
+		g.hooks.leaving()
+	}
+	if left == 0 && g.closing.Load() {
 		select {
 		case g.idle <- struct{}{}:
 		default:
@@ -128,6 +132,9 @@ func (g *gate) busy() bool {
 // no body of the route runs or will ever start.
 func (g *gate) drain(ctx context.Context) error {
 	g.closing.Store(true)
+	if g.hooks != nil && g.hooks.closed != nil {
+		g.hooks.closed()
+	}
 	for g.busy() {
 		if g.hooks != nil && g.hooks.draining != nil {
 			g.hooks.draining()

@@ -30,7 +30,7 @@ func startPrompt(t testing.TB, c *catalog.Catalog, ctx context.Context, p catalo
 	t.Helper()
 	k, err := c.StartPrompt(ctx, p, public, h)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = k.Stop(bg) })
+	t.Cleanup(func() { stopBounded(k) })
 	return k
 }
 
@@ -135,7 +135,7 @@ func TestPromptPanicKillsConsumer(t *testing.T) {
 	})
 	_, err := c.GetPrompt(bg, "p", nil, "")
 	require.ErrorIs(t, err, catalog.ErrRoutePanicked)
-	<-k.Done()
+	waitClosed(t, k.Done(), "the death of the consumer whose body panicked")
 }
 
 // A prompt whose owner dies after the lookup, before the admission, never

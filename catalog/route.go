@@ -53,6 +53,9 @@ type hooks struct {
 	admitting    func()            // a call, between its announcement and its liveness check
 	held         func()            // a dying owner found an admission in progress
 	draining     func()            // a Stop's drain found bodies running and waits
+	leaving      func()            // a call leaving the gate, between its subtraction and its look at closing
+	closed       func()            // a Stop's drain, after closing the gate, before looking for calls
+	readying     func(name string) // a start, between marking itself complete and looking whether the reclaim ran
 }
 
 // retire reclaims a dead owner's route entry and plan, once, owner-

@@ -128,6 +128,9 @@ func (rt *route) countDeath() {
 // counted here: the two look at each other's flag, so one of them counts.
 func (rt *route) readied() {
 	rt.ready.Store(true)
+	if h := rt.cat.hooks; h != nil && h.readying != nil {
+		h.readying(rt.name)
+	}
 	if rt.retired.Load() {
 		rt.countDeath()
 	}

@@ -59,7 +59,7 @@ func TestStatsCountCallsByOutcome(t *testing.T) {
 		return catalog.Result{}, nil
 	}, catalog.WithMaxConcurrent(1), catalog.WithWaitingRoom(1))
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = busy.Stop(bg) })
+	t.Cleanup(func() { stopBounded(busy) })
 
 	call := func(ctx context.Context, name, cred string, args json.RawMessage) error {
 		_, err := c.CallTool(ctx, name, args, cred)
@@ -82,11 +82,15 @@ func TestStatsCountCallsByOutcome(t *testing.T) {
 	for busy.Waiting() != 1 {
 		<-yield()
 	}
-	require.ErrorIs(t, call(bg, "busy", "", nil), catalog.ErrOverloaded)
+	// Bounded: a room that lets this call wait would otherwise hang the
+	// test behind a body that never ends.
+	bounded, cancelBounded := context.WithTimeout(bg, guard)
+	defer cancelBounded()
+	require.ErrorIs(t, call(bounded, "busy", "", nil), catalog.ErrOverloaded)
 	cancel()
-	require.ErrorIs(t, <-waiting, context.Canceled)
+	require.ErrorIs(t, recvErr(t, waiting, "the waiting call"), context.Canceled)
 	close(release)
-	require.NoError(t, <-first)
+	require.NoError(t, recvErr(t, first, "the first call"))
 
 	// Gone: the owner dies between the guard and the gate.
 	dctx, kill := context.WithCancel(bg)
@@ -122,7 +126,7 @@ func TestStatsCountDeathsAndRefusals(t *testing.T) {
 	panicked := startTool(t, c, bg, "panicked", public, func(context.Context, catalog.Call) (catalog.Result, error) { panic("boom") })
 	_, err = c.CallTool(bg, "panicked", nil, "")
 	require.ErrorIs(t, err, catalog.ErrRoutePanicked)
-	<-panicked.Done()
+	waitClosed(t, panicked.Done(), "the death of the consumer whose body panicked")
 
 	held := startTool(t, c, bg, "held", public, reply(""))
 	_, err = c.StartTool(bg, catalog.Tool{Name: "held"}, public, reply(""))

@@ -27,7 +27,7 @@ func startTemplate(t testing.TB, c *catalog.Catalog, ctx context.Context, tpl st
 	t.Helper()
 	k, err := c.StartResourceTemplate(ctx, catalog.ResourceTemplate{URITemplate: tpl, Name: tpl}, public, rd)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = k.Stop(bg) })
+	t.Cleanup(func() { stopBounded(k) })
 	return k
 }
 

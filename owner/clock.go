@@ -27,6 +27,21 @@ var clock atomic.Uint64
 // dead and the move of its death to "completed". It is nil in production.
 var testHookDeathFlipped func()
 
+// testHookBeforeFlip, when set by a test, runs inside every death after it
+// has waited out the holds and holders, just before the flip to dead: the
+// token is sealed and dying, and still reads alive. It is nil in production.
+var testHookBeforeFlip func()
+
+// testHookEntering, when set by a test, runs inside Enter between the
+// announcement of the hold and the read of the token's state. It is nil in
+// production.
+var testHookEntering func()
+
+// testHookTracking, when set by a test, runs inside Track between the
+// attachment of the clock as the cell's own and the read of the token's
+// state. It is nil in production.
+var testHookTracking func()
+
 // Deaths reads the process-wide death clock: completed is the number of
 // tokens that have finished dying so far, and settled reports that no death
 // was in progress at the moment of the read. Every death, by whatever path,

@@ -184,6 +184,9 @@ func (r Ref) Track(k *DeathClock) bool {
 	if first == nil && !c.clock0.CompareAndSwap(nil, k) {
 		first = c.clock0.Load()
 	}
+	if testHookTracking != nil {
+		testHookTracking()
+	}
 	if first == nil || first == k {
 		return c.state.Load() == stateAlive
 	}

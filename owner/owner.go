@@ -63,6 +63,9 @@ func (c *cell) kill(cause Cause) bool {
 	// Sealed, the list is final: a Track that comes later is refused.
 	clocks.add(c.id, deathStarted)
 	waitHolders(holders)
+	if testHookBeforeFlip != nil {
+		testHookBeforeFlip()
+	}
 	c.state.Store(stateDead)
 	close(c.done)
 	if testHookDeathFlipped != nil {
@@ -216,6 +219,9 @@ func (r Ref) Enter() bool {
 	// Announce the hold, then look: a death flips to dying, then looks at
 	// the holds, so one of the two sees the other.
 	r.c.holds.Add(1)
+	if testHookEntering != nil {
+		testHookEntering()
+	}
 	if r.c.state.Load() != stateAlive {
 		r.c.holds.Add(-1)
 		return false

@@ -21,6 +21,8 @@ const (
 	HookTracked           = hookTracked
 	HookInserted          = hookInserted
 	HookSweepEnded        = hookSweepEnded
+	HookAnnounced         = hookAnnounced
+	HookListCounted       = hookListCounted
 )
 
 // SetHook makes the registry call fn at every hook point. Set it before the

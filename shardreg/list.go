@@ -38,6 +38,7 @@ func (r *Registry[V]) ListReady() []Entry[V] {
 	// its listing is a right answer for this call too, even once a write
 	// has made it stale.
 	r.listWaiters.Add(1)
+	r.fire(hookListCounted)
 	began := r.rebuilds.Load()
 	r.fire(hookListWait)
 	r.listMu.Lock()

@@ -88,6 +88,7 @@ func (r *Registry[V]) beginWrite() *stripe {
 func (r *Registry[V]) tryBeginWrite() (*stripe, bool) {
 	st := r.pickStripe()
 	st.w.Add(sectionStarted)
+	r.fire(hookAnnounced)
 	if !r.frozen.Load() {
 		return st, true
 	}

@@ -72,6 +72,8 @@ const (
 	hookTracked                            // after an insert's owner was tracked, before its write section opens
 	hookInserted                           // after an insert's entry became visible and its write section closed
 	hookSweepEnded                         // after a sweep recorded the clock reading it began with
+	hookAnnounced                          // after a write announced its section, before it checks whether a reader holds writes off
+	hookListCounted                        // after a lister that found the cache stale counted itself a waiter, before it reads the rebuilds begun
 )
 
 func (r *Registry[V]) fire(p hookPoint) {

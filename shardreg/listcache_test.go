@@ -1,0 +1,134 @@
+package shardreg_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/livereg/livereg/owner"
+	"github.com/livereg/livereg/shardreg"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// reading is a death clock reading a test presents to the registry.
+type reading struct {
+	completed uint64
+	settled   bool
+}
+
+// A cached listing never serves a dead owner's entry while that owner's
+// death is in progress on the registry's clock: between the owner's flip
+// to dead and its completion tick, the clock reads the old count,
+// unsettled. A real death holds that reading for nanoseconds, so the test
+// presents it. The cache may trust the count only with its settled mark;
+// otherwise it must look at the listed owners. It catches a cache that
+// compares the count alone.
+func TestCachedListingDropsAnOwnerWhoseDeathIsInProgress(t *testing.T) {
+	r := newReg(t)
+	dying := owner.New()
+	defer dying.Release()
+	start(t, r, "a", dying)
+	start(t, r, "b", live(t))
+	var fake atomic.Pointer[reading]
+	r.SetDeathClock(func() (uint64, bool) {
+		if f := fake.Load(); f != nil {
+			return f.completed, f.settled
+		}
+		return r.OwnerDeaths()
+	})
+	require.Equal(t, []string{"a", "b"}, names(r.ListReady()))
+	c, settled := r.OwnerDeaths()
+	require.True(t, settled)
+	require.Equal(t, []string{"a", "b"}, names(r.ListReady()), "served from the cache")
+
+	fake.Store(&reading{completed: c, settled: false})
+	dying.Release()
+	assert.Equal(t, []string{"b"}, names(r.ListReady()), "the cache served an owner that reads dead")
+}
+
+// A listing reads the registry's death clock before its liveness pass, so
+// that the reading it stamps the cache with was taken before it saw the
+// listed owners alive. The test kills a listed owner inside that reading.
+// Read first, the pass then finds the owner dead and leaves it out; read
+// after the pass, the reading counts the death, the cache is stamped with
+// it, and the next listing serves the dead owner's entry in O(1). It
+// catches a listing that reads the clock after its pass.
+func TestListingReadsTheDeathClockBeforeItsPass(t *testing.T) {
+	r := newReg(t)
+	victim := owner.New()
+	defer victim.Release()
+	start(t, r, "a", victim)
+	start(t, r, "b", live(t))
+	var kill atomic.Bool
+	r.SetDeathClock(func() (uint64, bool) {
+		if kill.CompareAndSwap(true, false) {
+			victim.Release()
+		}
+		return r.OwnerDeaths()
+	})
+	kill.Store(true)
+	r.ListReady() // a listing of an instant before or after the death: both are right
+	require.False(t, kill.Load(), "the listing read the death clock")
+	assert.Equal(t, []string{"b"}, names(r.ListReady()), "the cache served an owner that died before it was stamped")
+}
+
+// A lister that finds the cache stale counts itself a waiter before it
+// reads how many rebuilds have begun: a rebuild that begins after the read
+// then finds it counted and keeps its listing for it. The test runs a whole
+// rebuild between the lister's two steps. It catches a lister that reads
+// the rebuilds first: the rebuild, finding no waiter, keeps nothing, and
+// the lister, seeing that a rebuild began, takes the empty shared listing.
+func TestListerCountsItselfBeforeReadingTheRebuilds(t *testing.T) {
+	r := newReg(t)
+	start(t, r, "a", live(t))
+	start(t, r, "b", live(t))
+	var armed atomic.Bool
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookListCounted && armed.CompareAndSwap(true, false) {
+			other := make(chan []string, 1)
+			go func() { other <- names(r.ListReady()) }()
+			select {
+			case got := <-other:
+				assert.Equal(t, []string{"a", "b"}, got, "the rebuild in between")
+			case <-time.After(guard):
+				t.Error("a rebuild run while a lister waits never returned")
+			}
+		}
+	})
+	armed.Store(true)
+	got := r.ListReady()
+	r.SetHook(nil)
+	require.False(t, armed.Load(), "the lister found the cache stale")
+	assert.Equal(t, []string{"a", "b"}, names(got), "the lister took a listing no rebuild kept for it")
+}
+
+// A sweep reads the registry's death clock before it scans, so that the
+// reading it vouches for was taken before it saw any owner alive. The test
+// kills an owner at the first read of the clock after the sweep began. Read
+// first, that read comes after the scan, which found the owner alive, and
+// the sweep vouches for the older reading: the death moves the clock past
+// it, and the register sweeps again and takes the freed slot. Read after
+// the scan, the sweep vouches for a reading that counts a death it never
+// saw, and the register is refused at full cap while a dead entry holds a
+// slot. It catches a sweep that reads the clock after its scan.
+func TestSweepReadsTheDeathClockBeforeItsScan(t *testing.T) {
+	r, toks, _ := fullOf(t, 4)
+	var began, killed atomic.Bool
+	r.SetHook(func(p shardreg.HookPoint) {
+		if p == shardreg.HookSweepBegan {
+			began.Store(true)
+		}
+	})
+	r.SetDeathClock(func() (uint64, bool) {
+		if began.Load() && killed.CompareAndSwap(false, true) {
+			toks[1].Release()
+		}
+		return r.OwnerDeaths()
+	})
+	require.NoError(t, r.Register("new", "", live(t).Ref()), "the dead owner's slot must be swept and taken")
+	require.True(t, killed.Load(), "the owner was killed during the register")
+	_, ok := r.Resolve("t1")
+	assert.False(t, ok)
+	assert.Equal(t, 4, r.Len())
+}
