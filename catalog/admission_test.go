@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
@@ -301,7 +302,7 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 			calls[i] = callAsync(c, "t", "")
 		}
 		for range n {
-			<-started
+			waitFor(t, started, "a body to start")
 		}
 		return calls
 	}
@@ -316,19 +317,17 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 				errs <- err
 			}()
 		}
-		for k.Waiting() != perWave {
-			<-yield()
-		}
+		until(t, func() bool { return k.Waiting() == perWave }, "every call of the wave to wait")
 		cancel()
 		for range perWave {
-			require.ErrorIs(t, <-errs, context.Canceled, "wave %d", wave)
+			require.ErrorIs(t, recvErr(t, errs, "a cancelled call"), context.Canceled, "wave %d", wave)
 		}
 	}
 	require.Zero(t, k.Waiting())
 	require.EqualValues(t, n, k.Running())
 	close(open)
 	for _, e := range busy {
-		require.NoError(t, <-e)
+		require.NoError(t, recvErr(t, e, "a running call"))
 	}
 
 	// Every slot came back: n new calls run at once, one more waits.
@@ -337,8 +336,11 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 	for i := range calls {
 		calls[i] = callAsync(c, "t", "")
 	}
+	deadline := time.After(guard)
 	for ran := 0; ran < n; {
 		select {
+		case <-deadline:
+			t.Fatalf("%d of %d bodies ran within %v", ran, n, guard)
 		case <-started:
 			ran++
 		default:
@@ -347,13 +349,34 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 		}
 	}
 	extra := callAsync(c, "t", "")
-	for k.Waiting() != 1 {
-		<-yield()
-	}
+	until(t, func() bool { return k.Waiting() == 1 }, "one call to wait")
 	require.EqualValues(t, n, k.Running())
 	close(open)
 	for _, e := range calls {
-		require.NoError(t, <-e)
+		require.NoError(t, recvErr(t, e, "a call"))
 	}
-	require.NoError(t, <-extra)
+	require.NoError(t, recvErr(t, extra, "the call that waited"))
+}
+
+// waitFor fails the test unless ch delivers within the guard.
+func waitFor(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(guard):
+		t.Fatalf("%s did not happen within %v", what, guard)
+	}
+}
+
+// until yields until cond holds, and fails the test unless it does within
+// the guard.
+func until(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", guard, what)
+		}
+		<-yield()
+	}
 }
