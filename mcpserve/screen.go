@@ -185,13 +185,21 @@ func (s *Server) batchAllowed(r *http.Request) bool {
 	return false
 }
 
-// echoBound bounds what the SDK writes back for a request it refuses
-// before any handler runs (an unknown method, a params it cannot decode,
-// an Mcp-Name header that does not match the body): such an answer has an
-// HTTP status of 400 or more and may quote a client's string in full.
-// Those answers are held, small as they are once bounded, and rewritten
-// as quote.Message and boundData bound a handler's errors. Anything else,
-// SSE streams and results included, passes through untouched.
+// echoBound bounds the JSON-RPC errors the SDK writes without passing
+// them through a middleware, which may quote a client's string in full:
+// a request it refuses before any handler runs (an unknown method, an
+// Mcp-Name header that does not match the body), answered with an HTTP
+// status of 400 or more, and params it cannot decode for a handler
+// ("invalid params: unmarshaling" and the whole params, quoted), answered
+// in a JSON body or an SSE event like any other reply.
+//
+// An answer with a status of 400 or more is held (bounded, it is small)
+// and rewritten when the handler returns. Otherwise each write is judged
+// alone: the SDK writes each SSE event, and a JSON reply, in one write
+// (event.go's writeEvent), and a write whose message is an error response
+// (its first member after the id is "error") is rewritten as quote.Message
+// and boundData bound a handler's errors; a result or a notification
+// costs a look at its first bytes and passes untouched.
 type echoBound struct {
 	http.ResponseWriter
 	status int // the held status; 0 while passing through
@@ -209,6 +217,12 @@ func (e *echoBound) WriteHeader(code int) {
 func (e *echoBound) Write(p []byte) (int, error) {
 	if e.status != 0 {
 		return e.held.Write(p)
+	}
+	if out, ok := boundWrite(p); ok {
+		if _, err := e.ResponseWriter.Write(out); err != nil {
+			return 0, err
+		}
+		return len(p), nil
 	}
 	return e.ResponseWriter.Write(p)
 }
@@ -238,6 +252,35 @@ func (e *echoBound) finish() {
 	h.Del("Content-Length")
 	e.ResponseWriter.WriteHeader(e.status)
 	_, _ = e.ResponseWriter.Write(body)
+}
+
+// errorLead is how far into a message its "error" member is looked for:
+// past "jsonrpc" and an id of at most MaxIDBytes (screen refuses longer).
+const errorLead = 64 + 6*MaxIDBytes
+
+// boundWrite returns p rewritten when it is one JSON-RPC error response,
+// bare or as one SSE event, whose error needs bounding; false otherwise.
+func boundWrite(p []byte) ([]byte, bool) {
+	pre, msg, post := p[:0], p, p[len(p):]
+	if !bytes.HasPrefix(p, []byte("{")) {
+		// An SSE event: "event: message\n", maybe "id: ...\n", then
+		// "data: <message>\n\n".
+		i := bytes.Index(p, []byte("data: "))
+		if i < 0 || i > 256 || !bytes.HasSuffix(p, []byte("\n\n")) {
+			return nil, false
+		}
+		pre, msg, post = p[:i+len("data: ")], p[i+len("data: "):len(p)-2], p[len(p)-2:]
+	}
+	lead := msg[:min(len(msg), errorLead)]
+	e := bytes.Index(lead, []byte(`,"error":{`))
+	if e < 0 || bytes.Contains(lead[:e], []byte(`"result":`)) || bytes.Contains(lead[:e], []byte(`"method":`)) {
+		return nil, false
+	}
+	out := boundResponse(msg)
+	if bytes.Equal(out, msg) {
+		return nil, false
+	}
+	return append(append(append([]byte{}, pre...), out...), post...), true
 }
 
 // boundResponse bounds the error of a JSON-RPC response; a body that is
