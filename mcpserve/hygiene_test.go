@@ -97,7 +97,7 @@ func req(id, method string, params any) string {
 
 // hygieneFixture serves a catalog holding a template test://t/{id}/data
 // and a tool "echo".
-func hygieneFixture(t *testing.T, opts mcpserve.Options) *fixture {
+func hygieneFixture(t testing.TB, opts mcpserve.Options) *fixture {
 	t.Helper()
 	cat := newCatalog(t, catalog.Config{})
 	ctx := context.Background()
