@@ -180,7 +180,8 @@
 //     [MaxIDBytes]), with id null. A method name longer than
 //     [MaxMethodBytes] is 400 with -32601.
 //   - No error quotes more than 64 bytes of a client's string, and one
-//     that quotes less says how long it was. The middleware bounds every
+//     that cuts a string says how long it was; a message longer than 512
+//     bytes is cut there too. The middleware bounds every
 //     error a handler returns, the SDK's included, message and data; the
 //     front bounds on the way out what the SDK writes without a handler
 //     (an unknown method, params it cannot decode, an Mcp-Name mismatch),

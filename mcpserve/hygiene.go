@@ -130,9 +130,13 @@ func within(what, v string, most int) error {
 }
 
 // argumentKeysWithin checks the keys of a tools/call's arguments, an
-// object as sent; it reads the object once, without keeping its values.
+// object as sent; above MaxKeyBytes it reads the object once, without
+// keeping its values.
 // Arguments that are not an object are left to the catalog to refuse.
 func argumentKeysWithin(raw json.RawMessage) error {
+	if len(raw) <= MaxKeyBytes {
+		return nil // no key is longer than the whole: most calls stop here
+	}
 	d := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := d.Token(); err != nil || t != json.Delim('{') {
 		return nil
