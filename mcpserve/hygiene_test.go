@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/mcpserve"
@@ -316,4 +318,25 @@ func TestTemplateVarsOverMCP(t *testing.T) {
 	require.NotNil(t, e, "%s", r.body)
 	assert.EqualValues(t, -32602, e.Error.Code)
 	assert.Contains(t, e.Error.Message, "NUL")
+}
+
+// TestEchoesBoundedInProcess: off HTTP, where no front filters, the
+// middleware bounds every error a handler returns, its data included.
+func TestEchoesBoundedInProcess(t *testing.T) {
+	f := hygieneFixture(t, mcpserve.Options{})
+	c := f.connect(memoryLegacy, "")
+	mid := strings.Repeat("x", 200)
+	ctx := ctxGuard(t)
+	_, err := c.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://none/" + mid})
+	require.Error(t, err)
+	assert.False(t, longRun.MatchString(err.Error()), "%s", err)
+	uri, _ := rpcData(err)["uri"].(string)
+	assert.False(t, longRun.MatchString(uri), "data: %s", uri)
+	assert.Contains(t, uri, "(212 bytes)")
+	err = c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://none/" + mid})
+	require.Error(t, err)
+	assert.False(t, longRun.MatchString(err.Error()), "%s", err)
+	_, err = c.GetPrompt(ctx, &mcp.GetPromptParams{Name: mid})
+	require.Error(t, err)
+	assert.False(t, longRun.MatchString(err.Error()), "%s", err)
 }
