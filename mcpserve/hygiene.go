@@ -43,6 +43,8 @@ const methodSetLevel = "logging/setLevel"
 
 // logLevels are MCP's log levels (RFC 5424's): the only ones
 // logging/setLevel accepts.
+//
+//lint:ignore SA1019 deprecated as of protocol 2026-07-28, still served to the clients that use it.
 var logLevels = map[mcp.LoggingLevel]bool{
 	"debug": true, "info": true, "notice": true, "warning": true,
 	"error": true, "critical": true, "alert": true, "emergency": true,
@@ -113,6 +115,7 @@ func (s *Server) checkStrings(method string, req mcp.Request) error {
 				return keysWithin(p.Context.Arguments)
 			}
 		}
+	//lint:ignore SA1019 deprecated as of protocol 2026-07-28, still served to the clients that use it.
 	case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]:
 		if p := r.Params; p != nil && !logLevels[p.Level] {
 			return invalidParams(fmt.Sprintf("%s: unknown log level %s; want one of debug, info, notice, warning, error, critical, alert, emergency",
