@@ -50,6 +50,13 @@ type Config struct {
 	// catalog's listings show them too (see Remote). nil: they list this
 	// catalog's routes only.
 	Remote Remote
+	// MaxURIBytes bounds the URI of a read (ReadURI), of an owner lookup
+	// (ResourceOwner, which subscriptions use) and of a template
+	// completion: a longer one gets ErrURITooLong before any lookup or
+	// match. 0 means DefaultMaxURIBytes (8 KiB); negative means no limit,
+	// and a templated read then costs in proportion to whatever a client
+	// sends (see ReadURI).
+	MaxURIBytes int
 }
 
 // Catalog holds the tool and resource routes of an MCP server. All methods
@@ -70,6 +77,7 @@ type Catalog struct {
 	log              *slog.Logger
 	counts           counters
 	surf             surface // prompts, resource templates (prompt.go)
+	maxURI           int     // Config.MaxURIBytes resolved; -1 for none
 }
 
 // side is one namespace of routes: tools by name, or resources by URI, each
@@ -92,7 +100,7 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.MissingPlan != bindsec.Deny && cfg.MissingPlan != bindsec.PassThrough {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
-	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger)}
+	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes)}
 	c.counts.calls = new([callStripes]callStripe)
 	var err error
 	c.tools, err = newSide("tool", ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)

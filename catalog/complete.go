@@ -96,6 +96,9 @@ func (c *Catalog) CompletePrompt(ctx context.Context, name, arg, value string, g
 // ErrUnknownResource.
 func (c *Catalog) CompleteTemplate(ctx context.Context, uriTemplate, v, value string, given map[string]string, credential string) (Completion, error) {
 	rq := CompletionRequest{Argument: v, Value: value, Context: given}
+	if err := c.checkURI(uriTemplate); err != nil {
+		return Completion{}, c.refused(ctx, err)
+	}
 	key, _, err := parseTemplate(uriTemplate)
 	if err != nil {
 		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})

@@ -84,7 +84,12 @@
 // resource wins; otherwise the live templates that match it compete, and
 // the one with the most literal text reads it, ties going to the smaller
 // template string, so the winner never depends on timing. The reader gets
-// the matched variables in [Read.Vars]. A template whose owner died never
+// the matched variables percent-decoded in [Read.Vars] and as sent in
+// [Read.RawVars]; a variable that decodes to a NUL byte or invalid UTF-8
+// is refused ([ErrInvalidArguments]) unless the template sets
+// AllowRawBytes. A URI longer than [Config.MaxURIBytes] (8 KiB by
+// default) is refused ([ErrURITooLong]) before any lookup: matching costs
+// about 3 µs per byte of URI. A template whose owner died never
 // matches, and a read that chose it just before the death is refused at
 // its gate (ErrRouteGone). Templates are indexed by the literal text
 // before their first expression, and a quick check of their other literal

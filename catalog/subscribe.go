@@ -70,7 +70,12 @@ func (k *Consumer) Updated() error {
 // live template's; false when none. A server uses it to refuse a
 // subscription to a URI nobody serves, and to tell when the owner behind
 // a subscribed URI changes. It does not run the route's plan.
+//
+// A URI longer than Config.MaxURIBytes has no owner: it is not looked up.
 func (c *Catalog) ResourceOwner(uri string) (owner.Ref, bool) {
+	if c.checkURI(uri) != nil {
+		return owner.Ref{}, false
+	}
 	if _, o, ok := c.resources.reg.Lookup(uri); ok {
 		return o, true
 	}

@@ -90,8 +90,16 @@ type Read struct {
 	URI       string
 	Principal bindsec.Principal
 	// Vars are the variables a resource template matched in URI (see
-	// Catalog.ReadURI); nil for a fixed resource. Read-only.
+	// Catalog.ReadURI), percent-decoded: "a%2Fb" is "a/b", so a variable
+	// may hold "/", "..", or any other byte a client encodes. Unless the
+	// template sets AllowRawBytes, none holds a NUL byte or invalid
+	// UTF-8. A body that uses one as a path or a key must check it. nil
+	// for a fixed resource. Read-only.
 	Vars map[string]string
+	// RawVars are the same variables as the client sent them, not
+	// decoded ("a%2Fb"); the same map as Vars when URI holds no '%'.
+	// Read-only.
+	RawVars map[string]string
 	// Owner is the route's owner, as in Call.
 	Owner owner.Ref
 }

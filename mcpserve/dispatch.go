@@ -223,6 +223,9 @@ func (s *Server) resourceError(ctx context.Context, uri string, err error) error
 	switch {
 	case errors.Is(err, catalog.ErrUnknownResource) && !s.forwarded:
 		return mcp.ResourceNotFoundError(uri)
+	case errors.Is(err, catalog.ErrURITooLong), errors.Is(err, catalog.ErrInvalidArguments):
+		// Neither quotes more than quote.Most bytes of the URI.
+		return invalidParams(err.Error(), nil)
 	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrUnknownResource):
 		return invalidParams(fmt.Sprintf("resource %s is gone: its consumer stopped before the read reached it", q),
 			map[string]any{"uri": uri, "reason": "route_gone", "retryable": true})

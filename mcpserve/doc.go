@@ -162,6 +162,37 @@
 //     result with isError true, or for resources/read -32603, whose text
 //     states the limit; the server logs it at WARN.
 //
+// # Limits and protocol hygiene
+//
+// What a client sends is bounded before any work is done on it, on every
+// transport by the outermost receiving middleware, and on HTTP also by
+// the front, before the SDK parses the body:
+//
+//   - A URI longer than catalog.Config.MaxURIBytes (8 KiB by default),
+//     a tool's or prompt's name longer than [MaxNameBytes], an argument
+//     name longer than [MaxKeyBytes], and a log level other than MCP's
+//     eight, are -32602. A template variable that decodes to a NUL byte
+//     or invalid UTF-8 is -32602 unless its template allows raw bytes.
+//   - Over HTTP, a JSON-RPC batch is HTTP 400 with -32600 unless the
+//     session negotiated a revision before 2025-06-18, which removed
+//     them; so is an id that would not come back as it was sent (beyond
+//     ±(2^53-1), not an integer, null, an object, or a string longer than
+//     [MaxIDBytes]), with id null. A method name longer than
+//     [MaxMethodBytes] is 400 with -32601.
+//   - No error quotes more than 64 bytes of a client's string, and one
+//     that cuts a string says how long it was; a message longer than 512
+//     bytes is cut there too. The middleware bounds every
+//     error a handler returns, the SDK's included, message and data; the
+//     front bounds on the way out what the SDK writes without a handler
+//     (an unknown method, params it cannot decode, an Mcp-Name mismatch),
+//     in a plain-text refusal, a JSON reply or an SSE event. Results and
+//     notifications pass untouched, at the cost of a look at their first
+//     bytes.
+//
+// Over stdio ([Server.ServeTransport]) the middleware's bounds hold; the
+// front's (batches, ids, the method name, what the SDK writes itself) do
+// not: the SDK's stdio transport reads its own messages.
+//
 // # Progress and logs
 //
 // A tool body's [catalog.Call.ReportProgress] becomes notifications/progress

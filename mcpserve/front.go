@@ -47,8 +47,12 @@ func (s *Server) front(exposed bool) http.Handler {
 //     that the SDK's session close, which waits for them, does not hang;
 //   - reserves a session slot for a POST that may create a session, and
 //     refuses it at Options.MaxSessions (503);
+//   - refuses a POST that MCP does not allow and the SDK would serve: a
+//     JSON-RPC batch, an id that would not survive a round trip, an
+//     overlong method (screen: 400 with -32600 or -32601);
 //   - numbers each POST in requestHeader, so that a call's context ends
-//     with the request that carried it.
+//     with the request that carried it;
+//   - bounds what the SDK echoes of a request it refuses (echoBound).
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool) {
 	if len(r.Header.Values("Authorization")) > 1 {
 		http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
@@ -104,11 +108,16 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 			}
 			defer sl.release() // unless the session it created claimed it
 		}
+		if !s.screen(w, r) {
+			return
+		}
 		n, done := s.calls.openRequest(r.Context(), principal, sl)
 		defer done()
 		r.Header.Set(requestHeader, n)
 	}
-	s.sdkHandler.ServeHTTP(w, r)
+	eb := &echoBound{ResponseWriter: w}
+	defer eb.finish()
+	s.sdkHandler.ServeHTTP(eb, r)
 }
 
 // bindingKey returns what a request's session is bound to: "" when

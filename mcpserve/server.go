@@ -185,6 +185,7 @@ type Server struct {
 	listens    *listenStreams
 	subs       *subscriptions // resource subscriptions (subscribe.go)
 	idle       time.Duration
+	maxBody    int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
 
 	// Serving a fleet (fleet.go): set by startFleet, or all zero.
 	fwd        *forwarder       // forwards calls for routes held elsewhere
@@ -294,6 +295,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		idle:       hopts.SessionTimeout,
 		origins:    origins,
 		limits:     limits,
+		maxBody:    maxBody(hopts.MaxRequestBodyBytes),
 	}
 	s.subs = subs
 	if err := s.startFleet(opts); err != nil {
@@ -301,6 +303,8 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	}
 	srv.AddReceivingMiddleware(s.receive)
 	srv.AddReceivingMiddleware(s.receiveListen)
+	// Last, so outermost: it sees every request first and every error last.
+	srv.AddReceivingMiddleware(s.hygiene)
 	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
 	s.handler = s.front(false)
 	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
@@ -320,6 +324,18 @@ func httpOptions(o *mcp.StreamableHTTPOptions, log *slog.Logger) *mcp.Streamable
 		out.Logger = slog.New(redactSessionIDs(out.Logger.Handler()))
 	}
 	return &out
+}
+
+// maxBody resolves StreamableHTTPOptions.MaxRequestBodyBytes as the SDK
+// does: 0 is its default, negative none.
+func maxBody(n int64) int64 {
+	switch {
+	case n == 0:
+		return mcp.DefaultMaxRequestBodyBytes
+	case n < 0:
+		return 0
+	}
+	return n
 }
 
 func orString(s, def string) string {

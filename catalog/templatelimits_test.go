@@ -1,0 +1,127 @@
+package catalog_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/livereg/livereg/catalog"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestURILimit: a URI beyond Config.MaxURIBytes is refused with
+// ErrURITooLong before any match, at every size, and fast; one at the
+// limit is read.
+func TestURILimit(t *testing.T) {
+	tests := []struct {
+		name string
+		max  int
+		size int
+		want error
+	}{
+		{"default, at the limit", 0, catalog.DefaultMaxURIBytes, nil},
+		{"default, one over", 0, catalog.DefaultMaxURIBytes + 1, catalog.ErrURITooLong},
+		{"default, 3 MB", 0, 3 << 20, catalog.ErrURITooLong},
+		{"configured, over", 100, 101, catalog.ErrURITooLong},
+		{"no limit", -1, 64 << 10, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCatalog(t, catalog.Config{MaxURIBytes: tt.max})
+			startTemplate(t, c, bg, "test://t/{id}/data", tag("t", nil))
+			uri := "test://t/" + strings.Repeat("a", tt.size-len("test://t//data")) + "/data"
+			require.Len(t, uri, tt.size)
+			start := time.Now()
+			_, err := c.ReadURI(bg, uri, "")
+			if tt.want == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tt.want)
+			assert.Less(t, time.Since(start), 50*time.Millisecond, "a refused URI must cost no match")
+			assert.Less(t, len(err.Error()), 200, "the error does not quote the URI")
+			_, ok := c.ResourceOwner(uri)
+			assert.False(t, ok)
+			_, err = c.CompleteTemplate(bg, uri, "id", "", nil, "")
+			require.ErrorIs(t, err, tt.want)
+		})
+	}
+}
+
+// TestTemplateVars: a body gets its variables decoded in Vars and as sent
+// in RawVars; NUL and invalid UTF-8 are refused unless the template
+// allows raw bytes.
+func TestTemplateVars(t *testing.T) {
+	tests := []struct {
+		name     string
+		tpl      string
+		allowRaw bool
+		uri      string
+		vars     map[string]string
+		raw      map[string]string
+		want     error
+	}{
+		{"plain", "test://v/{id}/data", false, "test://v/abc/data",
+			map[string]string{"id": "abc"}, map[string]string{"id": "abc"}, nil},
+		{"decoded beside raw", "test://v/{id}/data", false, "test://v/..%2F..%2Fetc%2Fpasswd/data",
+			map[string]string{"id": "../../etc/passwd"}, map[string]string{"id": "..%2F..%2Fetc%2Fpasswd"}, nil},
+		{"NUL refused", "test://v/{id}/data", false, "test://v/a%00b/data", nil, nil, catalog.ErrInvalidArguments},
+		{"invalid UTF-8 refused", "test://v/{id}/data", false, "test://v/a%FFb/data", nil, nil, catalog.ErrInvalidArguments},
+		{"NUL allowed", "test://v/{id}/data", true, "test://v/a%00b/data",
+			map[string]string{"id": "a\x00b"}, map[string]string{"id": "a%00b"}, nil},
+		{"invalid UTF-8 allowed", "test://v/{id}/data", true, "test://v/%FF/data",
+			map[string]string{"id": "\xff"}, map[string]string{"id": "%FF"}, nil},
+		{"literal percent", "test://v/a%20b/{id}", false, "test://v/a%20b/x%2Fy",
+			map[string]string{"id": "x/y"}, map[string]string{"id": "x%2Fy"}, nil},
+		{"query list", "test://v/q{?a,b}", false, "test://v/q?a=1%2C2&b=%41",
+			map[string]string{"a": "1,2", "b": "A"}, map[string]string{"a": "1%2C2", "b": "%41"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCatalog(t, catalog.Config{})
+			var got catalog.Read
+			rd := func(_ context.Context, r catalog.Read) (catalog.Contents, error) {
+				got = r
+				return catalog.Contents{Text: "ok"}, nil
+			}
+			k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: tt.tpl, AllowRawBytes: tt.allowRaw}, public, rd)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = k.Stop(bg) })
+			_, err = c.ReadURI(bg, tt.uri, "")
+			if tt.want != nil {
+				require.ErrorIs(t, err, tt.want)
+				assert.Contains(t, err.Error(), "does not allow raw bytes")
+				assert.Nil(t, got.Vars, "the reader must not run")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.vars, got.Vars)
+			assert.Equal(t, tt.raw, got.RawVars)
+		})
+	}
+}
+
+// BenchmarkTemplateMatchPerByte: what a templated read costs per byte of
+// its URI, from 64 B to the default limit. ns/op divided by the size is
+// the figure the README states.
+func BenchmarkTemplateMatchPerByte(b *testing.B) {
+	for _, size := range []int{64, 512, 1 << 10, 4 << 10, 8 << 10} {
+		b.Run(fmt.Sprint(size), func(b *testing.B) {
+			c := newCatalog(b, catalog.Config{})
+			startTemplate(b, c, bg, "test://b/{id}/data", tag("b", nil))
+			uri := "test://b/" + strings.Repeat("a", size-len("test://b//data")) + "/data"
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := c.ReadURI(bg, uri, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(size), "ns/byte")
+		})
+	}
+}
