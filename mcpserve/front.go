@@ -46,7 +46,8 @@ func (s *Server) front(exposed bool) http.Handler {
 //   - ends the calls in flight on a session that its principal DELETEs, so
 //     that the SDK's session close, which waits for them, does not hang;
 //   - reserves a session slot for a POST that may create a session, and
-//     refuses it at Options.MaxSessions (503);
+//     refuses it at Options.MaxSessions, or over its client's share of
+//     it (503; see shares.go);
 //   - numbers each POST in requestHeader, so that a call's context ends
 //     with the request that carried it.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool) {
@@ -96,15 +97,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		}
 	}
 	if r.Method == http.MethodPost {
+		cl := s.clientOf(r, principal)
 		var sl *slot
 		if id == "" && s.stateful {
-			if sl = s.slots.reserve(); sl == nil {
-				s.refuseSession(w)
+			var reason string
+			if sl, reason = s.slots.reserve(cl); sl == nil {
+				s.refuseSession(w, reason)
 				return
 			}
 			defer sl.release() // unless the session it created claimed it
 		}
-		n, done := s.calls.openRequest(r.Context(), principal, sl)
+		n, done := s.calls.openRequest(r.Context(), principal, cl, sl)
 		defer done()
 		r.Header.Set(requestHeader, n)
 	}
@@ -155,7 +158,7 @@ func (s *Server) sessionCreated(req mcp.Request) {
 		if hr, _ := s.calls.request(ex.Header); hr != nil {
 			principal = hr.principal
 			if hr.slot.claim() {
-				release = func() { s.slots.open.Add(-1) }
+				release = hr.slot.end
 			}
 		}
 	}
