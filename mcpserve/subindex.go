@@ -61,6 +61,7 @@ type subIndex struct {
 	byOwner map[owner.Ref]map[string]struct{} // subscribed URIs by the owner serving them
 	watched map[owner.Ref]struct{}            // owners with an AfterDeath of the table's
 	dirty   map[owner.Ref]struct{}            // dead owners whose URIs await the re-check
+	wake    chan struct{}                     // capacity 1: "re-check the dirty owners"
 
 	// lookups counts the URIs the re-check looked up, for tests and
 	// benchmarks of its cost.
@@ -84,6 +85,7 @@ func (ix *subIndex) init() {
 	ix.byOwner = map[owner.Ref]map[string]struct{}{}
 	ix.watched = map[owner.Ref]struct{}{}
 	ix.dirty = map[owner.Ref]struct{}{}
+	ix.wake = make(chan struct{}, 1)
 }
 
 // admitLocked counts one more subscription of ss, which holds held, or
@@ -152,7 +154,7 @@ func (t *subscriptions) unindexLocked(uri string, o owner.Ref) {
 	}
 }
 
-// ownerDied queues o's URIs for the re-check and wakes run one grace
+// ownerDied queues o's URIs for the re-check and wakes rechecker one grace
 // period (the notify window) later: a restart that takes a URI over right
 // after the death, as a supervisor's does, then keeps its subscribers.
 func (t *subscriptions) ownerDied(o owner.Ref) {
@@ -166,14 +168,28 @@ func (t *subscriptions) ownerDied(o owner.Ref) {
 	if has {
 		time.AfterFunc(t.ix.grace, func() {
 			select {
-			case t.kick <- struct{}{}:
+			case t.ix.wake <- struct{}{}:
 			default:
 			}
 		})
 	}
 }
 
-// recheck runs on run's goroutine: the subscribers of a URI whose owner
+// rechecker runs recheck each time an owner's death asks, until close: a
+// goroutine of its own, so that a re-check holds up neither the
+// notifier's list_changed nor run's updates.
+func (t *subscriptions) rechecker() {
+	for {
+		select {
+		case <-t.ix.wake:
+			t.recheck()
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+// recheck runs on rechecker's goroutine: the subscribers of a URI whose owner
 // died get notifications/resources/updated, once; if nobody serves the
 // URI any more they are then dropped, here and from the SDK's table, and
 // if a successor serves it they stay. It costs one lookup per URI of the

@@ -77,6 +77,7 @@ func (t *subscriptions) start(srv *mcp.Server) {
 	t.srv = srv
 	t.stopUpdating = t.cat.OnResourceUpdated(t.published)
 	go t.run()
+	go t.rechecker()
 }
 
 // close stops run and the catalog's calls into the table. Idempotent.
@@ -229,9 +230,8 @@ func (t *subscriptions) published(uri string) {
 	}
 }
 
-// run sends queued updates, and re-checks the URIs of owners that died
-// (recheck), until close. Updates of one URI published while it waits go
-// out as one.
+// run sends queued updates until close. Updates of one URI published while
+// it waits go out as one.
 func (t *subscriptions) run() {
 	defer close(t.done)
 	for {
@@ -247,7 +247,6 @@ func (t *subscriptions) run() {
 		for uri := range uris {
 			t.send(uri)
 		}
-		t.recheck()
 	}
 }
 
