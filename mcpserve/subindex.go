@@ -243,6 +243,9 @@ func (t *subscriptions) recheck() {
 			dead = append(dead, g)
 			continue
 		}
+		if l.now.Same(l.was) {
+			continue // not dead after all: nothing changed
+		}
 		t.unindexLocked(l.uri, l.was)
 		us.owner = l.now
 		t.indexLocked(l.uri, l.now)
