@@ -144,12 +144,13 @@ func (s *Server) SessionStats() SessionStats {
 // client's share of it (reason). Live sessions are untouched; the client
 // may retry once one ends.
 func (s *Server) refuseSession(w http.ResponseWriter, reason string) {
-	s.refused.sessions.refused(s.log, reason, s.slots.max)
-	w.Header().Set("Retry-After", "30")
-	msg := fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", ErrTooManySessions, s.slots.max)
+	err, limit := ErrTooManySessions, s.slots.max
 	if reason == ReasonShare {
-		msg = fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", ErrOverShare, s.slots.shares.perClient)
+		err, limit = ErrOverShare, s.slots.shares.perClient
 	}
+	s.refused.sessions.refused(s.log, reason, limit)
+	w.Header().Set("Retry-After", "30")
+	msg := fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", err, limit)
 	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 

@@ -145,11 +145,11 @@ func (s *Server) refuseListen(err error) error {
 	reason := "shutting_down"
 	if errors.Is(err, ErrTooManyListenStreams) {
 		reason = "too_many_listen_streams"
-		why := ReasonCap
+		why, limit := ReasonCap, s.listens.max
 		if errors.Is(err, ErrOverShare) {
-			why = ReasonShare
+			why, limit = ReasonShare, s.listens.shares.perClient
 		}
-		s.refused.listens.refused(s.log, why, s.listens.max)
+		s.refused.listens.refused(s.log, why, limit)
 	}
 	data, _ := json.Marshal(map[string]any{"reason": reason, "retryable": true})
 	return &jsonrpc.Error{Code: CodeOverloaded, Message: err.Error() + "; retry later", Data: data}

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,5 +236,56 @@ func TestShareOptionsValidated(t *testing.T) {
 		if _, err := mcpserve.New(cat, o); !errors.Is(err, mcpserve.ErrInvalidOptions) {
 			t.Errorf("New(%+v) = %v, want ErrInvalidOptions", o, err)
 		}
+	}
+}
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) lines(substr string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		if strings.Contains(line, substr) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// Refusals are logged at most once a second per cap, and the next line
+// says how many were left out.
+func TestRefusalLogsRateLimited(t *testing.T) {
+	var logs lockedBuffer
+	srv := newServer(t, newCatalog(t, catalog.Config{}), mcpserve.Options{MaxSessions: 1,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	url := serve(t, srv, false)
+	start := time.Now()
+	for range 21 {
+		rawPost(t, url, initializeBody, nil)
+	}
+	if time.Since(start) < time.Second {
+		if got := logs.lines("sessions refused"); len(got) != 1 {
+			t.Fatalf("20 refusals within a second logged %d lines: %q", len(got), got)
+		}
+	}
+	time.Sleep(1100 * time.Millisecond)
+	rawPost(t, url, initializeBody, nil)
+	got := logs.lines("sessions refused")
+	if len(got) < 2 || !strings.Contains(got[len(got)-1], "suppressed=") || strings.Contains(got[len(got)-1], "suppressed=0") {
+		t.Errorf("the line after a quiet second: %q, want a count of those left out", got)
+	}
+	if n := refusals(srv, mcpserve.CapSessions, mcpserve.ReasonCap) + refusals(srv, mcpserve.CapSessions, mcpserve.ReasonShare); n != 21 {
+		t.Errorf("%d refusals counted, want 21", n)
 	}
 }
