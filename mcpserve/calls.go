@@ -66,6 +66,9 @@ type httpRequest struct {
 	// principal is the binding key of the request's credential (see
 	// bindingKey); "" when sessions are not bound.
 	principal string
+	// client is whose share the request's session, listen stream and
+	// subscriptions count in (see shares.go).
+	client client
 	// slot is the session slot the request reserved, if it may create a
 	// session; the session its initialize creates claims it.
 	slot *slot
@@ -91,9 +94,9 @@ func newCalls(stateless bool) *calls {
 
 // openRequest registers an HTTP request and returns the number to put in
 // requestHeader and the function to call when the request has ended.
-func (c *calls) openRequest(ctx context.Context, principal string, sl *slot) (string, func()) {
+func (c *calls) openRequest(ctx context.Context, principal string, cl client, sl *slot) (string, func()) {
 	id := strconv.FormatUint(c.next.Add(1), 36)
-	c.requests.Store(id, &httpRequest{ctx: ctx, principal: principal, slot: sl})
+	c.requests.Store(id, &httpRequest{ctx: ctx, principal: principal, client: cl, slot: sl})
 	return id, func() { c.requests.Delete(id) }
 }
 

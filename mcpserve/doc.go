@@ -67,14 +67,26 @@
 // serves the URI. A consumer's [catalog.Consumer.Updated] sends
 // notifications/resources/updated to the sessions subscribed to its URI,
 // and to no other, from a goroutine of the server's; updates of one URI
-// published while one is being sent go out as one. When the route behind a
-// subscribed URI is gone (its owner died or stopped, and nobody else serves
-// the URI), each subscriber is told once, notifications/resources/updated,
-// before the resources list_changed that drops it from the list; the
-// subscription is then dropped, and a consumer that starts serving the URI
-// later has no subscribers until clients subscribe again. When the route
-// changed hands instead, because a successor took the URI over before the
-// death was seen, subscribers get one updated and stay subscribed. The
+// published while one is being sent go out as one. When the owner of the
+// route behind a subscribed URI dies (it stopped, was cancelled or
+// panicked), the URI is looked up again one notify window later: if
+// nobody serves it then, each subscriber is told once,
+// notifications/resources/updated (around the resources list_changed that
+// drops it from the list, in no fixed order: the two are sent from
+// different goroutines so that neither waits for the other); the
+// subscription is then dropped, and a consumer that starts serving the
+// URI later has no subscribers until clients subscribe again. When the
+// route changed hands instead, because a successor took the URI over
+// within that window (a restart), subscribers get one updated and stay
+// subscribed. The re-check costs one lookup per subscribed URI of the
+// owner that died, whatever else is subscribed: the table indexes URIs by
+// the owner serving them, and looks them up with no lock held. A session
+// holds at most [Options.MaxSubscriptionsPerSession] subscriptions (256),
+// all sessions together [Options.MaxSubscriptions] (16,384), split between
+// clients as every cap is (see "Exposure"); beyond them a subscribe to a
+// new URI gets [CodeOverloaded] with data {"reason":
+// "too_many_subscriptions"} ([ErrTooManySubscriptions]) and changes
+// nothing. The
 // table of subscriptions forgets a session when it ends and a URI when its
 // last subscriber leaves or its route is gone, and removes both from the
 // SDK's own table as well. A client of the 2026-07-28 revision subscribes
@@ -435,15 +447,33 @@
 // not a response, so that calls and standalone streams last as long as
 // they need.
 //
+// Every cap (sessions, listen streams, subscriptions) is split between
+// clients, so that no client takes what others need: a client holds at
+// most [Options.ClientShare] of a cap (1/4: 250 of the 1,000 sessions),
+// and the clients without a valid credential together at most
+// [Options.AnonymousShare] of it (1/2) when an authenticator is
+// configured. A client is the subject its bearer token authenticates as,
+// or else its remote IP address; a session over stdio or in memory holds
+// no share. A client over its share is refused as at the cap (503 with
+// Retry-After for an initialize, [CodeOverloaded] for a listen or a
+// subscribe, wrapping [ErrOverShare]), and nobody else is.
+// [Server.RefusalStats] counts the refusals by cap and reason ("cap",
+// "share", "session"); their WARN lines are logged at most once a second
+// per cap, each with the count of those left out before it. The shares
+// divide capacity, not CPU: a client's refused requests still cost their
+// HTTP round trips, which a rate limit in front must bound.
+//
 // # Concurrency
 //
 // A Server is safe for concurrent use. Its request handlers run on the SDK's
 // per-request goroutines and share the catalog, two atomic words of the
 // notifier, and the table of sessions and calls in flight (one mutex, and
 // one per session); a subscriptions/listen takes the mutex of the open
-// listen streams when it opens and when it ends. Its own goroutines are the notifier, which
-// [Server.Close] stops, and one per session that forgets the session when
-// it ends (on a stateless server a call belongs to its HTTP request
+// listen streams when it opens and when it ends, and an initialize, a
+// listen or a subscribe the mutex of its cap's shares. Its own goroutines
+// are the notifier, the sender of resource updates and the re-check of
+// subscriptions after a death, which [Server.Close] stops, and one per
+// session that forgets the session when it ends (on a stateless server a call belongs to its HTTP request
 // alone and registers no session). Serve and ListenAndServe run an http.Server until
 // their context ends; ServeTransport and ServeStdio serve one session.
 // With a Fleet, the internal server that answers forwarded calls has a

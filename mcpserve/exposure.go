@@ -52,6 +52,7 @@ const (
 // that created no session returns its slot when it ends.
 type sessionSlots struct {
 	max     int64 // <= 0: unlimited
+	shares  *shares
 	open    atomic.Int64
 	opened  atomic.Uint64
 	refused atomic.Uint64
@@ -59,8 +60,9 @@ type sessionSlots struct {
 
 // slot is one reservation: reserved, then claimed by a session or released.
 type slot struct {
-	slots *sessionSlots
-	state atomic.Int32
+	slots  *sessionSlots
+	client client // whose share the slot counts in
+	state  atomic.Int32
 }
 
 const (
@@ -69,19 +71,33 @@ const (
 	slotReleased
 )
 
-// reserve takes a slot, or returns nil at the cap. A compare-and-swap
-// rather than an add and an undo, so that Open never reads above the cap.
-func (c *sessionSlots) reserve() *slot {
+// reserve takes a slot for cl, or returns nil and why (ReasonShare when
+// cl holds its share, ReasonCap at the cap). The share is taken first, so
+// that a client over its share is refused as such even at the cap. A
+// compare-and-swap rather than an add and an undo, so that Open never
+// reads above the cap.
+func (c *sessionSlots) reserve(cl client) (*slot, string) {
+	if !c.shares.take(cl) {
+		c.refused.Add(1)
+		return nil, ReasonShare
+	}
 	for {
 		n := c.open.Load()
 		if c.max > 0 && n >= c.max {
+			c.shares.give(cl)
 			c.refused.Add(1)
-			return nil
+			return nil, ReasonCap
 		}
 		if c.open.CompareAndSwap(n, n+1) {
-			return &slot{slots: c}
+			return &slot{slots: c, client: cl}, ""
 		}
 	}
+}
+
+// end gives back the slot of a session that ended.
+func (sl *slot) end() {
+	sl.slots.open.Add(-1)
+	sl.slots.shares.give(sl.client)
 }
 
 // claim hands the slot to the session being created; false if the request
@@ -97,7 +113,7 @@ func (sl *slot) claim() bool {
 // release gives back a slot no session claimed.
 func (sl *slot) release() {
 	if sl != nil && sl.state.CompareAndSwap(slotReserved, slotReleased) {
-		sl.slots.open.Add(-1)
+		sl.end()
 	}
 }
 
@@ -108,7 +124,8 @@ type SessionStats struct {
 	Open int64
 	// Opened counts the sessions created since New.
 	Opened uint64
-	// Refused counts the initializes refused at Options.MaxSessions.
+	// Refused counts the initializes refused at Options.MaxSessions or
+	// over a client's share of it (see RefusalStats for which).
 	Refused uint64
 	// Max is the cap in force; 0 means none.
 	Max int64
@@ -123,13 +140,18 @@ func (s *Server) SessionStats() SessionStats {
 	}
 }
 
-// refuseSession answers an initialize at the session cap. Live sessions
-// are untouched; the client may retry once one ends.
-func (s *Server) refuseSession(w http.ResponseWriter) {
-	s.log.Warn("mcpserve: session limit reached; initialize refused", "max", s.slots.max)
+// refuseSession answers an initialize at the session cap, or over its
+// client's share of it (reason). Live sessions are untouched; the client
+// may retry once one ends.
+func (s *Server) refuseSession(w http.ResponseWriter, reason string) {
+	err, limit := ErrTooManySessions, s.slots.max
+	if reason == ReasonShare {
+		err, limit = ErrOverShare, s.slots.shares.perClient
+	}
+	s.refused.sessions.refused(s.log, reason, limit)
 	w.Header().Set("Retry-After", "30")
-	http.Error(w, fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", ErrTooManySessions, s.slots.max),
-		http.StatusServiceUnavailable)
+	msg := fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", err, limit)
+	http.Error(w, msg, http.StatusServiceUnavailable)
 }
 
 // needsCredential reports whether r must carry a valid credential under

@@ -135,7 +135,7 @@ func TestIdleSessionEnds(t *testing.T) {
 // slot freed by a DELETE is taken again. A request that creates no
 // session takes no slot.
 func TestSessionCap(t *testing.T) {
-	srv := newServer(t, newCatalog(t, catalog.Config{}), mcpserve.Options{MaxSessions: 2})
+	srv := newServer(t, newCatalog(t, catalog.Config{}), mcpserve.Options{MaxSessions: 2, ClientShare: 1})
 	url := serve(t, srv, false)
 	if code, _ := rawPost(t, url, `{"jsonrpc":"2.0","id":1,"method":"nonsense"}`, nil); code == http.StatusOK {
 		t.Fatalf("a bad first request was accepted")
@@ -177,7 +177,7 @@ func TestManyUndeletedSessionsBounded(t *testing.T) {
 		n = 2000
 	}
 	const maxSessions = 100
-	srv := newServer(t, newCatalog(t, catalog.Config{}), mcpserve.Options{MaxSessions: maxSessions})
+	srv := newServer(t, newCatalog(t, catalog.Config{}), mcpserve.Options{MaxSessions: maxSessions, ClientShare: 1})
 	url := serve(t, srv, false)
 	heap := func() uint64 {
 		runtime.GC()

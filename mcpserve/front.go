@@ -46,7 +46,8 @@ func (s *Server) front(exposed bool) http.Handler {
 //   - ends the calls in flight on a session that its principal DELETEs, so
 //     that the SDK's session close, which waits for them, does not hang;
 //   - reserves a session slot for a POST that may create a session, and
-//     refuses it at Options.MaxSessions (503);
+//     refuses it at Options.MaxSessions, or over its client's share of
+//     it (503; see shares.go);
 //   - refuses a POST that MCP does not allow and the SDK would serve: a
 //     JSON-RPC batch, an id that would not survive a round trip, an
 //     overlong method (screen: 400 with -32600 or -32601);
@@ -100,10 +101,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		}
 	}
 	if r.Method == http.MethodPost {
+		cl := s.clientOf(r, principal)
 		var sl *slot
 		if id == "" && s.stateful {
-			if sl = s.slots.reserve(); sl == nil {
-				s.refuseSession(w)
+			var reason string
+			if sl, reason = s.slots.reserve(cl); sl == nil {
+				s.refuseSession(w, reason)
 				return
 			}
 			defer sl.release() // unless the session it created claimed it
@@ -111,7 +114,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		if !s.screen(w, r) {
 			return
 		}
-		n, done := s.calls.openRequest(r.Context(), principal, sl)
+		n, done := s.calls.openRequest(r.Context(), principal, cl, sl)
 		defer done()
 		r.Header.Set(requestHeader, n)
 	}
@@ -164,7 +167,7 @@ func (s *Server) sessionCreated(req mcp.Request) {
 		if hr, _ := s.calls.request(ex.Header); hr != nil {
 			principal = hr.principal
 			if hr.slot.claim() {
-				release = func() { s.slots.open.Add(-1) }
+				release = hr.slot.end
 			}
 		}
 	}

@@ -41,6 +41,7 @@ var (
 // atomic operations.
 type listenStreams struct {
 	max     int64 // <= 0: unlimited
+	shares  *shares
 	open    atomic.Int64
 	opened  atomic.Uint64
 	refused atomic.Uint64
@@ -51,16 +52,17 @@ type listenStreams struct {
 	live     map[*context.CancelCauseFunc]struct{}
 }
 
-func newListenStreams(max int) *listenStreams {
-	return &listenStreams{max: int64(max), live: map[*context.CancelCauseFunc]struct{}{}}
+func newListenStreams(max int, sh *shares) *listenStreams {
+	return &listenStreams{max: int64(max), shares: sh, live: map[*context.CancelCauseFunc]struct{}{}}
 }
 
 // start admits a stream: it returns the context the SDK's listen handler
 // parks on (ended by endAll, or when ctx ends) and the function to call
 // once the handler returned. At the cap, or while the server closes or
 // shuts down, it returns an error wrapping ErrTooManyListenStreams,
-// ErrClosed or errShuttingDown and admits nothing.
-func (l *listenStreams) start(ctx context.Context) (context.Context, func(), error) {
+// ErrClosed or errShuttingDown and admits nothing; over cl's share of the
+// cap, one wrapping both ErrTooManyListenStreams and ErrOverShare.
+func (l *listenStreams) start(ctx context.Context, cl client) (context.Context, func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
@@ -68,7 +70,11 @@ func (l *listenStreams) start(ctx context.Context) (context.Context, func(), err
 		return nil, nil, ErrClosed
 	case l.draining > 0:
 		return nil, nil, errShuttingDown
+	case !l.shares.take(cl):
+		l.refused.Add(1)
+		return nil, nil, fmt.Errorf("%w: %w (%d streams)", ErrTooManyListenStreams, ErrOverShare, l.shares.perClient)
 	case l.max > 0 && l.open.Load() >= l.max:
+		l.shares.give(cl)
 		l.refused.Add(1)
 		return nil, nil, fmt.Errorf("%w (%d streams)", ErrTooManyListenStreams, l.max)
 	}
@@ -81,6 +87,7 @@ func (l *listenStreams) start(ctx context.Context) (context.Context, func(), err
 		delete(l.live, &cancel)
 		l.mu.Unlock()
 		l.open.Add(-1)
+		l.shares.give(cl)
 		cancel(nil)
 	}, nil
 }
@@ -121,7 +128,7 @@ func (s *Server) receiveListen(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != methodSubscriptionsListen {
 			return next(ctx, method, req)
 		}
-		lctx, done, err := s.listens.start(ctx)
+		lctx, done, err := s.listens.start(ctx, s.requestClient(req))
 		if err != nil {
 			return nil, s.refuseListen(err)
 		}
@@ -138,7 +145,11 @@ func (s *Server) refuseListen(err error) error {
 	reason := "shutting_down"
 	if errors.Is(err, ErrTooManyListenStreams) {
 		reason = "too_many_listen_streams"
-		s.log.Warn("mcpserve: listen stream limit reached; subscriptions/listen refused", "max", s.listens.max)
+		why, limit := ReasonCap, s.listens.max
+		if errors.Is(err, ErrOverShare) {
+			why, limit = ReasonShare, s.listens.shares.perClient
+		}
+		s.refused.listens.refused(s.log, why, limit)
 	}
 	data, _ := json.Marshal(map[string]any{"reason": reason, "retryable": true})
 	return &jsonrpc.Error{Code: CodeOverloaded, Message: err.Error() + "; retry later", Data: data}
@@ -151,7 +162,8 @@ type ListenStats struct {
 	Open int64
 	// Opened counts the streams admitted since New.
 	Opened uint64
-	// Refused counts the streams refused at Options.MaxListenStreams.
+	// Refused counts the streams refused at Options.MaxListenStreams or
+	// over a client's share of it (see RefusalStats for which).
 	Refused uint64
 	// Max is the cap in force; 0 means none.
 	Max int64

@@ -180,9 +180,6 @@ func resourcesVersion(cat *catalog.Catalog) uint64 {
 }
 
 func (s *Server) resourcesChanged() {
-	// Subscribers of a URI whose owner died or changed hear of it first:
-	// updated, then the list_changed below.
-	s.subs.reconcile()
 	s.log.Debug("mcpserve: resources changed; notifying sessions", "version", s.cat.ResourcesVersion())
 	s.mcp.AddResource(sentinelResource, sentinelResourceHandler)
 }

@@ -153,6 +153,34 @@ type Options struct {
 	// Limits are the HTTP server timeouts and sizes Serve and
 	// ListenAndServe apply; the zero value is the defaults.
 	Limits Limits
+	// ClientShare is the fraction of each cap (MaxSessions,
+	// MaxListenStreams, MaxSubscriptions) that one client may hold, rounded
+	// up and at least one: a client over its share is refused as at the
+	// cap (wrapping [ErrOverShare]) while other clients are still served.
+	// A client is the subject its bearer token authenticates as, or else
+	// its remote IP address (so clients behind one proxy or NAT share
+	// theirs); sessions over stdio or in memory hold no share. 0 means
+	// DefaultClientShare (1/4); 1 turns the per-client bound off; outside
+	// [0, 1] is invalid. A cap that is off has no shares.
+	ClientShare float64
+	// AnonymousShare is the fraction of each cap that the clients
+	// without a valid credential hold together, when the catalog has an
+	// authenticator (without one every client is anonymous, and only
+	// ClientShare applies). 0 means DefaultAnonymousShare (1/2); 1 turns
+	// it off; outside [0, 1] is invalid.
+	AnonymousShare float64
+	// MaxSubscriptionsPerSession caps the resource subscriptions one
+	// session holds. Beyond it a resources/subscribe to a new URI gets
+	// JSON-RPC error CodeOverloaded ([ErrTooManySubscriptions], reason
+	// "too_many_subscriptions") and changes nothing. 0 means
+	// DefaultMaxSubscriptionsPerSession (256); negative means no cap.
+	MaxSubscriptionsPerSession int
+	// MaxSubscriptions caps the resource subscriptions of all sessions
+	// together, split between clients by ClientShare and AnonymousShare;
+	// beyond it, or a client's share of it, a resources/subscribe is
+	// refused as beyond MaxSubscriptionsPerSession. 0 means
+	// DefaultMaxSubscriptions (16,384); negative means no cap.
+	MaxSubscriptions int
 	// Fleet, if set, makes the server one replica of a fleet: calls for
 	// routes other replicas hold are forwarded to them, and
 	// FleetHandler answers the calls they forward here (see the package
@@ -184,6 +212,7 @@ type Server struct {
 	stateful   bool // the HTTP handler keeps sessions
 	listens    *listenStreams
 	subs       *subscriptions // resource subscriptions (subscribe.go)
+	refused    *refusalCounts // refusals by cap and reason (shares.go)
 	idle       time.Duration
 	maxBody    int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
 
@@ -276,6 +305,12 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		return nil, err
 	}
 	auth := bindsec.Configured(cat.Authenticator())
+	clientShare, anonShare, err := shareOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	maxSessions := cmpOr(opts.MaxSessions, DefaultMaxSessions)
+	maxListens := cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)
 	s := &Server{
 		cat:        cat,
 		mcp:        srv,
@@ -288,8 +323,9 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		grace:      cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
 		maxResult:  cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
 		calls:      newCalls(hopts.Stateless),
-		slots:      sessionSlots{max: int64(cmpOr(opts.MaxSessions, DefaultMaxSessions))},
-		listens:    newListenStreams(cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)),
+		slots:      sessionSlots{max: int64(maxSessions), shares: newShares(maxSessions, clientShare, anonShare, auth)},
+		listens:    newListenStreams(maxListens, newShares(maxListens, clientShare, anonShare, auth)),
+		refused:    newRefusalCounts(),
 		credPolicy: opts.RequireCredential,
 		stateful:   !hopts.Stateless,
 		idle:       hopts.SessionTimeout,
@@ -298,6 +334,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		maxBody:    maxBody(hopts.MaxRequestBodyBytes),
 	}
 	s.subs = subs
+	subs.limit(opts, clientShare, anonShare, auth, s.refused, s.requestClient)
 	if err := s.startFleet(opts); err != nil {
 		return nil, err
 	}

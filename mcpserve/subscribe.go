@@ -40,6 +40,7 @@ type subscriptions struct {
 	byURI     map[string]*uriSubs
 	bySession map[*mcp.ServerSession]map[string]struct{}
 	pending   map[string]struct{} // updates published, not sent yet
+	ix        subIndex            // caps and the index by owner (subindex.go)
 
 	kick         chan struct{}
 	stop, done   chan struct{}
@@ -62,7 +63,7 @@ type uriSubs struct {
 type internalKey struct{}
 
 func newSubscriptions(cat *catalog.Catalog, log *slog.Logger) *subscriptions {
-	return &subscriptions{
+	t := &subscriptions{
 		cat: cat, log: log,
 		byURI:     make(map[string]*uriSubs),
 		bySession: make(map[*mcp.ServerSession]map[string]struct{}),
@@ -71,6 +72,8 @@ func newSubscriptions(cat *catalog.Catalog, log *slog.Logger) *subscriptions {
 		stop:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	t.ix.init()
+	return t
 }
 
 // start begins sending published updates through srv. The middleware has
@@ -79,6 +82,7 @@ func (t *subscriptions) start(srv *mcp.Server) {
 	t.srv = srv
 	t.stopUpdating = t.cat.OnResourceUpdated(t.published)
 	go t.run()
+	go t.rechecker()
 }
 
 // close stops run and the catalog's calls into the table. Idempotent.
@@ -96,8 +100,8 @@ func (t *subscriptions) close() {
 
 // subscribe is the SDK's SubscribeHandler: a URI that no live route
 // serves (a fixed resource or a template that matches it) is refused
-// with the specification's resource-not-found error, and nothing is
-// recorded.
+// with the specification's resource-not-found error, and a new URI beyond
+// the caps (subindex.go) with CodeOverloaded; then nothing is recorded.
 func (t *subscriptions) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
 	o, ok := t.cat.ResourceOwner(uri)
@@ -105,13 +109,26 @@ func (t *subscriptions) subscribe(_ context.Context, req *mcp.SubscribeRequest) 
 		return mcp.ResourceNotFoundError(uri)
 	}
 	t.mu.Lock()
+	uris := t.bySession[req.Session]
+	if _, has := uris[uri]; !has {
+		if err := t.admitLocked(req, len(uris)); err != nil {
+			t.mu.Unlock()
+			return err
+		}
+	}
 	us := t.byURI[uri]
 	if us == nil {
 		us = &uriSubs{owner: o, sessions: make(map[*mcp.ServerSession]struct{})}
 		t.byURI[uri] = us
+		t.indexLocked(uri, o)
+	} else if !us.owner.Same(o) {
+		// A successor serves it now: file it under the owner whose death
+		// matters.
+		t.unindexLocked(uri, us.owner)
+		us.owner = o
+		t.indexLocked(uri, o)
 	}
 	us.sessions[req.Session] = struct{}{}
-	uris := t.bySession[req.Session]
 	if uris == nil {
 		uris = make(map[string]struct{})
 		t.bySession[req.Session] = uris
@@ -139,9 +156,13 @@ func (t *subscriptions) unsubscribe(ctx context.Context, req *mcp.UnsubscribeReq
 
 func (t *subscriptions) forgetLocked(ss *mcp.ServerSession, uri string) {
 	if us := t.byURI[uri]; us != nil {
-		delete(us.sessions, ss)
+		if _, held := us.sessions[ss]; held {
+			delete(us.sessions, ss)
+			t.releaseLocked(ss)
+		}
 		if len(us.sessions) == 0 {
 			delete(t.byURI, uri)
+			t.unindexLocked(uri, us.owner)
 		}
 	}
 	if uris := t.bySession[ss]; uris != nil {
@@ -194,53 +215,10 @@ func (t *subscriptions) watch(ss *mcp.ServerSession) {
 	for uri := range uris {
 		t.forgetLocked(ss, uri)
 	}
+	delete(t.ix.clients, ss)
 	t.mu.Unlock()
 	for uri := range uris {
 		t.sdkForget(ss, uri)
-	}
-}
-
-// reconcile runs before every resources list_changed (on the notifier's
-// goroutine): the subscribers of a URI that nobody serves any more get
-// notifications/resources/updated, once, and are then dropped, here and
-// from the SDK's table; those of a URI whose route changed hands (a
-// restart by another consumer) get updated and stay subscribed. It costs
-// a lookup per subscribed URI.
-func (t *subscriptions) reconcile() {
-	t.sdk.Lock()
-	defer t.sdk.Unlock()
-	type gone struct {
-		uri      string
-		sessions []*mcp.ServerSession
-	}
-	var dead []gone
-	var moved []string
-	t.mu.Lock()
-	for uri, us := range t.byURI {
-		o, ok := t.cat.ResourceOwner(uri)
-		switch {
-		case !ok:
-			g := gone{uri: uri}
-			for ss := range us.sessions {
-				g.sessions = append(g.sessions, ss)
-				delete(t.bySession[ss], uri)
-			}
-			delete(t.byURI, uri)
-			dead = append(dead, g)
-		case !o.Same(us.owner):
-			us.owner = o
-			moved = append(moved, uri)
-		}
-	}
-	t.mu.Unlock()
-	for _, uri := range moved {
-		t.send(uri)
-	}
-	for _, g := range dead {
-		t.send(g.uri)
-		for _, ss := range g.sessions {
-			t.sdkForget(ss, g.uri)
-		}
 	}
 }
 

@@ -31,6 +31,7 @@ type metrics struct {
 	sessionsOpened, sessionsRefusedTotal *prometheus.Desc
 	listensOpen, listensMax              *prometheus.Desc
 	listensOpened, listensRefusedTotal   *prometheus.Desc
+	mcpRefusals, subscriptionsHeld       *prometheus.Desc
 }
 
 func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
@@ -51,12 +52,16 @@ func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
 		listensMax:           prometheus.NewDesc("livereg_mcp_listen_streams_max", "The cap on open listen streams; 0: none.", nil, nil),
 		listensOpened:        prometheus.NewDesc("livereg_mcp_listen_streams_opened_total", "Listen streams admitted.", nil, nil),
 		listensRefusedTotal:  prometheus.NewDesc("livereg_mcp_listen_streams_refused_total", "Listen streams refused at the cap.", nil, nil),
+		mcpRefusals: prometheus.NewDesc("livereg_mcp_refusals_total",
+			"Sessions, listen streams and subscriptions refused, by cap and reason: cap (the cap was reached), share (the client, or the anonymous clients together, held their share of it), session (the session's own subscription cap).",
+			[]string{"cap", "reason"}, nil),
+		subscriptionsHeld: prometheus.NewDesc("livereg_mcp_subscriptions_held", "Resource subscriptions held now, one per session and URI.", nil, nil),
 	}
 }
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{m.routes, m.slots, m.version, m.calls, m.deaths, m.refusals, m.sessionsOpen, m.sessionsMax, m.sessionsOpened, m.sessionsRefusedTotal,
-		m.listensOpen, m.listensMax, m.listensOpened, m.listensRefusedTotal} {
+		m.listensOpen, m.listensMax, m.listensOpened, m.listensRefusedTotal, m.mcpRefusals, m.subscriptionsHeld} {
 		ch <- d
 	}
 }
@@ -97,6 +102,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.listensMax, prometheus.GaugeValue, float64(ls.Max))
 	ch <- prometheus.MustNewConstMetric(m.listensOpened, prometheus.CounterValue, float64(ls.Opened))
 	ch <- prometheus.MustNewConstMetric(m.listensRefusedTotal, prometheus.CounterValue, float64(ls.Refused))
+	for _, r := range m.srv.RefusalStats() {
+		ch <- prometheus.MustNewConstMetric(m.mcpRefusals, prometheus.CounterValue, float64(r.Count), r.Cap, r.Reason)
+	}
+	ch <- prometheus.MustNewConstMetric(m.subscriptionsHeld, prometheus.GaugeValue, float64(m.srv.SubscriptionStats().Held))
 }
 
 // serveMetrics serves /metrics on ln in the Prometheus text format until

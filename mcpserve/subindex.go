@@ -1,0 +1,288 @@
+package mcpserve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/owner"
+)
+
+// Defaults of the subscription caps.
+const (
+	// DefaultMaxSubscriptionsPerSession caps one session's resource
+	// subscriptions: far above what a client following the resources it
+	// shows needs, far below the 30,000 one anonymous session made in a
+	// probe (63 MB).
+	DefaultMaxSubscriptionsPerSession = 256
+	// DefaultMaxSubscriptions caps the subscriptions of all sessions: at
+	// the 2 KB each that probe measured, about 32 MB.
+	DefaultMaxSubscriptions = 16384
+)
+
+// ErrTooManySubscriptions: a resources/subscribe to a new URI arrived
+// while its session held Options.MaxSubscriptionsPerSession subscriptions,
+// all sessions together Options.MaxSubscriptions, or its client its share
+// of them (then it wraps ErrOverShare too). The client gets JSON-RPC error
+// CodeOverloaded with data {"reason":"too_many_subscriptions",
+// "limit":N,"retryable":false}; nothing changes.
+var ErrTooManySubscriptions = errors.New("mcpserve: subscription limit reached")
+
+// testHookRecheck, if set, runs for each URI the re-check looks up, with
+// no lock held: a test parks it to show that nothing waits for it.
+var testHookRecheck func(uri string)
+
+// subIndex is what bounds the table of subscriptions and keeps its
+// re-check cheap; its fields are guarded by subscriptions.mu.
+//
+// The re-check after a change used to look up every subscribed URI on the
+// notifier's goroutine, under the lock subscribes take: 40 URIs of 200 KB
+// held every list_changed 18.8 s. Now each URI is indexed under the owner
+// of the route that serves it, each such owner has an AfterDeath, and a
+// death re-checks the URIs of that owner alone, on the table's own
+// goroutine, with no lock held during the lookups. A route that changes
+// hands always does so through its old owner's death (a stop, a cancel, a
+// restart), so nothing else needs a look.
+type subIndex struct {
+	grace      time.Duration // how long after a death its URIs are looked up
+	perSession int64         // <= 0: no cap
+	max        int64         // <= 0: no cap
+	shares     *shares
+	refused    *refusals
+	clientOf   func(mcp.Request) client
+
+	total   int64                             // subscriptions held: (session, URI) pairs
+	clients map[*mcp.ServerSession]client     // whose share a session's subscriptions count in
+	byOwner map[owner.Ref]map[string]struct{} // subscribed URIs by the owner serving them
+	watched map[owner.Ref]struct{}            // owners with an AfterDeath of the table's
+	dirty   map[owner.Ref]struct{}            // dead owners whose URIs await the re-check
+	wake    chan struct{}                     // capacity 1: "re-check the dirty owners"
+
+	// lookups counts the URIs the re-check looked up, for tests and
+	// benchmarks of its cost.
+	lookups atomic.Uint64
+}
+
+// limit sets the caps of the table from opts, and the grace of a death.
+func (t *subscriptions) limit(opts Options, clientShare, anonShare float64, auth bool, rc *refusalCounts, clientOf func(mcp.Request) client) {
+	ix := &t.ix
+	ix.grace, _ = notifyWindow(opts.NotifyWindow)
+	ix.perSession = int64(cmpOr(opts.MaxSubscriptionsPerSession, DefaultMaxSubscriptionsPerSession))
+	max := cmpOr(opts.MaxSubscriptions, DefaultMaxSubscriptions)
+	ix.max = int64(max)
+	ix.shares = newShares(max, clientShare, anonShare, auth)
+	ix.refused = &rc.subs
+	ix.clientOf = clientOf
+}
+
+func (ix *subIndex) init() {
+	ix.clients = map[*mcp.ServerSession]client{}
+	ix.byOwner = map[owner.Ref]map[string]struct{}{}
+	ix.watched = map[owner.Ref]struct{}{}
+	ix.dirty = map[owner.Ref]struct{}{}
+	ix.wake = make(chan struct{}, 1)
+}
+
+// admitLocked counts one more subscription of ss, which holds held, or
+// refuses it with the JSON-RPC error to answer. Call with t.mu held.
+func (t *subscriptions) admitLocked(req *mcp.SubscribeRequest, held int) error {
+	ix := &t.ix
+	ss := req.Session
+	cl, known := ix.clients[ss]
+	if !known && ix.clientOf != nil {
+		cl = ix.clientOf(req)
+	}
+	var reason string
+	var limit int64
+	switch {
+	case ix.perSession > 0 && int64(held) >= ix.perSession:
+		reason, limit = ReasonSession, ix.perSession
+	case !ix.shares.take(cl):
+		reason, limit = ReasonShare, ix.shares.perClient
+	case ix.max > 0 && ix.total >= ix.max:
+		ix.shares.give(cl)
+		reason, limit = ReasonCap, ix.max
+	}
+	if reason != "" {
+		ix.refused.refused(t.log, reason, limit)
+		err := fmt.Errorf("%w (%d subscriptions)", ErrTooManySubscriptions, limit)
+		if reason == ReasonShare {
+			err = fmt.Errorf("%w: %w (%d subscriptions)", ErrTooManySubscriptions, ErrOverShare, limit)
+		}
+		data, _ := json.Marshal(map[string]any{"reason": "too_many_subscriptions", "limit": limit, "retryable": false})
+		return &jsonrpc.Error{Code: CodeOverloaded, Message: err.Error() + "; unsubscribe from another resource first", Data: data}
+	}
+	ix.clients[ss] = cl
+	ix.total++
+	return nil
+}
+
+// releaseLocked gives back one subscription of ss.
+func (t *subscriptions) releaseLocked(ss *mcp.ServerSession) {
+	t.ix.total--
+	t.ix.shares.give(t.ix.clients[ss])
+}
+
+// indexLocked files uri under o, and arranges for o's death to re-check
+// it.
+func (t *subscriptions) indexLocked(uri string, o owner.Ref) {
+	ix := &t.ix
+	uris := ix.byOwner[o]
+	if uris == nil {
+		uris = map[string]struct{}{}
+		ix.byOwner[o] = uris
+	}
+	uris[uri] = struct{}{}
+	if _, ok := ix.watched[o]; !ok {
+		ix.watched[o] = struct{}{}
+		o.AfterDeath(func() { t.ownerDied(o) })
+	}
+}
+
+// unindexLocked removes uri from under o.
+func (t *subscriptions) unindexLocked(uri string, o owner.Ref) {
+	if uris := t.ix.byOwner[o]; uris != nil {
+		delete(uris, uri)
+		if len(uris) == 0 {
+			delete(t.ix.byOwner, o)
+		}
+	}
+}
+
+// ownerDied queues o's URIs for the re-check and wakes rechecker one grace
+// period (the notify window) later: a restart that takes a URI over right
+// after the death, as a supervisor's does, then keeps its subscribers.
+func (t *subscriptions) ownerDied(o owner.Ref) {
+	t.mu.Lock()
+	delete(t.ix.watched, o)
+	_, has := t.ix.byOwner[o]
+	if has {
+		t.ix.dirty[o] = struct{}{}
+	}
+	t.mu.Unlock()
+	if has {
+		time.AfterFunc(t.ix.grace, func() {
+			select {
+			case t.ix.wake <- struct{}{}:
+			default:
+			}
+		})
+	}
+}
+
+// rechecker runs recheck each time an owner's death asks, until close: a
+// goroutine of its own, so that a re-check holds up neither the
+// notifier's list_changed nor run's updates.
+func (t *subscriptions) rechecker() {
+	for {
+		select {
+		case <-t.ix.wake:
+			t.recheck()
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+// recheck runs on rechecker's goroutine: the subscribers of a URI whose owner
+// died get notifications/resources/updated, once; if nobody serves the
+// URI any more they are then dropped, here and from the SDK's table, and
+// if a successor serves it they stay. It costs one lookup per URI of the
+// owners that died, made with no lock held.
+func (t *subscriptions) recheck() {
+	type look struct {
+		uri      string
+		was, now owner.Ref
+		ok       bool
+	}
+	t.mu.Lock()
+	var looks []look
+	for o := range t.ix.dirty {
+		for uri := range t.ix.byOwner[o] {
+			looks = append(looks, look{uri: uri, was: o})
+		}
+	}
+	clear(t.ix.dirty)
+	t.mu.Unlock()
+	if len(looks) == 0 {
+		return
+	}
+	for i := range looks {
+		if h := testHookRecheck; h != nil {
+			h(looks[i].uri)
+		}
+		t.ix.lookups.Add(1)
+		looks[i].now, looks[i].ok = t.cat.ResourceOwner(looks[i].uri)
+	}
+	type gone struct {
+		uri      string
+		sessions []*mcp.ServerSession
+	}
+	var dead []gone
+	var moved []string
+	t.mu.Lock()
+	for _, l := range looks {
+		us := t.byURI[l.uri]
+		if us == nil || !us.owner.Same(l.was) {
+			continue // unsubscribed meanwhile, or a subscribe found the successor
+		}
+		if !l.ok {
+			g := gone{uri: l.uri}
+			for ss := range us.sessions {
+				g.sessions = append(g.sessions, ss)
+				delete(t.bySession[ss], l.uri)
+				t.releaseLocked(ss)
+			}
+			delete(t.byURI, l.uri)
+			t.unindexLocked(l.uri, l.was)
+			dead = append(dead, g)
+			continue
+		}
+		if l.now.Same(l.was) {
+			continue // not dead after all: nothing changed
+		}
+		t.unindexLocked(l.uri, l.was)
+		us.owner = l.now
+		t.indexLocked(l.uri, l.now)
+		moved = append(moved, l.uri)
+	}
+	t.mu.Unlock()
+	for _, uri := range moved {
+		t.send(uri)
+	}
+	for _, g := range dead {
+		t.send(g.uri)
+		t.sdk.Lock()
+		for _, ss := range g.sessions {
+			t.sdkForget(ss, g.uri)
+		}
+		t.sdk.Unlock()
+	}
+}
+
+// SubscriptionStats is a snapshot of a Server's resource subscriptions.
+type SubscriptionStats struct {
+	// Held counts the subscriptions held now, one per session and URI.
+	Held int64
+	// URIs counts the distinct URIs subscribed to.
+	URIs int
+	// Max and MaxPerSession are the caps in force; 0 means none.
+	Max, MaxPerSession int64
+	// Rechecked counts the URIs looked up again after their owner died.
+	Rechecked uint64
+}
+
+// SubscriptionStats reports the server's resource subscriptions; safe for
+// concurrent use (it takes the table's mutex).
+func (s *Server) SubscriptionStats() SubscriptionStats {
+	t := s.subs
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return SubscriptionStats{Held: t.ix.total, URIs: len(t.byURI), Max: max(t.ix.max, 0),
+		MaxPerSession: max(t.ix.perSession, 0), Rechecked: t.ix.lookups.Load()}
+}
