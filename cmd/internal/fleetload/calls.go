@@ -100,9 +100,14 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 		holder = w.holderAt(name, peer)
 	}
 	a := callArgs{Seq: w.tick(), Cred: creds[ci], Via: r.id}
+	lost := r.rep.SessionsLost()
 	t0 := time.Now()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
 	d := time.Since(t0)
+	// A replica that loses its session hides the fleet's routes until it
+	// has listed them under the next: a call through it in that time may
+	// rightly be unknown.
+	hidden := r.rep.SessionsLost() != lost || r.rep.Lease() == 0
 	o, text := classify(res, err)
 	if o == outcomePeerUnavailable {
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
@@ -116,7 +121,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 	}
 	w.outcomes[o].Add(1)
 	if holder != nil {
-		w.forward.answered(holder, r, creds[ci], o, text)
+		w.forward.answered(holder, r, creds[ci], o, text, hidden)
 	}
 	switch o {
 	case outcomeOK:

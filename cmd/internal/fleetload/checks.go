@@ -290,8 +290,11 @@ type forwardChecker struct {
 
 // answered judges the answer (o, text) of a call through via, with
 // credential cred, to the route that via located at holder's replica,
-// whose consumer lived when the call began.
-func (c forwardChecker) answered(holder *record, via *replica, cred string, o outcome, text string) {
+// whose consumer lived when the call began. hidden says via lost its
+// session during the call, or is between sessions: it then hides the
+// fleet's routes (etcdfleet's "While etcd stalls"), so an unknown is
+// inconclusive.
+func (c forwardChecker) answered(holder *record, via *replica, cred string, o outcome, text string, hidden bool) {
 	if !holder.alive() || holder.stopping.Load() || holder.rep.down.Load() || via.down.Load() {
 		return // it died, began to stop, or a replica went down: anything goes
 	}
@@ -300,6 +303,9 @@ func (c forwardChecker) answered(holder *record, via *replica, cred string, o ou
 	case o == outcomeOK && text == holder.tag:
 		return
 	case o == outcomeDenied && !holder.public && cred != credValid:
+		return
+	case o == outcomeUnknown && hidden:
+		c.t.unsure(InvForwardAnswer)
 		return
 	}
 	if !c.leaseAlive(holder.lease.Load()) {
