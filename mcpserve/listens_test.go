@@ -38,7 +38,9 @@ func untilListens(t *testing.T, srv *mcpserve.Server, open int64) {
 // admitted.
 func TestListenStreamCap(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
-	f := newStateless(t, cat, mcpserve.Options{MaxListenStreams: 1})
+	// One client's share is the whole cap here, so that the cap itself,
+	// not the share (shares_test.go), refuses the second stream.
+	f := newStateless(t, cat, mcpserve.Options{MaxListenStreams: 1, ClientShare: 1})
 	a := f.connectCurrent("")
 	if st := f.srv.ListenStats(); st.Open != 1 || st.Max != 1 {
 		t.Fatalf("after one client: %+v", st)

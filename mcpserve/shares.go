@@ -110,8 +110,12 @@ func newShares(max int, client, anon float64, auth bool) *shares {
 		return sh
 	}
 	part := func(f float64) int64 { return max64(1, int64(math.Ceil(float64(max)*f))) }
-	sh.perClient = part(client)
-	if auth {
+	// A share of the whole cap bounds nothing the cap does not: it is off,
+	// so that the cap alone answers.
+	if client < 1 {
+		sh.perClient = part(client)
+	}
+	if auth && anon < 1 {
 		sh.anon = part(anon)
 	}
 	return sh
@@ -127,12 +131,12 @@ func max64(a, b int64) int64 {
 // take counts one unit for c, or reports false when c (or the anonymous
 // pool) holds its share already.
 func (sh *shares) take(c client) bool {
-	if c.key == "" || sh.perClient == 0 {
+	if c.key == "" || sh.perClient == 0 && sh.anon == 0 {
 		return true
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.held[c.key] >= sh.perClient || (c.anonymous && sh.anon > 0 && sh.anonHeld >= sh.anon) {
+	if sh.perClient > 0 && sh.held[c.key] >= sh.perClient || (c.anonymous && sh.anon > 0 && sh.anonHeld >= sh.anon) {
 		return false
 	}
 	sh.held[c.key]++
@@ -144,7 +148,7 @@ func (sh *shares) take(c client) bool {
 
 // give returns a unit take counted.
 func (sh *shares) give(c client) {
-	if c.key == "" || sh.perClient == 0 {
+	if c.key == "" || sh.perClient == 0 && sh.anon == 0 {
 		return
 	}
 	sh.mu.Lock()

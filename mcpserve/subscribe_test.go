@@ -267,6 +267,17 @@ func TestSubscriptionSurvivesTakeover(t *testing.T) {
 		t.Fatalf("heard of %s again after a change that did not touch it", uri)
 	default:
 	}
+	// The takeover filed the URI under its successor: the successor's
+	// death is told too.
+	win.end <- struct{}{}
+	if err := second.Stop(ctxGuard(t)); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, win.entered, "the window of the successor's death")
+	win.end <- struct{}{}
+	if got := nextUpdate(t, c); got != "test://kept" {
+		t.Fatalf("after the successor's death, heard of %s", got)
+	}
 }
 
 // A subscription that the table drops while the SDK is still recording it
