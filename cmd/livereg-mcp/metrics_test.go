@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +29,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "no-such-tool"}); err == nil {
 		t.Fatal("a call to an unknown tool succeeded")
 	}
-	body := scrape(t, url)
-	for _, want := range []string{
+	wants := []string{
 		`livereg_routes_live{kind="tool"} 7`,
 		`livereg_routes_live{kind="resource"} 1`,
 		"livereg_mcp_sessions_open 1",
@@ -48,7 +48,18 @@ func TestMetricsEndpoint(t *testing.T) {
 		`livereg_consumer_deaths_total{path="drop"} 0`,
 		`livereg_start_refusals_total{reason="duplicate"} 0`,
 		"go_goroutines ",
-	} {
+	}
+	// A request's session slot is released once its handler has returned,
+	// which may be just after the client has its answer: scrape until the
+	// figures settle, within the guard.
+	var body string
+	for deadline := time.Now().Add(guard); ; time.Sleep(10 * time.Millisecond) {
+		body = scrape(t, url)
+		if !slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(body, w) }) || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range wants {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}
