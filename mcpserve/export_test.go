@@ -42,3 +42,10 @@ func ListensHeld(s *Server) int {
 	defer s.listens.mu.Unlock()
 	return len(s.listens.live)
 }
+
+// SetRefusalClock makes the refusal log's rate limit read now, until the
+// test ends.
+func SetRefusalClock(t interface{ Cleanup(func()) }, now func() time.Time) {
+	refusalClock = now
+	t.Cleanup(func() { refusalClock = time.Now })
+}

@@ -175,6 +175,10 @@ type refusals struct {
 	suppressed          int
 }
 
+// refusalClock is the time the refusal log's rate limit reads; tests
+// set a clock of their own.
+var refusalClock = time.Now
+
 // refused counts a refusal and logs it unless one was logged less than a
 // second ago.
 func (rf *refusals) refused(log *slog.Logger, reason string, limit int64) {
@@ -187,7 +191,7 @@ func (rf *refusals) refused(log *slog.Logger, reason string, limit int64) {
 		rf.cap.Add(1)
 	}
 	rf.mu.Lock()
-	now := time.Now()
+	now := refusalClock()
 	if now.Sub(rf.last) < time.Second {
 		rf.suppressed++
 		rf.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -270,16 +271,16 @@ func TestRefusalLogsRateLimited(t *testing.T) {
 	srv := newServer(t, newCatalog(t, catalog.Config{}), mcpserve.Options{MaxSessions: 1,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	url := serve(t, srv, false)
-	start := time.Now()
+	var now atomic.Int64 // the fake clock, in nanoseconds
+	now.Store(time.Now().UnixNano())
+	mcpserve.SetRefusalClock(t, func() time.Time { return time.Unix(0, now.Load()) })
 	for range 21 {
 		rawPost(t, url, initializeBody, nil)
 	}
-	if time.Since(start) < time.Second {
-		if got := logs.lines("sessions refused"); len(got) != 1 {
-			t.Fatalf("20 refusals within a second logged %d lines: %q", len(got), got)
-		}
+	if got := logs.lines("sessions refused"); len(got) != 1 {
+		t.Fatalf("20 refusals within a second logged %d lines: %q", len(got), got)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	now.Add(int64(1100 * time.Millisecond))
 	rawPost(t, url, initializeBody, nil)
 	got := logs.lines("sessions refused")
 	if len(got) < 2 || !strings.Contains(got[len(got)-1], "suppressed=") || strings.Contains(got[len(got)-1], "suppressed=0") {
