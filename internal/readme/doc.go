@@ -1,6 +1,6 @@
 // Package readme holds the tests that keep the repository's README.md and
 // the documents under docs/ true to the code beside them, so that a
-// renamed or removed API cannot leave them stale. It
+// renamed or removed API, or a moved section, cannot leave them stale. It
 // has no code of its own.
 //
 //   - TestDocsGoBlocksCompile type-checks every Go code block of README.md
@@ -10,6 +10,9 @@
 //     hello world, from the README's text as written, serves one MCP
 //     session to the SDK's client through it, and stops it with an
 //     interrupt: it must call, refuse bad arguments and exit 0.
+//   - TestDocsLinksResolve follows every relative link of those documents:
+//     its file or folder must exist, and its fragment must name a heading
+//     of the Markdown file it points to.
 //
 // # Which blocks
 //
