@@ -10,9 +10,9 @@
 //     hello world, from the README's text as written, serves one MCP
 //     session to the SDK's client through it, and stops it with an
 //     interrupt: it must call, refuse bad arguments and exit 0.
-//   - TestDocsLinksResolve follows every relative link of those documents:
-//     its file or folder must exist, and its fragment must name a heading
-//     of the Markdown file it points to.
+//   - TestDocsLinksResolve follows every relative link of those documents
+//     and of the decision records: its file or folder must exist, and its
+//     fragment must name a heading of the Markdown file it points to.
 //
 // # Which blocks
 //

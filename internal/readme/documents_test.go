@@ -9,16 +9,16 @@ import (
 	"testing"
 )
 
-// skippedDocs are the folders under docs/ whose Markdown is not checked:
-// the architecture decision records, which state a decision as it was
-// taken and quote no code that must keep compiling.
-var skippedDocs = []string{"docs/adr"}
+// decisionRecords is the folder of the architecture decision records,
+// whose Go blocks are not checked: they state a decision as it was taken
+// and quote no code that must keep compiling. Their links are followed.
+const decisionRecords = "docs/adr"
 
-// documents returns the Markdown files whose Go blocks are checked, as
-// slash-separated paths from root: README.md, then every .md file under
-// docs/ except those under skippedDocs, in lexical order. A missing docs/
-// is an error, since the README links into it.
-func documents(root string) ([]string, error) {
+// documents returns the Markdown files of the repository's documentation,
+// as slash-separated paths from root: README.md, then every .md file under
+// docs/ except those under the folders skip names, in lexical order. A
+// missing docs/ is an error, since the README links into it.
+func documents(root string, skip ...string) ([]string, error) {
 	files := []string{"README.md"}
 	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -29,7 +29,7 @@ func documents(root string) ([]string, error) {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
-		if d.IsDir() && slices.Contains(skippedDocs, rel) {
+		if d.IsDir() && slices.Contains(skip, rel) {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && strings.HasSuffix(rel, ".md") {
@@ -54,20 +54,28 @@ func TestDocuments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got, err := documents(root)
+	got, err := documents(root, decisionRecords)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"README.md", "docs/deep/more.md", "docs/guide.md"}
 	if !slices.Equal(got, want) {
-		t.Errorf("documents = %q, want %q", got, want)
+		t.Errorf("documents without the records = %q, want %q", got, want)
+	}
+	got, err = documents(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"README.md", "docs/adr/0001-x.md", "docs/deep/more.md", "docs/guide.md"}
+	if !slices.Equal(got, want) {
+		t.Errorf("all documents = %q, want %q", got, want)
 	}
 	if _, err := documents(t.TempDir()); err == nil {
 		t.Error("a tree without docs/: no error")
 	}
 
 	// The repository's own: every subject the README links to is checked.
-	got, err = documents(repoRoot)
+	got, err = documents(repoRoot, decisionRecords)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -130,9 +130,9 @@ func checkLinks(root, name string) ([]error, error) {
 	return errs, nil
 }
 
-// Every link of the README and of docs/ into the repository leads
-// somewhere: a moved section, file or package fails here with the line
-// that still points at its old place.
+// Every link of the README and of docs/, the decision records included,
+// into the repository leads somewhere: a moved section, file or package
+// fails here with the line that still points at its old place.
 func TestDocsLinksResolve(t *testing.T) {
 	docs, err := documents(repoRoot)
 	if err != nil {

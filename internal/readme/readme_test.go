@@ -17,7 +17,7 @@ func TestDocsGoBlocksCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds with the go command")
 	}
-	docs, err := documents(repoRoot)
+	docs, err := documents(repoRoot, decisionRecords)
 	if err != nil {
 		t.Fatal(err)
 	}
