@@ -11,6 +11,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/livereg-mcp/internal/conformance"
 )
 
 var public = bindsec.Plan{Public: true}
@@ -70,6 +71,21 @@ func (s *starter) done() ([]*catalog.Consumer, error) {
 		return nil, s.err
 	}
 	return s.ks, nil
+}
+
+// startConformance starts the fixtures of the MCP conformance suite
+// (package conformance) as the demo's routes start: in a fleet, one that
+// another replica serves is left to adopt.
+func startConformance(ctx context.Context, cat *catalog.Catalog, adopt *adopter) ([]*catalog.Consumer, error) {
+	routes, err := conformance.Routes()
+	if err != nil {
+		return nil, err
+	}
+	s := &starter{ctx: ctx, cat: cat, adopt: adopt}
+	for _, r := range routes {
+		s.start(r.Kind, r.Name, func() (*catalog.Consumer, error) { return r.Start(ctx, cat) })
+	}
+	return s.done()
 }
 
 // demoRoutes are the consumers run starts: the demo, the conformance
