@@ -17,10 +17,8 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/base64"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,25 +48,6 @@ const maxPasswordFile = 4096
 
 // etcdAuthFlagNames are the flags of an etcd of one's own.
 var etcdAuthFlagNames = []string{"etcd-ca", "etcd-cert", "etcd-key", "etcd-user", "etcd-password-file"}
-
-// etcdAuth is how a replica authenticates to etcd.
-type etcdAuth struct {
-	ca, cert, key string      // -etcd-ca, -etcd-cert, -etcd-key
-	user          string      // -etcd-user
-	passwordFile  string      // -etcd-password-file
-	password      string      // from the file or $LIVEREG_ETCD_PASSWORD
-	tls           *tls.Config // from the three files; nil without them
-}
-
-// etcdAuthFlags defines the flags of a.
-func etcdAuthFlags(fs *flag.FlagSet, a *etcdAuth) {
-	fs.StringVar(&a.ca, "etcd-ca", "", "with -etcd: PEM file of the CAs that sign the etcd servers' certificates (https:// or unixs:// endpoints)")
-	fs.StringVar(&a.cert, "etcd-cert", "", "with -etcd: PEM file of this replica's client certificate for etcd (with -etcd-key)")
-	fs.StringVar(&a.key, "etcd-key", "", "with -etcd: PEM file of the key of -etcd-cert")
-	fs.StringVar(&a.user, "etcd-user", "", "with -etcd: log in to etcd as this user, with the password in $"+etcdPasswordEnv+
-		" or -etcd-password-file (default: root, with a password derived from the fleet token, as -etcd-embedded sets it)")
-	fs.StringVar(&a.passwordFile, "etcd-password-file", "", "read -etcd-user's password from this file (mode 0600); there is no password flag: ps shows command lines")
-}
 
 // checkEtcdAuth validates the etcd authentication flags of cfg, whose
 // fleet flags checkFleet has accepted, reads the password and the TLS
@@ -201,7 +180,7 @@ func explainAuthFailure(cfg config, err error) error {
 // and enables auth; on a later start it logs in with it, and if the fleet
 // token changed, logs in with a previous token's password and sets the
 // current one's. Cost: a few round trips and bcrypt checks, tens of ms.
-func secureEtcd(ctx context.Context, e *embedded.Etcd, cfg config, log *slog.Logger) error {
+func secureEtcd(ctx context.Context, e *embedded.Etcd, cfg joinConfig, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, etcdReadyTimeout)
 	defer cancel()
 	password := etcdRootPassword(cfg.fleetToken)

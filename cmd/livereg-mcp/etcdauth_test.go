@@ -143,7 +143,7 @@ func TestEtcdAuthFlagsExit2(t *testing.T) {
 // carries root's token, so the refusals are the credential's doing.
 func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 	ctx := ctxGuard(t)
-	e := startSecuredEtcd(t, t.TempDir(), config{fleetToken: testFleetToken})
+	e := startSecuredEtcd(t, t.TempDir(), joinConfig{fleetToken: testFleetToken})
 	ep := e.Endpoint()
 
 	anon, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
@@ -257,14 +257,14 @@ func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 	dir := t.TempDir()
 	const next, stranger = "fleet-secret-next-0123456789", "fleet-secret-stranger-012345"
-	for _, cfg := range []config{
+	for _, cfg := range []joinConfig{
 		{fleetToken: testFleetToken}, // the first start turns auth on
 		{fleetToken: testFleetToken}, // a restart logs in
 		{fleetToken: next, fleetTrust: fleetTrust{fleetPrevious: []string{"not-this-one-0123456789", testFleetToken}}},
 	} {
 		startSecuredEtcd(t, dir, cfg).Close()
 	}
-	secured := startSecuredEtcd(t, dir, config{fleetToken: next})
+	secured := startSecuredEtcd(t, dir, joinConfig{fleetToken: next})
 	ep := secured.Endpoint()
 	for tok, ok := range map[string]bool{next: true, testFleetToken: false} {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
@@ -282,7 +282,7 @@ func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	err = secureEtcd(ctxGuard(t), e, config{fleetToken: stranger}, quiet())
+	err = secureEtcd(ctxGuard(t), e, joinConfig{fleetToken: stranger}, quiet())
 	if err == nil || !strings.Contains(err.Error(), fleetTokenPreviousEnv) || strings.Contains(err.Error(), stranger) {
 		t.Errorf("a token the etcd never knew: %v", err)
 	}
@@ -292,7 +292,7 @@ func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 // a fixed free port (etcd's HTTP gateway dials the listen address, so
 // port 0 would leave it broken), and returns it; the test's end stops it,
 // and so may the test (Close is idempotent).
-func startSecuredEtcd(t *testing.T, dir string, cfg config) *embedded.Etcd {
+func startSecuredEtcd(t *testing.T, dir string, cfg joinConfig) *embedded.Etcd {
 	t.Helper()
 	e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
 	if err != nil {

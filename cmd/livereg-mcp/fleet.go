@@ -206,7 +206,7 @@ func joinFleet(ctx context.Context, cfg config, addr net.Addr, log *slog.Logger)
 		}()
 		client := e.Endpoint()
 		endpoints = []string{client}
-		if err := secureEtcd(ctx, e, cfg, log); err != nil {
+		if err := secureEtcd(ctx, e, cfg.joinConfig, log); err != nil {
 			f.stopEtcd()
 			return nil, err
 		}
