@@ -348,3 +348,22 @@ func writeCert(t *testing.T, dir string) (ca, cert, key string) {
 	}
 	return cert, cert, key
 }
+
+// A second -etcd-embedded over a directory whose etcd runs is refused at
+// once, saying what to do, rather than waiting for etcd's own locks.
+func TestEmbeddedEtcdDirectoryTaken(t *testing.T) {
+	dir := t.TempDir()
+	startSecuredEtcd(t, dir, joinConfig{fleetToken: testFleetToken})
+	began := time.Now()
+	e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
+	if err == nil {
+		e.Close()
+		t.Fatal("a second etcd started in a directory whose etcd runs")
+	}
+	if !strings.Contains(err.Error(), "join it with -etcd") {
+		t.Errorf("second start: %v, want it to say to join with -etcd", err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the refusal took %v", took)
+	}
+}

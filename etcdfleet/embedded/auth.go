@@ -59,24 +59,29 @@ func sweep(ctx context.Context, root *clientv3.Client) error {
 	if err != nil {
 		return err
 	}
-	for _, u := range users.Users {
-		if u != Root {
-			if _, err := root.UserDelete(ctx, u); err != nil {
-				return err
-			}
-		}
+	if err := allButRoot(users.Users, func(u string) error { _, err := root.UserDelete(ctx, u); return err }); err != nil {
+		return err
 	}
 	roles, err := root.RoleList(ctx)
 	if err != nil {
 		return err
 	}
-	for _, r := range roles.Roles {
-		if r != Root {
-			if _, err := root.RoleDelete(ctx, r); err != nil {
-				return err
-			}
-		}
+	if err := allButRoot(roles.Roles, func(r string) error { _, err := root.RoleDelete(ctx, r); return err }); err != nil {
+		return err
 	}
 	_, err = root.Delete(ctx, "", clientv3.WithFromKey())
 	return err
+}
+
+// allButRoot calls del on each name but Root, stopping at its first error.
+func allButRoot(names []string, del func(string) error) error {
+	for _, n := range names {
+		if n == Root {
+			continue
+		}
+		if err := del(n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -59,16 +59,15 @@ func serve(t *testing.T) string {
 	return h.URL
 }
 
-func firstText(t *testing.T, r *mcp.CallToolResult) string {
-	t.Helper()
-	if len(r.Content) == 0 {
-		t.Fatalf("no content in %+v", r)
+// text is the text of r's content, its text items joined.
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
 	}
-	tc, ok := r.Content[0].(*mcp.TextContent)
-	if !ok {
-		t.Fatalf("first item is %T", r.Content[0])
-	}
-	return tc.Text
+	return b.String()
 }
 
 // Each fixture is claimed under its kind and name, and no two share one:
@@ -145,7 +144,7 @@ func TestTalkingFixtures(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %+v", name, err, res)
 		}
-		return firstText(t, res)
+		return text(res)
 	}
 
 	call("test_tool_with_logging", nil)
