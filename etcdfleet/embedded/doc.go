@@ -1,12 +1,12 @@
 // Package embedded runs a single-node etcd inside the calling process, on
 // loopback, for a fleet on one machine.
 //
-// Three callers start one: livereg-mcp's -etcd-embedded mode, in
-// production; the load generator's fleet world; and the tests of package
-// etcdfleet. The package is named for what it runs, not for tests, since
-// the server's production mode is one of its callers: it holds the
-// guarantees that mode needs (Config.Hardened, Etcd.EnableAuth), and a
-// test asks for less, never for a different etcd.
+// livereg-mcp's -etcd-embedded mode starts one in production, and so do
+// the runs and tests that need an etcd of their own (package etcdfleet's
+// tests, the load generator's fleet world). The package is named for
+// what it runs, not for tests, since a production mode is one of its
+// callers: it holds the guarantees that mode needs (Config.Hardened,
+// Etcd.EnableAuth), and a test asks for less, never for a different etcd.
 //
 // What a start gives:
 //   - a client URL on a loopback IP, on a free port if the URL's port is 0,

@@ -136,23 +136,9 @@ func etcdConfig(cfg Config) (*embed.Config, *url.URL, error) {
 	if cfg.Dir == "" {
 		return nil, nil, errors.New("no data directory")
 	}
-	raw := cfg.ClientURL
-	if raw == "" {
-		raw = "http://127.0.0.1:0"
-	}
-	client, err := url.Parse(raw)
+	client, err := clientURL(cfg)
 	if err != nil {
-		return nil, nil, errors.New("the client URL does not parse")
-	}
-	client.Path = ""
-	ip := net.ParseIP(client.Hostname())
-	switch {
-	case client.Scheme != "http" && client.Scheme != "https":
-		return nil, nil, errors.New("the client URL is neither http:// nor https://")
-	case (client.Scheme == "https") != (cfg.ClientTLS != nil):
-		return nil, nil, errors.New("an https client URL goes with ClientTLS, and http without")
-	case ip == nil || !ip.IsLoopback():
-		return nil, nil, errors.New("the client URL's host is not a loopback IP")
+		return nil, nil, err
 	}
 	ecfg := embed.NewConfig()
 	ecfg.Name = cfg.Name
@@ -184,6 +170,29 @@ func etcdConfig(cfg Config) (*embed.Config, *url.URL, error) {
 	ecfg.ListenPeerUrls, ecfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	ecfg.InitialCluster = ecfg.InitialClusterFromName(ecfg.Name)
 	return ecfg, client, nil
+}
+
+// clientURL is cfg's client URL, checked, without a path.
+func clientURL(cfg Config) (*url.URL, error) {
+	raw := cfg.ClientURL
+	if raw == "" {
+		raw = "http://127.0.0.1:0"
+	}
+	client, err := url.Parse(raw)
+	if err != nil {
+		return nil, errors.New("the client URL does not parse")
+	}
+	client.Path = ""
+	ip := net.ParseIP(client.Hostname())
+	switch {
+	case client.Scheme != "http" && client.Scheme != "https":
+		return nil, errors.New("the client URL is neither http:// nor https://")
+	case (client.Scheme == "https") != (cfg.ClientTLS != nil):
+		return nil, errors.New("an https client URL goes with ClientTLS, and http without")
+	case ip == nil || !ip.IsLoopback():
+		return nil, errors.New("the client URL's host is not a loopback IP")
+	}
+	return client, nil
 }
 
 // Endpoint is the client URL, with the port the kernel picked.
