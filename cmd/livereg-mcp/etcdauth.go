@@ -11,7 +11,9 @@ package main
 // names, which is the point of deriving it. With -etcd-user the replica
 // logs in as that user instead, with the password from
 // $LIVEREG_ETCD_PASSWORD or -etcd-password-file: never a flag, which ps
-// would show.
+// would show. The rest of what keeps the embedded etcd to the fleet (no
+// CORS grant, loopback Host names, the peer port's mutual TLS, the sweep
+// when auth goes on) is package embedded's, which startEtcd asks for.
 
 import (
 	"context"
