@@ -8,13 +8,15 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/livereg/livereg/bindsec"
 )
 
 // ListenAndServe listens on the TCP address addr and serves the streamable
 // HTTP handler at Options.Path (every path if empty) until ctx ends. See
 // Serve: it refuses a non-loopback address without an authenticator.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	if err := s.CheckListenAddress(ctx, addr); err != nil {
+	if err := checkListenAddress(ctx, addr, s.auth); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -51,7 +53,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return ErrClosed
 	}
-	if err := s.CheckExposure(ln.Addr()); err != nil {
+	if err := checkExposure(ln.Addr(), s.auth); err != nil {
 		_ = ln.Close()
 		return err
 	}
@@ -180,11 +182,17 @@ func (f *inflight) signal() {
 }
 
 // CheckExposure reports whether Serve would accept a listener bound to
-// addr: nil for a loopback or Unix-socket address, or for any address when
-// an authenticator is configured (a nil pointer in the catalog's
-// Authenticator does not count); otherwise an error wrapping ErrExposed.
-func (s *Server) CheckExposure(addr net.Addr) error {
-	if isLocal(addr) || s.auth {
+// addr for a catalog with the authenticator auth: nil for a loopback or
+// Unix-socket address, or for any address when auth is configured (a nil
+// pointer in an interface does not count, as bindsec.Configured says);
+// otherwise an error wrapping ErrExposed. It is a pure function of its
+// arguments, so a program can check an address before it has a Server.
+func CheckExposure(addr net.Addr, auth bindsec.Authenticator) error {
+	return checkExposure(addr, bindsec.Configured(auth))
+}
+
+func checkExposure(addr net.Addr, auth bool) error {
+	if isLocal(addr) || auth {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrExposed, addr)
@@ -193,15 +201,19 @@ func (s *Server) CheckExposure(addr net.Addr) error {
 // CheckListenAddress is CheckExposure for a TCP address that is not bound
 // yet ("host:port"), so that a refused address is never listened on. An
 // empty host means every interface. A host name counts as loopback only
-// when every address it resolves to is loopback. It returns an error
-// wrapping ErrExposed for an exposed address without an authenticator, and
-// the parse error for a malformed one.
-func (s *Server) CheckListenAddress(ctx context.Context, addr string) error {
+// when every address it resolves to is loopback (a DNS lookup, bounded by
+// ctx). It returns an error wrapping ErrExposed for an exposed address
+// without an authenticator, and the parse error for a malformed one.
+func CheckListenAddress(ctx context.Context, addr string, auth bindsec.Authenticator) error {
+	return checkListenAddress(ctx, addr, bindsec.Configured(auth))
+}
+
+func checkListenAddress(ctx context.Context, addr string, auth bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("mcpserve: listen address: %w", err)
 	}
-	if s.auth || hostIsLoopback(ctx, host) {
+	if auth || hostIsLoopback(ctx, host) {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrExposed, addr)

@@ -24,6 +24,9 @@ import (
 // refused. (Where catalog.New refuses it outright, that is enough.)
 func TestTypedNilAuthenticatorIsNotConfigured(t *testing.T) {
 	var typedNil *bindsec.StaticTokens
+	if err := mcpserve.CheckListenAddress(context.Background(), "0.0.0.0:0", typedNil); !errors.Is(err, mcpserve.ErrExposed) {
+		t.Errorf("CheckListenAddress with a typed-nil authenticator = %v, want ErrExposed", err)
+	}
 	cat, err := catalog.New(catalog.Config{Authenticator: typedNil})
 	if err != nil {
 		if !errors.Is(err, bindsec.ErrInvalidAuthenticator) {
@@ -31,13 +34,8 @@ func TestTypedNilAuthenticatorIsNotConfigured(t *testing.T) {
 		}
 		return
 	}
-	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	if err := srv.CheckListenAddress(context.Background(), "0.0.0.0:0"); !errors.Is(err, mcpserve.ErrExposed) {
-		t.Errorf("CheckListenAddress with a typed-nil authenticator = %v, want ErrExposed", err)
+	if err := mcpserve.CheckListenAddress(context.Background(), "0.0.0.0:0", cat.Authenticator()); !errors.Is(err, mcpserve.ErrExposed) {
+		t.Errorf("CheckListenAddress with the catalog's typed-nil authenticator = %v, want ErrExposed", err)
 	}
 }
 
