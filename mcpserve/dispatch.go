@@ -82,13 +82,19 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// credential returns what req presents to the catalog's guard.
+// credential returns what req presents to the catalog's guard: on the
+// internal server of a fleet, the caller's credential that the forwarding
+// replica passed on; over HTTP, the bearer token; on another transport,
+// what Options.TransportCredential gives.
 func (s *Server) credential(ctx context.Context, req mcp.Request) string {
+	if s.forwarded {
+		return forwardedCredential(ctx, req)
+	}
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		return bearer(ex.Header)
+	}
 	if s.cred != nil {
 		return s.cred(ctx, req)
-	}
-	if ex := req.GetExtra(); ex != nil {
-		return bearer(ex.Header)
 	}
 	return ""
 }

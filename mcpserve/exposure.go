@@ -207,16 +207,14 @@ func (s *Server) checkOrigin(r *http.Request) error {
 	return s.origins.Check(probe)
 }
 
-// sessionTimeout resolves Options.SessionTimeout against the SDK's own
-// option: ours wins when set, negative means never.
-func sessionTimeout(ours, sdk time.Duration) time.Duration {
+// sessionTimeout resolves Options.SessionTimeout: 0 is the default,
+// negative never (0 to the SDK).
+func sessionTimeout(d time.Duration) time.Duration {
 	switch {
-	case ours < 0:
+	case d < 0:
 		return 0
-	case ours > 0:
-		return ours
-	case sdk != 0:
-		return sdk
+	case d > 0:
+		return d
 	}
 	return DefaultSessionTimeout
 }

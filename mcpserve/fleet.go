@@ -123,7 +123,8 @@ func (d *fleetTokenDigest) matches(token string) bool {
 // startFleet checks opts.Fleet and, when it is set, builds what serving a
 // fleet takes: the forwarder, and the internal server that answers
 // forwarded requests. The internal server serves the same catalog,
-// stateless, with the caller's credential from callerHeader, and never
+// stateless, with the caller's credential from callerHeader (see
+// Server.credential), and never
 // forwards: a forwarded call is served here or not at all, so a call can
 // cross at most one hop, whatever the replicas' views say.
 func (s *Server) startFleet(opts Options) error {
@@ -153,7 +154,6 @@ func (s *Server) startFleet(opts Options) error {
 		Version:           opts.Version,
 		Logger:            opts.Logger,
 		Stateless:         true,
-		Credential:        forwardedCredential,
 		RequireCredential: CredentialPerRoute,
 		MaxResultBytes:    opts.MaxResultBytes,
 		MaxListenStreams:  -1,
@@ -173,8 +173,8 @@ func (s *Server) startFleet(opts Options) error {
 	return nil
 }
 
-// forwardedCredential is the internal server's credential: what the
-// original caller presented on the replica that forwarded the call.
+// forwardedCredential is the credential of a call forwarded here: what
+// the original caller presented on the replica that forwarded it.
 func forwardedCredential(_ context.Context, req mcp.Request) string {
 	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 		return ex.Header.Get(callerHeader)

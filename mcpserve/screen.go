@@ -32,7 +32,7 @@ const maxSafeID = 1<<53 - 1
 // HTTP 400 with JSON-RPC error -32600 (-32601 for a method name), and
 // returns false. Otherwise the body is put back for the SDK, which reads
 // it from memory. The body is read under the SDK's own bound
-// (StreamableHTTPOptions.MaxRequestBodyBytes); past it the answer is 413
+// (Options.MaxRequestBodyBytes); past it the answer is 413
 // as the SDK's. Cost: one pass of encoding/json over the body, which the
 // SDK makes again.
 func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {

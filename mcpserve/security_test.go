@@ -72,7 +72,7 @@ func TestPanickingAuthenticatorFailsClosed(t *testing.T) {
 	// On the dispatch path (a session with a credential from the option).
 	sink2 := newLogSink()
 	f2 := newFixture(t, cat, mcpserve.Options{Logger: slog.New(sink2),
-		Credential: func(context.Context, mcp.Request) string { return goodToken }})
+		TransportCredential: func(context.Context, mcp.Request) string { return goodToken }})
 	res, err := call(t, f2.connect(memory, ""), "guarded")
 	if err != nil || !res.IsError || !strings.Contains(text(t, res), "internal error") {
 		t.Fatalf("call = %+v, %v; want an internal error result", res, err)

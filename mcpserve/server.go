@@ -91,23 +91,36 @@ type Options struct {
 	// walks a listing in as many round trips as it would with tools added
 	// to the SDK directly; negative is invalid.
 	PageSize int
-	// Credential, if set, extracts the credential of a request, replacing
-	// the default (the bearer token of the HTTP Authorization header). It
-	// runs on every tools/call and resources/read and must be safe for
-	// concurrent use. Use it to give stdio sessions a credential. With it
-	// set, HTTP sessions are not bound to a principal: the bearer header
-	// is then not what the catalog judges.
-	Credential func(ctx context.Context, req mcp.Request) string
-	// HTTP configures the streamable HTTP handler. nil means the SDK's
-	// defaults: stateful sessions, server-sent events, DNS-rebinding
-	// protection on. HTTP.Stateless is the same switch as Stateless.
-	HTTP *mcp.StreamableHTTPOptions
+	// TransportCredential, if set, gives the credential of a request on a
+	// session served by ServeTransport or ServeStdio, which carry no HTTP
+	// headers: without it such sessions present none. It runs on every
+	// tools/call, resources/read and prompts/get of those sessions and must
+	// be safe for concurrent use. HTTP requests always present their
+	// bearer token (the Authorization header), which RequireCredential
+	// and the session binding judge.
+	TransportCredential func(ctx context.Context, req mcp.Request) string
 	// Stateless serves streamable HTTP without sessions, which the MCP
 	// revision 2026-07-28 (ProtocolStateless) needs: see the package doc's
 	// "Stateless mode". Options that only sessions give a meaning to
 	// (a positive SessionTimeout or MaxSessions, an EventStore) are then
 	// ErrInvalidOptions.
 	Stateless bool
+	// EventStore, if set, keeps the messages of each session's streams so
+	// that a client that lost a stream resumes it (Last-Event-ID). nil
+	// keeps nothing, as the SDK's handler does by default.
+	EventStore mcp.EventStore
+	// JSONResponse answers a POST with one application/json body instead
+	// of a server-sent event stream, as the SDK's option of that name.
+	JSONResponse bool
+	// DisableLocalhostProtection turns off the SDK's DNS-rebinding
+	// protection, which refuses requests with a non-loopback Host header
+	// on a loopback listener. Leave it off unless a proxy on this machine
+	// forwards requests with the public host name.
+	DisableLocalhostProtection bool
+	// MaxRequestBodyBytes bounds the body of one HTTP request, in Handler
+	// as in Serve; past it the answer is 413. 0 means
+	// mcp.DefaultMaxRequestBodyBytes; negative means no bound.
+	MaxRequestBodyBytes int64
 	// MaxListenStreams caps the subscriptions/listen streams open at once,
 	// whatever transport carries them. At the cap a listen gets JSON-RPC
 	// error CodeOverloaded ([ErrTooManyListenStreams]) and open streams
@@ -134,8 +147,8 @@ type Options struct {
 	MaxResultBytes int64
 	// SessionTimeout closes an HTTP session that received no request for
 	// this long (a call in progress counts as activity; an open standalone
-	// stream does not). 0 means HTTP.SessionTimeout if set, else
-	// DefaultSessionTimeout; negative means never.
+	// stream does not). 0 means DefaultSessionTimeout; negative means
+	// never.
 	SessionTimeout time.Duration
 	// MaxSessions caps the HTTP sessions held at once. At the cap an
 	// initialize gets HTTP 503 with Retry-After ([ErrTooManySessions]) and
@@ -288,8 +301,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
-	hopts := httpOptions(opts.HTTP, log)
-	hopts.SessionTimeout = sessionTimeout(opts.SessionTimeout, hopts.SessionTimeout)
+	hopts := httpOptions(opts, log)
 	if err := resolveStateless(opts, hopts); err != nil {
 		return nil, err
 	}
@@ -316,8 +328,8 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		mcp:        srv,
 		log:        log,
 		auth:       auth,
-		bind:       auth && opts.Credential == nil && !hopts.Stateless,
-		cred:       opts.Credential,
+		bind:       auth && !hopts.Stateless,
+		cred:       opts.TransportCredential,
 		page:       cmpOr(opts.PageSize, mcp.DefaultPageSize),
 		path:       opts.Path,
 		grace:      cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
@@ -350,17 +362,18 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	return s, nil
 }
 
-func httpOptions(o *mcp.StreamableHTTPOptions, log *slog.Logger) *mcp.StreamableHTTPOptions {
-	var out mcp.StreamableHTTPOptions
-	if o != nil {
-		out = *o
+// httpOptions are the options of the SDK's streamable HTTP handler, each
+// from the one Options field that decides it.
+func httpOptions(opts Options, log *slog.Logger) *mcp.StreamableHTTPOptions {
+	return &mcp.StreamableHTTPOptions{
+		Stateless:                  opts.Stateless,
+		JSONResponse:               opts.JSONResponse,
+		Logger:                     log,
+		EventStore:                 opts.EventStore,
+		SessionTimeout:             sessionTimeout(opts.SessionTimeout),
+		DisableLocalhostProtection: opts.DisableLocalhostProtection,
+		MaxRequestBodyBytes:        opts.MaxRequestBodyBytes,
 	}
-	if out.Logger == nil {
-		out.Logger = log
-	} else {
-		out.Logger = slog.New(redactSessionIDs(out.Logger.Handler()))
-	}
-	return &out
 }
 
 // maxBody resolves StreamableHTTPOptions.MaxRequestBodyBytes as the SDK
@@ -449,7 +462,7 @@ func (s *Server) closeSessions(ctx context.Context, cause error, closing bool) b
 // ends (it ends the session's calls, closes the session, and returns nil,
 // after at most Options.ShutdownTimeout whatever route bodies do).
 // Sessions served this way present no credential unless
-// Options.Credential gives one.
+// Options.TransportCredential gives one.
 func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	if s.closed.Load() {
 		return ErrClosed
