@@ -14,6 +14,16 @@ func NewWithWindow(cat *catalog.Catalog, opts Options, window func(stop <-chan s
 	return newServer(cat, opts, window)
 }
 
+// Content conversions, tested from outside the package.
+var (
+	ContentToSDK          = contentToSDK
+	ContentFromSDK        = contentFromSDK
+	ErrUnsupportedContent = errUnsupportedContent
+)
+
+// StatelessOf reports whether s serves streamable HTTP without sessions.
+func StatelessOf(s *Server) bool { return !s.stateful }
+
 // SessionTimeoutOf is the idle session timeout s gave the SDK (0: never).
 func SessionTimeoutOf(s *Server) time.Duration { return s.idle }
 

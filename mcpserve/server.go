@@ -17,12 +17,15 @@ import (
 	"github.com/livereg/livereg/catalog"
 )
 
+// defaultName and defaultVersion identify the server in initialize
+// results when Options leaves them empty.
+const (
+	defaultName    = "livereg"
+	defaultVersion = "dev"
+)
+
 // Defaults for a zero Options.
 const (
-	// DefaultName and DefaultVersion identify the server in initialize
-	// results when Options leaves them empty.
-	DefaultName    = "livereg"
-	DefaultVersion = "dev"
 	// DefaultNotifyWindow is the coalescing window of list_changed
 	// notifications.
 	DefaultNotifyWindow = 50 * time.Millisecond
@@ -63,9 +66,6 @@ var (
 	// ErrInvalidOptions: New was given a nil catalog or an out-of-range
 	// option.
 	ErrInvalidOptions = errors.New("mcpserve: invalid options")
-	// ErrUnsupportedContent: a tool result or an SDK content item has a type
-	// the other side cannot express.
-	ErrUnsupportedContent = errors.New("mcpserve: unsupported content")
 	// ErrClosed: the Server was closed.
 	ErrClosed = errors.New("mcpserve: server closed")
 )
@@ -73,7 +73,7 @@ var (
 // Options configures a Server. The zero Options is valid.
 type Options struct {
 	// Name and Version identify the server to clients (serverInfo).
-	// Empty means DefaultName and DefaultVersion.
+	// Empty means "livereg" and "dev".
 	Name, Version string
 	// Instructions, if set, are sent to clients in the initialize result.
 	Instructions string
@@ -282,7 +282,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	// the redaction of session IDs: the SDK logs them at INFO, and a
 	// session ID is all it takes to use an unbound session.
 	log = slog.New(redactSessionIDs(log.Handler()))
-	impl := &mcp.Implementation{Name: orString(opts.Name, DefaultName), Version: orString(opts.Version, DefaultVersion)}
+	impl := &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)}
 	subs := newSubscriptions(cat, log)
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions:       opts.Instructions,

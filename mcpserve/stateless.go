@@ -48,10 +48,6 @@ func resolveStateless(opts Options, h *mcp.StreamableHTTPOptions) error {
 	return nil
 }
 
-// Stateless reports whether s serves streamable HTTP without sessions
-// (Options.Stateless).
-func (s *Server) Stateless() bool { return !s.stateful }
-
 // sdkLogger is the logger the SDK's server gets. In stateless mode every
 // HTTP request is a session of its own, and the SDK logs each session's
 // lifecycle at INFO: three or four lines per request, which would drown

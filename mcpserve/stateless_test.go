@@ -382,8 +382,8 @@ func TestStatelessOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			if srv.Stateless() != tc.stateless {
-				t.Errorf("Stateless() = %v, want %v", srv.Stateless(), tc.stateless)
+			if mcpserve.StatelessOf(srv) != tc.stateless {
+				t.Errorf("stateless = %v, want %v", mcpserve.StatelessOf(srv), tc.stateless)
 			}
 			if tc.stateless && mcpserve.SessionTimeoutOf(srv) != 0 {
 				t.Errorf("a stateless server gave the SDK a session timeout of %v", mcpserve.SessionTimeoutOf(srv))
