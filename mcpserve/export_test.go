@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"context"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -30,12 +31,21 @@ func SessionTimeoutOf(s *Server) time.Duration { return s.idle }
 // LimitsOf is the HTTP limits s resolved from its options.
 func LimitsOf(s *Server) Limits { return s.limits }
 
-// InternalMCP returns the SDK server that answers the calls forwarded to
-// s, so that a test can watch them.
-func InternalMCP(s *Server) *mcp.Server { return s.internal.mcp }
+// OnForwarded has f called with the method of every message forwarded to
+// s, before s serves it, so that a test can watch them.
+func OnForwarded(s *Server, f func(method string)) {
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if isForwarded(req.GetExtra()) {
+				f(method)
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
 
 // PeerSessions is how many peer sessions s's forwarder holds.
-func PeerSessions(s *Server) int { return s.fwd.sessions() }
+func PeerSessions(s *Server) int { return s.fleet.fwd.sessions() }
 
 // SetNotifierAfterRead makes f run on the notifier goroutine of every
 // Server made until restore is called, right after the notifier read the

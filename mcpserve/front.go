@@ -33,7 +33,7 @@ func (s *Server) front(exposed bool) http.Handler {
 //
 //   - refuses one that carries more than one Authorization header (400): a
 //     proxy in front might judge the other one than the catalog would;
-//   - on a public handler, refuses one marked as forwarded by a fleet
+//   - refuses one marked as forwarded by a fleet
 //     replica (400): it was sent to a mis-advertised endpoint, and serving
 //     it here could forward it again;
 //   - refuses a cross-origin request from an origin not allowed (403);
@@ -59,7 +59,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
 		return
 	}
-	if !s.forwarded && forwardedRequest(r) {
+	if forwardedRequest(r) {
 		http.Error(w, "Bad Request: a request forwarded by a fleet replica reached a public MCP endpoint; "+
 			"the replica that holds the route must advertise its fleet endpoint instead", http.StatusBadRequest)
 		return
@@ -69,6 +69,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		return
 	}
 	r.Header.Del(requestHeader)
+	delete(r.Header, forwardedMark)
 	require := s.needsCredential(r, exposed)
 	principal, authenticated, err := s.bindingKey(r, require)
 	if err != nil {

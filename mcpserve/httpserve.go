@@ -66,11 +66,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	// Beyond loopback, CredentialAuto asks every request for a credential.
 	var h = s.front(!isLocal(ln.Addr()))
-	if s.path != "" || s.internal != nil {
+	if s.path != "" || s.fleet != nil {
 		mux := http.NewServeMux()
 		mux.Handle(cmp.Or(s.path, "/"), h)
-		if s.internal != nil {
-			mux.Handle(s.fleetPath, s.FleetHandler())
+		if s.fleet != nil {
+			mux.Handle(s.fleet.path, s.FleetHandler())
 		}
 		h = mux
 	}
@@ -104,9 +104,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// grace whatever their bodies do.
 	closed := make(chan struct{})
 	go func() {
-		if s.internal != nil {
-			s.internal.closeSessions(sctx, errSessionEnded, false)
-		}
 		s.closeSessions(sctx, errSessionEnded, false)
 		close(closed)
 	}()

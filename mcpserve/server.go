@@ -229,14 +229,7 @@ type Server struct {
 	idle       time.Duration
 	maxBody    int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
 
-	// Serving a fleet (fleet.go): set by startFleet, or all zero.
-	fwd        *forwarder       // forwards calls for routes held elsewhere
-	internal   *Server          // answers calls forwarded here
-	forwarded  bool             // this is an internal server: unknown routes are gone ones
-	fleetPath  string           // where Serve mounts FleetHandler
-	fleetToken fleetTokenDigest // the fleet credential's digest
-	// fleetPrevious are Fleet.PreviousTokens' digests, also accepted.
-	fleetPrevious []fleetTokenDigest
+	fleet *fleetSide // serving a fleet (fleet.go); nil without Options.Fleet
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -284,9 +277,10 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	log = slog.New(redactSessionIDs(log.Handler()))
 	impl := &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)}
 	subs := newSubscriptions(cat, log)
+	sdkLog := sdkLogger(log, opts)
 	srv := mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions:       opts.Instructions,
-		Logger:             sdkLogger(log, opts),
+		Logger:             sdkLog,
 		SubscribeHandler:   subs.subscribe,
 		UnsubscribeHandler: subs.unsubscribe,
 		// Advertised from the start, also while the catalog is empty:
@@ -347,7 +341,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	}
 	s.subs = subs
 	subs.limit(opts, clientShare, anonShare, auth, s.refused, s.requestClient)
-	if err := s.startFleet(opts); err != nil {
+	if err := s.startFleet(opts, sdkLog); err != nil {
 		return nil, err
 	}
 	srv.AddReceivingMiddleware(s.receive)
@@ -434,11 +428,8 @@ func (s *Server) Close() error {
 		s.listens.endAll(ErrClosed, true)
 		ctx, cancel := context.WithTimeout(context.Background(), s.grace)
 		defer cancel()
-		if s.fwd != nil {
-			s.fwd.close()
-		}
-		if s.internal != nil {
-			s.internal.Close()
+		if s.fleet != nil {
+			s.fleet.fwd.close()
 		}
 		s.closeSessions(ctx, ErrClosed, true)
 	})

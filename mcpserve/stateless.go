@@ -55,9 +55,10 @@ func resolveStateless(opts Options, h *mcp.StreamableHTTPOptions) error {
 // including the request of an older client in flight, which has no stream
 // to carry it, and logs a WARN for each. Both are what stateless serving
 // is, not faults: those records are demoted to DEBUG there; the rest pass
-// unchanged.
+// unchanged. A replica of a fleet serves each call forwarded to it the
+// same way, through the same SDK server, so its records are demoted too.
 func sdkLogger(log *slog.Logger, opts Options) *slog.Logger {
-	if !opts.Stateless {
+	if !opts.Stateless && opts.Fleet == nil {
 		return log
 	}
 	return slog.New(demoteSessionLifecycle{log.Handler()})
