@@ -31,6 +31,9 @@ func SessionTimeoutOf(s *Server) time.Duration { return s.idle }
 // LimitsOf is the HTTP limits s resolved from its options.
 func LimitsOf(s *Server) Limits { return s.limits }
 
+// ForwardedMark is the header that marks a call forwarded here.
+const ForwardedMark = forwardedMark
+
 // OnForwarded has f called with the method of every message forwarded to
 // s, before s serves it, so that a test can watch them.
 func OnForwarded(s *Server, f func(method string)) {
