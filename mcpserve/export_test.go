@@ -23,13 +23,13 @@ var (
 )
 
 // StatelessOf reports whether s serves streamable HTTP without sessions.
-func StatelessOf(s *Server) bool { return !s.stateful }
+func StatelessOf(s *Server) bool { return !s.http.stateful }
 
 // SessionTimeoutOf is the idle session timeout s gave the SDK (0: never).
-func SessionTimeoutOf(s *Server) time.Duration { return s.idle }
+func SessionTimeoutOf(s *Server) time.Duration { return s.http.idle }
 
 // LimitsOf is the HTTP limits s resolved from its options.
-func LimitsOf(s *Server) Limits { return s.limits }
+func LimitsOf(s *Server) Limits { return s.http.limits }
 
 // ForwardedMark is the header that marks a call forwarded here.
 const ForwardedMark = forwardedMark

@@ -135,8 +135,8 @@ type SessionStats struct {
 // safe for concurrent use.
 func (s *Server) SessionStats() SessionStats {
 	return SessionStats{
-		Open: s.slots.open.Load(), Opened: s.slots.opened.Load(),
-		Refused: s.slots.refused.Load(), Max: max(s.slots.max, 0),
+		Open: s.http.slots.open.Load(), Opened: s.http.slots.opened.Load(),
+		Refused: s.http.slots.refused.Load(), Max: max(s.http.slots.max, 0),
 	}
 }
 
@@ -144,9 +144,9 @@ func (s *Server) SessionStats() SessionStats {
 // client's share of it (reason). Live sessions are untouched; the client
 // may retry once one ends.
 func (s *Server) refuseSession(w http.ResponseWriter, reason string) {
-	err, limit := ErrTooManySessions, s.slots.max
+	err, limit := ErrTooManySessions, s.http.slots.max
 	if reason == ReasonShare {
-		err, limit = ErrOverShare, s.slots.shares.perClient
+		err, limit = ErrOverShare, s.http.slots.shares.perClient
 	}
 	s.refused.sessions.refused(s.log, reason, limit)
 	w.Header().Set("Retry-After", "30")
@@ -158,10 +158,10 @@ func (s *Server) refuseSession(w http.ResponseWriter, reason string) {
 // the server's policy. exposed is set by Serve for a listener beyond
 // loopback.
 func (s *Server) needsCredential(r *http.Request, exposed bool) bool {
-	if !s.auth {
+	if !s.http.auth {
 		return false
 	}
-	switch s.credPolicy {
+	switch s.http.policy {
 	case CredentialAlways:
 		return true
 	case CredentialPerRoute:
@@ -200,11 +200,11 @@ func crossOrigin(allowed []string) (*http.CrossOriginProtection, error) {
 // stream) and DELETE are checked as if they were POSTs.
 func (s *Server) checkOrigin(r *http.Request) error {
 	if r.Method == http.MethodPost {
-		return s.origins.Check(r)
+		return s.http.origins.Check(r)
 	}
 	probe := r.Clone(r.Context())
 	probe.Method = http.MethodPost
-	return s.origins.Check(probe)
+	return s.http.origins.Check(probe)
 }
 
 // sessionTimeout resolves Options.SessionTimeout: 0 is the default,

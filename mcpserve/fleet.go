@@ -153,7 +153,7 @@ func (s *Server) startFleet(opts Options, log *slog.Logger) error {
 		return fmt.Errorf("%w: a fleet token of %d bytes; at least %d", ErrInvalidOptions, len(f.Token), MinFleetTokenBytes)
 	case slices.ContainsFunc(f.PreviousTokens, func(t string) bool { return len(t) < MinFleetTokenBytes }):
 		return fmt.Errorf("%w: a previous fleet token shorter than %d bytes", ErrInvalidOptions, MinFleetTokenBytes)
-	case f.Path != "" && (f.Path[0] != '/' || f.Path == s.path):
+	case f.Path != "" && (f.Path[0] != '/' || f.Path == s.http.path):
 		return fmt.Errorf("%w: fleet path %s is not an absolute URL path apart from Path", ErrInvalidOptions, quote.Name(f.Path))
 	case f.ForwardTimeout < 0:
 		return fmt.Errorf("%w: negative forward timeout %v", ErrInvalidOptions, f.ForwardTimeout)

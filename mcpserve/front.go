@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -21,6 +22,23 @@ const (
 	anonymousKey = "anonymous"
 	subjectKey   = "subject:"
 )
+
+// httpFront is what the HTTP front decides by, set by New and read-only
+// after, but for the session slots, which count atomically.
+type httpFront struct {
+	handler  http.Handler // the front: serveHTTP, for Handler
+	sdk      http.Handler // the SDK's streamable HTTP handler behind it
+	auth     bool         // an authenticator is configured
+	bind     bool         // HTTP sessions are bound to their creator's principal
+	stateful bool         // the SDK's handler keeps sessions
+	path     string       // where Serve mounts the handler; "" for every path
+	policy   CredentialPolicy
+	origins  *http.CrossOriginProtection
+	limits   Limits       // resolved: what Serve's http.Server gets
+	slots    sessionSlots // sessions held against Options.MaxSessions
+	idle     time.Duration
+	maxBody  int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
+}
 
 // front returns the front of the streamable HTTP handler; exposed is set
 // by Serve for a listener beyond loopback (see CredentialAuto).
@@ -82,7 +100,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		return
 	}
 	id := r.Header.Get(sessionIDHeader)
-	if id != "" && s.bind {
+	if id != "" && s.http.bind {
 		sc, ok := s.calls.sessionByID(id)
 		if !ok {
 			http.Error(w, "session not found", http.StatusNotFound)
@@ -104,9 +122,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	if r.Method == http.MethodPost {
 		cl := s.clientOf(r, principal)
 		var sl *slot
-		if id == "" && s.stateful {
+		if id == "" && s.http.stateful {
 			var reason string
-			if sl, reason = s.slots.reserve(cl); sl == nil {
+			if sl, reason = s.http.slots.reserve(cl); sl == nil {
 				s.refuseSession(w, reason)
 				return
 			}
@@ -121,7 +139,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	}
 	eb := &echoBound{ResponseWriter: w}
 	defer eb.finish()
-	s.sdkHandler.ServeHTTP(eb, r)
+	s.http.sdk.ServeHTTP(eb, r)
 }
 
 // bindingKey returns what a request's session is bound to: "" when
@@ -131,11 +149,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 // sessions are bound or force is set. An authenticator that panics is an
 // error.
 func (s *Server) bindingKey(r *http.Request, force bool) (key string, authenticated bool, err error) {
-	if !s.bind && !force {
+	if !s.http.bind && !force {
 		return "", false, nil
 	}
 	key = anonymousKey
-	if !s.bind {
+	if !s.http.bind {
 		key = ""
 	}
 	cred := bearer(r.Header)
@@ -149,7 +167,7 @@ func (s *Server) bindingKey(r *http.Request, force bool) (key string, authentica
 	case err != nil:
 		return key, false, nil
 	}
-	if !s.bind {
+	if !s.http.bind {
 		return "", true, nil
 	}
 	return subjectKey + pr.Subject(), true, nil

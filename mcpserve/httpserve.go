@@ -16,7 +16,7 @@ import (
 // HTTP handler at Options.Path (every path if empty) until ctx ends. See
 // Serve: it refuses a non-loopback address without an authenticator.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	if err := checkListenAddress(ctx, addr, s.auth); err != nil {
+	if err := checkListenAddress(ctx, addr, s.http.auth); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -53,22 +53,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return ErrClosed
 	}
-	if err := checkExposure(ln.Addr(), s.auth); err != nil {
+	if err := checkExposure(ln.Addr(), s.http.auth); err != nil {
 		_ = ln.Close()
 		return err
 	}
 	if !isLocal(ln.Addr()) {
 		msg := "mcpserve: serving on a non-loopback address; every HTTP request, initialize included, needs a bearer token"
-		if s.credPolicy == CredentialPerRoute {
+		if s.http.policy == CredentialPerRoute {
 			msg = "mcpserve: serving on a non-loopback address; every non-public route needs a bearer token"
 		}
 		s.log.Warn(msg, "addr", ln.Addr().String())
 	}
 	// Beyond loopback, CredentialAuto asks every request for a credential.
 	var h = s.front(!isLocal(ln.Addr()))
-	if s.path != "" || s.fleet != nil {
+	if s.http.path != "" || s.fleet != nil {
 		mux := http.NewServeMux()
-		mux.Handle(cmp.Or(s.path, "/"), h)
+		mux.Handle(cmp.Or(s.http.path, "/"), h)
 		if s.fleet != nil {
 			mux.Handle(s.fleet.path, s.FleetHandler())
 		}

@@ -37,8 +37,8 @@ const maxSafeID = 1<<53 - 1
 // SDK makes again.
 func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
 	body := r.Body
-	if s.maxBody > 0 {
-		body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	if s.http.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, s.http.maxBody)
 	}
 	data, err := io.ReadAll(body)
 	_ = r.Body.Close()
@@ -170,7 +170,7 @@ func (s *Server) batchAllowed(r *http.Request) bool {
 		return false
 	}
 	id := r.Header.Get(sessionIDHeader)
-	if id == "" || !s.stateful {
+	if id == "" || !s.http.stateful {
 		return false
 	}
 	// Batches are rare, and a session's revision is kept by the SDK

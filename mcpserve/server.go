@@ -204,31 +204,21 @@ type Options struct {
 // Server serves one catalog over MCP. It is safe for concurrent use. Make
 // it with New and stop its notification goroutine with Close.
 type Server struct {
-	cat        *catalog.Catalog
-	mcp        *mcp.Server
-	handler    http.Handler // the front: serveHTTP
-	sdkHandler http.Handler // the SDK's streamable HTTP handler
-	log        *slog.Logger
-	auth       bool // an authenticator is configured
-	bind       bool // HTTP sessions are bound to their creator's principal
-	cred       func(ctx context.Context, req mcp.Request) string
-	page       int
-	path       string
-	grace      time.Duration
-	maxResult  int64
-	note       *notifier
-	calls      *calls
-	slots      sessionSlots
-	credPolicy CredentialPolicy
-	origins    *http.CrossOriginProtection
-	limits     Limits
-	stateful   bool // the HTTP handler keeps sessions
-	listens    *listenStreams
-	subs       *subscriptions // resource subscriptions (subscribe.go)
-	refused    *refusalCounts // refusals by cap and reason (shares.go)
-	idle       time.Duration
-	maxBody    int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
+	cat       *catalog.Catalog
+	mcp       *mcp.Server
+	log       *slog.Logger
+	cred      func(ctx context.Context, req mcp.Request) string // Options.TransportCredential
+	page      int
+	grace     time.Duration
+	maxResult int64
 
+	calls   *calls         // calls in flight and their sessions (calls.go)
+	note    *notifier      // list_changed (notify.go)
+	subs    *subscriptions // resource subscriptions (subscribe.go)
+	listens *listenStreams // subscriptions/listen streams (listenstreams.go)
+	refused *refusalCounts // refusals by cap and reason (shares.go)
+
+	http  httpFront  // the HTTP front (front.go)
 	fleet *fleetSide // serving a fleet (fleet.go); nil without Options.Fleet
 
 	closeOnce sync.Once
@@ -318,26 +308,28 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	maxSessions := cmpOr(opts.MaxSessions, DefaultMaxSessions)
 	maxListens := cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)
 	s := &Server{
-		cat:        cat,
-		mcp:        srv,
-		log:        log,
-		auth:       auth,
-		bind:       auth && !hopts.Stateless,
-		cred:       opts.TransportCredential,
-		page:       cmpOr(opts.PageSize, mcp.DefaultPageSize),
-		path:       opts.Path,
-		grace:      cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
-		maxResult:  cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
-		calls:      newCalls(hopts.Stateless),
-		slots:      sessionSlots{max: int64(maxSessions), shares: newShares(maxSessions, clientShare, anonShare, auth)},
-		listens:    newListenStreams(maxListens, newShares(maxListens, clientShare, anonShare, auth)),
-		refused:    newRefusalCounts(),
-		credPolicy: opts.RequireCredential,
-		stateful:   !hopts.Stateless,
-		idle:       hopts.SessionTimeout,
-		origins:    origins,
-		limits:     limits,
-		maxBody:    maxBody(hopts.MaxRequestBodyBytes),
+		cat:       cat,
+		mcp:       srv,
+		log:       log,
+		cred:      opts.TransportCredential,
+		page:      cmpOr(opts.PageSize, mcp.DefaultPageSize),
+		grace:     cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
+		maxResult: cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
+		calls:     newCalls(hopts.Stateless),
+		listens:   newListenStreams(maxListens, newShares(maxListens, clientShare, anonShare, auth)),
+		refused:   newRefusalCounts(),
+		http: httpFront{
+			auth:     auth,
+			bind:     auth && !hopts.Stateless,
+			stateful: !hopts.Stateless,
+			path:     opts.Path,
+			policy:   opts.RequireCredential,
+			origins:  origins,
+			limits:   limits,
+			slots:    sessionSlots{max: int64(maxSessions), shares: newShares(maxSessions, clientShare, anonShare, auth)},
+			idle:     hopts.SessionTimeout,
+			maxBody:  maxBody(hopts.MaxRequestBodyBytes),
+		},
 	}
 	s.subs = subs
 	subs.limit(opts, clientShare, anonShare, auth, s.refused, s.requestClient)
@@ -348,8 +340,8 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	srv.AddReceivingMiddleware(s.receiveListen)
 	// Last, so outermost: it sees every request first and every error last.
 	srv.AddReceivingMiddleware(s.hygiene)
-	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
-	s.handler = s.front(false)
+	s.http.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
+	s.http.handler = s.front(false)
 	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
 	s.startSurface()
 	go s.note.run()
@@ -409,7 +401,7 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // forwarded by a fleet replica, enforces the session binding and ties
 // each call's context to its HTTP request (see the package doc). Handler
 // does no exposure check: Serve and ListenAndServe do.
-func (s *Server) Handler() http.Handler { return s.handler }
+func (s *Server) Handler() http.Handler { return s.http.handler }
 
 // Close stops the notification goroutine, ends the context of every call
 // in flight (and of every call that starts later), and closes every
