@@ -40,6 +40,28 @@ type httpFront struct {
 	maxBody  int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
 }
 
+// resolve checks the options of the HTTP front and sets h from them, but
+// for the handlers, which New sets once the Server exists.
+func (h *httpFront) resolve(opts Options, hopts *mcp.StreamableHTTPOptions, auth bool, clientShare, anonShare float64) error {
+	if opts.RequireCredential < CredentialAuto || opts.RequireCredential > CredentialPerRoute {
+		return fmt.Errorf("%w: unknown credential policy %d", ErrInvalidOptions, opts.RequireCredential)
+	}
+	origins, err := crossOrigin(opts.AllowedOrigins)
+	if err != nil {
+		return err
+	}
+	limits, err := opts.Limits.resolve()
+	if err != nil {
+		return err
+	}
+	maxSessions := cmpOr(opts.MaxSessions, DefaultMaxSessions)
+	h.auth, h.bind, h.stateful = auth, auth && !hopts.Stateless, !hopts.Stateless
+	h.path, h.policy, h.origins, h.limits = opts.Path, opts.RequireCredential, origins, limits
+	h.slots.max, h.slots.shares = int64(maxSessions), newShares(maxSessions, clientShare, anonShare, auth)
+	h.idle, h.maxBody = hopts.SessionTimeout, maxBody(hopts.MaxRequestBodyBytes)
+	return nil
+}
+
 // front returns the front of the streamable HTTP handler; exposed is set
 // by Serve for a listener beyond loopback (see CredentialAuto).
 func (s *Server) front(exposed bool) http.Handler {

@@ -265,39 +265,11 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	// the redaction of session IDs: the SDK logs them at INFO, and a
 	// session ID is all it takes to use an unbound session.
 	log = slog.New(redactSessionIDs(log.Handler()))
-	impl := &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)}
 	subs := newSubscriptions(cat, log)
 	sdkLog := sdkLogger(log, opts)
-	srv := mcp.NewServer(impl, &mcp.ServerOptions{
-		Instructions:       opts.Instructions,
-		Logger:             sdkLog,
-		SubscribeHandler:   subs.subscribe,
-		UnsubscribeHandler: subs.unsubscribe,
-		// Advertised from the start, also while the catalog is empty:
-		// the SDK would only infer them from its own (unused) tables.
-		Capabilities: &mcp.ServerCapabilities{
-			Tools:       &mcp.ToolCapabilities{ListChanged: true},
-			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-			Prompts:     promptCapabilities(cat),
-			Completions: completionCapabilities(cat),
-			// Route bodies log to the client (catalog.Call.Log).
-			//lint:ignore SA1019 deprecated as of protocol 2026-07-28, still served to the clients that use it.
-			Logging: &mcp.LoggingCapabilities{},
-		},
-	})
+	srv := sdkServer(cat, opts, sdkLog, subs)
 	hopts := httpOptions(opts, log)
 	if err := resolveStateless(opts, hopts); err != nil {
-		return nil, err
-	}
-	if opts.RequireCredential < CredentialAuto || opts.RequireCredential > CredentialPerRoute {
-		return nil, fmt.Errorf("%w: unknown credential policy %d", ErrInvalidOptions, opts.RequireCredential)
-	}
-	origins, err := crossOrigin(opts.AllowedOrigins)
-	if err != nil {
-		return nil, err
-	}
-	limits, err := opts.Limits.resolve()
-	if err != nil {
 		return nil, err
 	}
 	auth := bindsec.Configured(cat.Authenticator())
@@ -305,7 +277,6 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	if err != nil {
 		return nil, err
 	}
-	maxSessions := cmpOr(opts.MaxSessions, DefaultMaxSessions)
 	maxListens := cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)
 	s := &Server{
 		cat:       cat,
@@ -318,18 +289,9 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		calls:     newCalls(hopts.Stateless),
 		listens:   newListenStreams(maxListens, newShares(maxListens, clientShare, anonShare, auth)),
 		refused:   newRefusalCounts(),
-		http: httpFront{
-			auth:     auth,
-			bind:     auth && !hopts.Stateless,
-			stateful: !hopts.Stateless,
-			path:     opts.Path,
-			policy:   opts.RequireCredential,
-			origins:  origins,
-			limits:   limits,
-			slots:    sessionSlots{max: int64(maxSessions), shares: newShares(maxSessions, clientShare, anonShare, auth)},
-			idle:     hopts.SessionTimeout,
-			maxBody:  maxBody(hopts.MaxRequestBodyBytes),
-		},
+	}
+	if err := s.http.resolve(opts, hopts, auth, clientShare, anonShare); err != nil {
+		return nil, err
 	}
 	s.subs = subs
 	subs.limit(opts, clientShare, anonShare, auth, s.refused, s.requestClient)
@@ -346,6 +308,28 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	s.startSurface()
 	go s.note.run()
 	return s, nil
+}
+
+// sdkServer makes the SDK server that s's middleware answers through.
+func sdkServer(cat *catalog.Catalog, opts Options, log *slog.Logger, subs *subscriptions) *mcp.Server {
+	impl := &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)}
+	return mcp.NewServer(impl, &mcp.ServerOptions{
+		Instructions:       opts.Instructions,
+		Logger:             log,
+		SubscribeHandler:   subs.subscribe,
+		UnsubscribeHandler: subs.unsubscribe,
+		// Advertised from the start, also while the catalog is empty:
+		// the SDK would only infer them from its own (unused) tables.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Prompts:     promptCapabilities(cat),
+			Completions: completionCapabilities(cat),
+			// Route bodies log to the client (catalog.Call.Log).
+			//lint:ignore SA1019 deprecated as of protocol 2026-07-28, still served to the clients that use it.
+			Logging: &mcp.LoggingCapabilities{},
+		},
+	})
 }
 
 // httpOptions are the options of the SDK's streamable HTTP handler, each
