@@ -29,10 +29,11 @@
 //   - notifications and streams (notify.go, subscribe.go, subindex.go,
 //     listenstreams.go): list_changed coalesced per [Options.NotifyWindow],
 //     resources/updated to subscribers, subscriptions/listen streams;
-//   - the HTTP front (front.go, exposure.go, screen.go, hygiene.go,
-//     shares.go, timeouts.go, httpserve.go): exposure, credentials and
-//     session binding, caps and per-client shares, the screening of what
-//     a client sends, redaction of session IDs, server timeouts;
+//   - the HTTP front (front.go, exposure.go, sessionslots.go, shares.go,
+//     screen.go, hygiene.go, redact.go, timeouts.go, httpserve.go):
+//     exposure and credentials, session binding and slots, per-client
+//     shares of each cap, the screening of what a client sends, the
+//     redaction of session IDs, server timeouts, serving and shutdown;
 //   - the fleet hop (fleet.go, forward.go, hop.go): forwarding a call to
 //     the replica that holds its route, and answering calls forwarded
 //     here.

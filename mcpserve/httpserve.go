@@ -3,13 +3,10 @@ package mcpserve
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync"
-
-	"github.com/livereg/livereg/bindsec"
 )
 
 // ListenAndServe listens on the TCP address addr and serves the streamable
@@ -176,73 +173,4 @@ func (f *inflight) signal() {
 			close(f.idle)
 		}
 	}
-}
-
-// CheckExposure reports whether Serve would accept a listener bound to
-// addr for a catalog with the authenticator auth: nil for a loopback or
-// Unix-socket address, or for any address when auth is configured (a nil
-// pointer in an interface does not count, as bindsec.Configured says);
-// otherwise an error wrapping ErrExposed. It is a pure function of its
-// arguments, so a program can check an address before it has a Server.
-func CheckExposure(addr net.Addr, auth bindsec.Authenticator) error {
-	return checkExposure(addr, bindsec.Configured(auth))
-}
-
-func checkExposure(addr net.Addr, auth bool) error {
-	if isLocal(addr) || auth {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrExposed, addr)
-}
-
-// CheckListenAddress is CheckExposure for a TCP address that is not bound
-// yet ("host:port"), so that a refused address is never listened on. An
-// empty host means every interface. A host name counts as loopback only
-// when every address it resolves to is loopback (a DNS lookup, bounded by
-// ctx). It returns an error wrapping ErrExposed for an exposed address
-// without an authenticator, and the parse error for a malformed one.
-func CheckListenAddress(ctx context.Context, addr string, auth bindsec.Authenticator) error {
-	return checkListenAddress(ctx, addr, bindsec.Configured(auth))
-}
-
-func checkListenAddress(ctx context.Context, addr string, auth bool) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("mcpserve: listen address: %w", err)
-	}
-	if auth || hostIsLoopback(ctx, host) {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrExposed, addr)
-}
-
-func hostIsLoopback(ctx context.Context, host string) bool {
-	if host == "" {
-		return false
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback()
-	}
-	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil || len(addrs) == 0 {
-		return false
-	}
-	for _, a := range addrs {
-		if !a.IP.IsLoopback() {
-			return false
-		}
-	}
-	return true
-}
-
-// isLocal reports whether a listener address can only be reached from this
-// machine: a loopback IP, or a Unix socket.
-func isLocal(a net.Addr) bool {
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		return a.IP.IsLoopback()
-	case *net.UnixAddr:
-		return true
-	}
-	return false
 }

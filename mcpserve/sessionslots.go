@@ -3,7 +3,6 @@ package mcpserve
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -24,26 +23,6 @@ const (
 // ErrTooManySessions: an initialize arrived while Options.MaxSessions
 // sessions were open. It is answered with HTTP 503 and a Retry-After.
 var ErrTooManySessions = errors.New("mcpserve: session limit reached")
-
-// CredentialPolicy says which HTTP requests must carry a bearer token that
-// the catalog's authenticator accepts before the SDK sees them.
-type CredentialPolicy int
-
-const (
-	// CredentialAuto, the zero value, requires a valid credential on every
-	// HTTP request, initialize included, when the server is reached beyond
-	// loopback: Serve was given a listener that is not loopback, or the
-	// request arrived on a connection whose local address is not loopback.
-	// On loopback only the routes' plans ask for credentials. Without an
-	// authenticator nothing is required (Serve refuses to listen beyond
-	// loopback then).
-	CredentialAuto CredentialPolicy = iota
-	// CredentialAlways requires a valid credential on every HTTP request.
-	CredentialAlways
-	// CredentialPerRoute never requires one at the HTTP layer: anyone who
-	// reaches the server may open sessions, and each route's plan decides.
-	CredentialPerRoute
-)
 
 // sessionSlots counts the HTTP sessions held against Options.MaxSessions.
 // A POST that may create a session (it carries no session ID) reserves a
@@ -152,59 +131,6 @@ func (s *Server) refuseSession(w http.ResponseWriter, reason string) {
 	w.Header().Set("Retry-After", "30")
 	msg := fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", err, limit)
 	http.Error(w, msg, http.StatusServiceUnavailable)
-}
-
-// needsCredential reports whether r must carry a valid credential under
-// the server's policy. exposed is set by Serve for a listener beyond
-// loopback.
-func (s *Server) needsCredential(r *http.Request, exposed bool) bool {
-	if !s.http.auth {
-		return false
-	}
-	switch s.http.policy {
-	case CredentialAlways:
-		return true
-	case CredentialPerRoute:
-		return false
-	}
-	if exposed {
-		return true
-	}
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && local != nil && !isLocal(local)
-}
-
-// refuseUnauthenticated answers a request without a valid credential
-// where one is required (RFC 6750's 401 with a Bearer challenge).
-func refuseUnauthenticated(w http.ResponseWriter) {
-	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
-	http.Error(w, "Unauthorized: this server requires a valid bearer token on every request", http.StatusUnauthorized)
-}
-
-// crossOrigin builds the Origin check: Go's http.CrossOriginProtection,
-// which trusts requests without browser headers (Sec-Fetch-Site, Origin),
-// same-origin ones, and the origins listed.
-func crossOrigin(allowed []string) (*http.CrossOriginProtection, error) {
-	cop := http.NewCrossOriginProtection()
-	for _, o := range allowed {
-		if err := cop.AddTrustedOrigin(o); err != nil {
-			return nil, fmt.Errorf("%w: allowed origin: %v", ErrInvalidOptions, err)
-		}
-	}
-	return cop, nil
-}
-
-// checkOrigin applies the Origin check to every method. The MCP transport
-// asks servers to validate Origin on all incoming connections, and
-// CrossOriginProtection lets safe methods through, so GET (the standalone
-// stream) and DELETE are checked as if they were POSTs.
-func (s *Server) checkOrigin(r *http.Request) error {
-	if r.Method == http.MethodPost {
-		return s.http.origins.Check(r)
-	}
-	probe := r.Clone(r.Context())
-	probe.Method = http.MethodPost
-	return s.http.origins.Check(probe)
 }
 
 // sessionTimeout resolves Options.SessionTimeout: 0 is the default,
