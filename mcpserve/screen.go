@@ -164,13 +164,15 @@ func refuseMessage(w http.ResponseWriter, id json.RawMessage, code int64, msg st
 
 // batchAllowed reports whether r's session negotiated an MCP revision
 // older than 2025-06-18, the last to carry batches. A request without a
-// session (an initialize, or a stateless server's) has none that did.
+// session (an initialize, a stateless server's, or one forwarded by a
+// fleet replica, which the fleet's stateless handler serves alone,
+// whatever session ID it names) has none that did.
 func (s *Server) batchAllowed(r *http.Request) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v >= batchesEnd {
 		return false
 	}
 	id := r.Header.Get(sessionIDHeader)
-	if id == "" || !s.http.stateful {
+	if id == "" || !s.http.stateful || len(r.Header[forwardedMark]) > 0 {
 		return false
 	}
 	// Batches are rare, and a session's revision is kept by the SDK
