@@ -132,12 +132,12 @@ func (f *fixture) connectHeader(header string) *client {
 	return c
 }
 
-// Options.Credential replaces the header: here an in-memory session, which
+// Options.TransportCredential gives a credential to an in-memory session, which
 // has no headers, presents a fixed token.
 func TestCredentialOption(t *testing.T) {
 	g := newGuarded(t)
 	f := newFixture(t, g.cat, mcpserve.Options{
-		Credential: func(context.Context, mcp.Request) string { return goodToken },
+		TransportCredential: func(context.Context, mcp.Request) string { return goodToken },
 	})
 	c := f.connect(memory, "")
 	res, err := call(t, c, "guarded")
@@ -150,5 +150,12 @@ func TestCredentialOption(t *testing.T) {
 	res, err = call(t, f2.connect(memory, ""), "guarded")
 	if err != nil || !res.IsError || g.toolRuns.Load() != 1 {
 		t.Fatalf("call without a credential = %+v, %v", res, err)
+	}
+
+	// Over HTTP the bearer header alone is the credential: a request
+	// without one presents nothing, whatever the option gives.
+	res, err = call(t, f.connect(streamable, ""), "guarded")
+	if err != nil || !res.IsError || g.toolRuns.Load() != 1 {
+		t.Fatalf("HTTP call without a bearer token = %+v, %v", res, err)
 	}
 }

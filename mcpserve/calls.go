@@ -53,8 +53,9 @@ type calls struct {
 	loose map[*context.CancelCauseFunc]struct{}
 
 	// stateless: the HTTP handler makes each request a session of its
-	// own, which ends with the request. A call that came over HTTP is then
-	// tied to its request alone, and its session is not registered, which
+	// own, which ends with the request, as the fleet's handler does for a
+	// call forwarded here. A call that came over HTTP is then tied to its
+	// request alone, and its session is not registered, which
 	// would cost a map entry and a goroutine waiting for it to end, per
 	// call, for nothing a request's end does not already give.
 	stateless bool
@@ -185,7 +186,7 @@ func (c *calls) start(ctx context.Context, req mcp.Request) (context.Context, fu
 	// either sees closed or is in the set that cancelAll then cancels.
 	var sc *sessionCalls
 	c.mu.Lock()
-	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && !(c.stateless && viaHTTP) {
+	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && !(viaHTTP && (c.stateless || isForwarded(req.GetExtra()))) {
 		sc = c.sessionLocked(s, "", nil)
 	}
 	if c.closed {

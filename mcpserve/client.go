@@ -117,7 +117,7 @@ func sample(ctx context.Context, ss *mcp.ServerSession, r catalog.SampleRequest)
 		StopSequences: r.StopSequences, Messages: make([]*mcp.SamplingMessage, len(r.Messages)),
 	}
 	for i, m := range r.Messages {
-		c, err := ContentToSDK(m.Content)
+		c, err := contentToSDK(m.Content)
 		if err != nil {
 			return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: message %d: %w", methodCreateMessage, i, err)
 		}
@@ -138,7 +138,7 @@ func sample(ctx context.Context, ss *mcp.ServerSession, r catalog.SampleRequest)
 	if res.Content == nil {
 		return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: the client's answer has no content", methodCreateMessage)
 	}
-	c, err := ContentFromSDK(res.Content)
+	c, err := contentFromSDK(res.Content)
 	if err != nil {
 		return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: the client's answer: %w", methodCreateMessage, err)
 	}

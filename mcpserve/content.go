@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,59 +11,63 @@ import (
 
 // Content types of catalog.Content.Type.
 const (
-	TypeText     = "text"
-	TypeImage    = "image"
-	TypeAudio    = "audio"
-	TypeResource = "resource"
+	typeText     = "text"
+	typeImage    = "image"
+	typeAudio    = "audio"
+	typeResource = "resource"
 )
 
-// ContentToSDK converts one catalog content item to the SDK's: text to
+// errUnsupportedContent: a tool result or an SDK content item has a type
+// the other side cannot express.
+var errUnsupportedContent = errors.New("mcpserve: unsupported content")
+
+// contentToSDK converts one catalog content item to the SDK's: text to
 // *mcp.TextContent, image to *mcp.ImageContent, audio to *mcp.AudioContent
 // (Data is the raw bytes; the SDK base64-encodes them on the wire), resource
 // to *mcp.EmbeddedResource. Another type, or a resource item without
-// Resource, is ErrUnsupportedContent. The result shares c's byte slices.
-func ContentToSDK(c catalog.Content) (mcp.Content, error) {
+// Resource, is errUnsupportedContent. The result shares c's byte slices.
+func contentToSDK(c catalog.Content) (mcp.Content, error) {
 	switch c.Type {
-	case TypeText:
+	case typeText:
 		return &mcp.TextContent{Text: c.Text}, nil
-	case TypeImage:
+	case typeImage:
 		return &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType}, nil
-	case TypeAudio:
+	case typeAudio:
 		return &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType}, nil
-	case TypeResource:
+	case typeResource:
 		if c.Resource == nil {
-			return nil, fmt.Errorf("%w: resource item without contents", ErrUnsupportedContent)
+			return nil, fmt.Errorf("%w: resource item without contents", errUnsupportedContent)
 		}
 		return &mcp.EmbeddedResource{Resource: resourceContents(*c.Resource)}, nil
 	}
-	return nil, fmt.Errorf("%w: content type %q", ErrUnsupportedContent, c.Type)
+	return nil, fmt.Errorf("%w: content type %q", errUnsupportedContent, c.Type)
 }
 
-// ContentFromSDK converts an SDK content item, as a client receives it,
-// back to the catalog's vocabulary: the inverse of ContentToSDK. Types the
+// contentFromSDK converts an SDK content item, as a client receives it,
+// back to the catalog's vocabulary: the inverse of contentToSDK. Types the
 // catalog cannot express (resource links, sampling content) are
-// ErrUnsupportedContent.
-func ContentFromSDK(c mcp.Content) (catalog.Content, error) {
+// errUnsupportedContent.
+func contentFromSDK(c mcp.Content) (catalog.Content, error) {
 	switch c := c.(type) {
 	case *mcp.TextContent:
-		return catalog.Content{Type: TypeText, Text: c.Text}, nil
+		return catalog.Content{Type: typeText, Text: c.Text}, nil
 	case *mcp.ImageContent:
-		return catalog.Content{Type: TypeImage, Data: c.Data, MIMEType: c.MIMEType}, nil
+		return catalog.Content{Type: typeImage, Data: c.Data, MIMEType: c.MIMEType}, nil
 	case *mcp.AudioContent:
-		return catalog.Content{Type: TypeAudio, Data: c.Data, MIMEType: c.MIMEType}, nil
+		return catalog.Content{Type: typeAudio, Data: c.Data, MIMEType: c.MIMEType}, nil
 	case *mcp.EmbeddedResource:
 		if c.Resource == nil {
-			return catalog.Content{}, fmt.Errorf("%w: embedded resource without contents", ErrUnsupportedContent)
+			return catalog.Content{}, fmt.Errorf("%w: embedded resource without contents", errUnsupportedContent)
 		}
-		rc := ContentsFromSDK(c.Resource)
-		return catalog.Content{Type: TypeResource, Resource: &rc}, nil
+		rc := contentsFromSDK(c.Resource)
+		return catalog.Content{Type: typeResource, Resource: &rc}, nil
 	}
-	return catalog.Content{}, fmt.Errorf("%w: %T", ErrUnsupportedContent, c)
+	return catalog.Content{}, fmt.Errorf("%w: %T", errUnsupportedContent, c)
 }
 
-// ContentsFromSDK converts resource contents as a client receives them
+// contentsFromSDK converts resource contents as a client receives them
 // (resources/read, embedded resources) to catalog.Contents.
-func ContentsFromSDK(rc *mcp.ResourceContents) catalog.Contents {
+func contentsFromSDK(rc *mcp.ResourceContents) catalog.Contents {
 	return catalog.Contents{URI: rc.URI, MIMEType: rc.MIMEType, Text: rc.Text, Blob: rc.Blob}
 }
 
@@ -88,7 +93,7 @@ func toolResult(r catalog.Result) (*mcp.CallToolResult, error) {
 		IsError:           r.IsError,
 	}
 	for i, c := range r.Content {
-		sc, err := ContentToSDK(c)
+		sc, err := contentToSDK(c)
 		if err != nil {
 			return nil, fmt.Errorf("content item %d: %w", i, err)
 		}

@@ -44,7 +44,7 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case methodCallTool:
 			if r, ok := req.(*mcp.CallToolRequest); ok {
 				defer s.note.poke()
-				if s.forwarded {
+				if isForwarded(r.Extra) {
 					s.beginHop(r.Extra)
 				}
 				ctx, end := s.calls.start(ctx, req)
@@ -54,7 +54,7 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case methodReadResource:
 			if r, ok := req.(*mcp.ReadResourceRequest); ok {
 				defer s.note.poke()
-				if s.forwarded {
+				if isForwarded(r.Extra) {
 					s.beginHop(r.Extra)
 				}
 				ctx, end := s.calls.start(ctx, req)
@@ -82,13 +82,19 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// credential returns what req presents to the catalog's guard.
+// credential returns what req presents to the catalog's guard: for a call
+// forwarded here, the caller's credential that the forwarding replica
+// passed on; over HTTP otherwise, the bearer token; on another transport,
+// what Options.TransportCredential gives.
 func (s *Server) credential(ctx context.Context, req mcp.Request) string {
+	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+		if isForwarded(ex) {
+			return forwardedCredential(ex)
+		}
+		return bearer(ex.Header)
+	}
 	if s.cred != nil {
 		return s.cred(ctx, req)
-	}
-	if ex := req.GetExtra(); ex != nil {
-		return bearer(ex.Header)
 	}
 	return ""
 }
@@ -111,12 +117,12 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	cred := s.credential(ctx, req)
 	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(callClient(req)))
 	if err != nil {
-		if s.fwd != nil && errors.Is(err, catalog.ErrUnknownTool) {
-			if ep, ok := s.fwd.peers.Peer(kindTool, p.Name); ok {
+		if s.fleet != nil && errors.Is(err, catalog.ErrUnknownTool) && !isForwarded(req.Extra) {
+			if ep, ok := s.fleet.fwd.peers.Peer(kindTool, p.Name); ok {
 				return s.forwardTool(ctx, ep, cred, p)
 			}
 		}
-		return s.toolError(ctx, p.Name, err)
+		return s.toolError(ctx, p.Name, err, isForwarded(req.Extra))
 	}
 	out, err := toolResult(res)
 	if err != nil {
@@ -130,13 +136,13 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 }
 
 // toolError maps a tools/call failure onto the wire; see the package doc.
-func (s *Server) toolError(ctx context.Context, name string, err error) (mcp.Result, error) {
+func (s *Server) toolError(ctx context.Context, name string, err error, forwarded bool) (mcp.Result, error) {
 	q := quote.Name(name)
 	switch {
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "tools/call "+q)
 		return errorResult(fmt.Sprintf("tool %s failed: internal error", q)), nil
-	case errors.Is(err, catalog.ErrUnknownTool) && !s.forwarded:
+	case errors.Is(err, catalog.ErrUnknownTool) && !forwarded:
 		return nil, invalidParams(fmt.Sprintf("unknown tool %s", q), nil)
 	case errors.Is(err, catalog.ErrInvalidArguments):
 		// The catalog's message names the tool and cuts the validator's
@@ -174,12 +180,12 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	cred := s.credential(ctx, req)
 	c, err := s.cat.ReadURI(ctx, p.URI, cred)
 	if err != nil {
-		if s.fwd != nil && errors.Is(err, catalog.ErrUnknownResource) {
-			if ep, ok := s.fwd.peers.Peer(kindResource, p.URI); ok {
+		if s.fleet != nil && errors.Is(err, catalog.ErrUnknownResource) && !isForwarded(req.Extra) {
+			if ep, ok := s.fleet.fwd.peers.Peer(kindResource, p.URI); ok {
 				return s.forwardResource(ctx, ep, cred, p.URI)
 			}
 		}
-		return nil, s.resourceError(ctx, p.URI, err)
+		return nil, s.resourceError(ctx, p.URI, err, isForwarded(req.Extra))
 	}
 	if n, over := s.overLimit(contentsSize(c)); over {
 		return nil, s.resourceTooLarge(p.URI, n, false)
@@ -218,10 +224,10 @@ func searchResource(list []catalog.Resource, uri string) (int, bool) {
 }
 
 // resourceError maps a resources/read failure onto the wire.
-func (s *Server) resourceError(ctx context.Context, uri string, err error) error {
+func (s *Server) resourceError(ctx context.Context, uri string, err error, forwarded bool) error {
 	q := quote.Name(uri)
 	switch {
-	case errors.Is(err, catalog.ErrUnknownResource) && !s.forwarded:
+	case errors.Is(err, catalog.ErrUnknownResource) && !forwarded:
 		return mcp.ResourceNotFoundError(uri)
 	case errors.Is(err, catalog.ErrURITooLong), errors.Is(err, catalog.ErrInvalidArguments):
 		// Neither quotes more than quote.Most bytes of the URI.

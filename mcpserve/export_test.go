@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"context"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,18 +15,40 @@ func NewWithWindow(cat *catalog.Catalog, opts Options, window func(stop <-chan s
 	return newServer(cat, opts, window)
 }
 
+// Content conversions, tested from outside the package.
+var (
+	ContentToSDK          = contentToSDK
+	ContentFromSDK        = contentFromSDK
+	ErrUnsupportedContent = errUnsupportedContent
+)
+
+// StatelessOf reports whether s serves streamable HTTP without sessions.
+func StatelessOf(s *Server) bool { return !s.http.stateful }
+
 // SessionTimeoutOf is the idle session timeout s gave the SDK (0: never).
-func SessionTimeoutOf(s *Server) time.Duration { return s.idle }
+func SessionTimeoutOf(s *Server) time.Duration { return s.http.idle }
 
 // LimitsOf is the HTTP limits s resolved from its options.
-func LimitsOf(s *Server) Limits { return s.limits }
+func LimitsOf(s *Server) Limits { return s.http.limits }
 
-// InternalMCP returns the SDK server that answers the calls forwarded to
-// s, so that a test can watch them.
-func InternalMCP(s *Server) *mcp.Server { return s.internal.mcp }
+// ForwardedMark is the header that marks a call forwarded here.
+const ForwardedMark = forwardedMark
+
+// OnForwarded has f called with the method of every message forwarded to
+// s, before s serves it, so that a test can watch them.
+func OnForwarded(s *Server, f func(method string)) {
+	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if isForwarded(req.GetExtra()) {
+				f(method)
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
 
 // PeerSessions is how many peer sessions s's forwarder holds.
-func PeerSessions(s *Server) int { return s.fwd.sessions() }
+func PeerSessions(s *Server) int { return s.fleet.fwd.sessions() }
 
 // SetNotifierAfterRead makes f run on the notifier goroutine of every
 // Server made until restore is called, right after the notifier read the

@@ -1,29 +1,16 @@
+// This file holds who may reach a Server: the exposure check of a listen
+// address, the credential policy of HTTP requests and the Origin check.
+
 package mcpserve
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"sync/atomic"
-	"time"
-)
 
-// Defaults of what bounds the HTTP sessions a Server holds.
-const (
-	// DefaultSessionTimeout closes an HTTP session that has received no
-	// request for this long. Ordinary clients (the TypeScript SDK's
-	// close(), the MCP Inspector) never send DELETE, so without a timeout
-	// every session they open is held until the process ends.
-	DefaultSessionTimeout = 10 * time.Minute
-	// DefaultMaxSessions caps the HTTP sessions held at once. A session
-	// costs about 15 KB at rest, so the cap bounds them near 15 MB.
-	DefaultMaxSessions = 1000
+	"github.com/livereg/livereg/bindsec"
 )
-
-// ErrTooManySessions: an initialize arrived while Options.MaxSessions
-// sessions were open. It is answered with HTTP 503 and a Retry-After.
-var ErrTooManySessions = errors.New("mcpserve: session limit reached")
 
 // CredentialPolicy says which HTTP requests must carry a bearer token that
 // the catalog's authenticator accepts before the SDK sees them.
@@ -45,123 +32,14 @@ const (
 	CredentialPerRoute
 )
 
-// sessionSlots counts the HTTP sessions held against Options.MaxSessions.
-// A POST that may create a session (it carries no session ID) reserves a
-// slot before the SDK sees it; the session its initialize creates claims
-// the slot, and the slot is returned when that session ends. A request
-// that created no session returns its slot when it ends.
-type sessionSlots struct {
-	max     int64 // <= 0: unlimited
-	shares  *shares
-	open    atomic.Int64
-	opened  atomic.Uint64
-	refused atomic.Uint64
-}
-
-// slot is one reservation: reserved, then claimed by a session or released.
-type slot struct {
-	slots  *sessionSlots
-	client client // whose share the slot counts in
-	state  atomic.Int32
-}
-
-const (
-	slotReserved int32 = iota
-	slotClaimed
-	slotReleased
-)
-
-// reserve takes a slot for cl, or returns nil and why (ReasonShare when
-// cl holds its share, ReasonCap at the cap). The share is taken first, so
-// that a client over its share is refused as such even at the cap. A
-// compare-and-swap rather than an add and an undo, so that Open never
-// reads above the cap.
-func (c *sessionSlots) reserve(cl client) (*slot, string) {
-	if !c.shares.take(cl) {
-		c.refused.Add(1)
-		return nil, ReasonShare
-	}
-	for {
-		n := c.open.Load()
-		if c.max > 0 && n >= c.max {
-			c.shares.give(cl)
-			c.refused.Add(1)
-			return nil, ReasonCap
-		}
-		if c.open.CompareAndSwap(n, n+1) {
-			return &slot{slots: c, client: cl}, ""
-		}
-	}
-}
-
-// end gives back the slot of a session that ended.
-func (sl *slot) end() {
-	sl.slots.open.Add(-1)
-	sl.slots.shares.give(sl.client)
-}
-
-// claim hands the slot to the session being created; false if the request
-// already gave it back.
-func (sl *slot) claim() bool {
-	if sl == nil || !sl.state.CompareAndSwap(slotReserved, slotClaimed) {
-		return false
-	}
-	sl.slots.opened.Add(1)
-	return true
-}
-
-// release gives back a slot no session claimed.
-func (sl *slot) release() {
-	if sl != nil && sl.state.CompareAndSwap(slotReserved, slotReleased) {
-		sl.end()
-	}
-}
-
-// SessionStats is a snapshot of the HTTP sessions of a Server.
-type SessionStats struct {
-	// Open is how many sessions are held now, counting initializes in
-	// progress.
-	Open int64
-	// Opened counts the sessions created since New.
-	Opened uint64
-	// Refused counts the initializes refused at Options.MaxSessions or
-	// over a client's share of it (see RefusalStats for which).
-	Refused uint64
-	// Max is the cap in force; 0 means none.
-	Max int64
-}
-
-// SessionStats reports the server's HTTP sessions: a few atomic loads,
-// safe for concurrent use.
-func (s *Server) SessionStats() SessionStats {
-	return SessionStats{
-		Open: s.slots.open.Load(), Opened: s.slots.opened.Load(),
-		Refused: s.slots.refused.Load(), Max: max(s.slots.max, 0),
-	}
-}
-
-// refuseSession answers an initialize at the session cap, or over its
-// client's share of it (reason). Live sessions are untouched; the client
-// may retry once one ends.
-func (s *Server) refuseSession(w http.ResponseWriter, reason string) {
-	err, limit := ErrTooManySessions, s.slots.max
-	if reason == ReasonShare {
-		err, limit = ErrOverShare, s.slots.shares.perClient
-	}
-	s.refused.sessions.refused(s.log, reason, limit)
-	w.Header().Set("Retry-After", "30")
-	msg := fmt.Sprintf("Service Unavailable: %v (%d sessions); retry later", err, limit)
-	http.Error(w, msg, http.StatusServiceUnavailable)
-}
-
 // needsCredential reports whether r must carry a valid credential under
 // the server's policy. exposed is set by Serve for a listener beyond
 // loopback.
 func (s *Server) needsCredential(r *http.Request, exposed bool) bool {
-	if !s.auth {
+	if !s.http.auth {
 		return false
 	}
-	switch s.credPolicy {
+	switch s.http.policy {
 	case CredentialAlways:
 		return true
 	case CredentialPerRoute:
@@ -200,23 +78,78 @@ func crossOrigin(allowed []string) (*http.CrossOriginProtection, error) {
 // stream) and DELETE are checked as if they were POSTs.
 func (s *Server) checkOrigin(r *http.Request) error {
 	if r.Method == http.MethodPost {
-		return s.origins.Check(r)
+		return s.http.origins.Check(r)
 	}
 	probe := r.Clone(r.Context())
 	probe.Method = http.MethodPost
-	return s.origins.Check(probe)
+	return s.http.origins.Check(probe)
 }
 
-// sessionTimeout resolves Options.SessionTimeout against the SDK's own
-// option: ours wins when set, negative means never.
-func sessionTimeout(ours, sdk time.Duration) time.Duration {
-	switch {
-	case ours < 0:
-		return 0
-	case ours > 0:
-		return ours
-	case sdk != 0:
-		return sdk
+// CheckExposure reports whether Serve would accept a listener bound to
+// addr for a catalog with the authenticator auth: nil for a loopback or
+// Unix-socket address, or for any address when auth is configured (a nil
+// pointer in an interface does not count, as bindsec.Configured says);
+// otherwise an error wrapping ErrExposed. It is a pure function of its
+// arguments, so a program can check an address before it has a Server.
+func CheckExposure(addr net.Addr, auth bindsec.Authenticator) error {
+	return checkExposure(addr, bindsec.Configured(auth))
+}
+
+func checkExposure(addr net.Addr, auth bool) error {
+	if isLocal(addr) || auth {
+		return nil
 	}
-	return DefaultSessionTimeout
+	return fmt.Errorf("%w: %s", ErrExposed, addr)
+}
+
+// CheckListenAddress is CheckExposure for a TCP address that is not bound
+// yet ("host:port"), so that a refused address is never listened on. An
+// empty host means every interface. A host name counts as loopback only
+// when every address it resolves to is loopback (a DNS lookup, bounded by
+// ctx). It returns an error wrapping ErrExposed for an exposed address
+// without an authenticator, and the parse error for a malformed one.
+func CheckListenAddress(ctx context.Context, addr string, auth bindsec.Authenticator) error {
+	return checkListenAddress(ctx, addr, bindsec.Configured(auth))
+}
+
+func checkListenAddress(ctx context.Context, addr string, auth bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("mcpserve: listen address: %w", err)
+	}
+	if auth || hostIsLoopback(ctx, host) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrExposed, addr)
+}
+
+func hostIsLoopback(ctx context.Context, host string) bool {
+	if host == "" {
+		return false
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return false
+	}
+	for _, a := range addrs {
+		if !a.IP.IsLoopback() {
+			return false
+		}
+	}
+	return true
+}
+
+// isLocal reports whether a listener address can only be reached from this
+// machine: a loopback IP, or a Unix socket.
+func isLocal(a net.Addr) bool {
+	switch a := a.(type) {
+	case *net.TCPAddr:
+		return a.IP.IsLoopback()
+	case *net.UnixAddr:
+		return true
+	}
+	return false
 }

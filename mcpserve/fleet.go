@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -120,13 +121,27 @@ func (d *fleetTokenDigest) matches(token string) bool {
 	return subtle.ConstantTimeCompare(got[:], d[:]) == 1
 }
 
+// fleetSide is what serving a fleet takes beyond serving a catalog: the
+// forwarder, the SDK handler that answers calls forwarded here, and the
+// fleet credential's digests. Set once by startFleet, read-only after.
+type fleetSide struct {
+	fwd *forwarder // forwards calls for routes held elsewhere
+	// sdk is a stateless SDK handler over the Server's own mcp.Server:
+	// a forwarded call is served by the same middleware, catalog and
+	// tables of calls as a local one, one HTTP request each.
+	sdk      http.Handler
+	path     string             // where Serve mounts FleetHandler
+	token    fleetTokenDigest   // the fleet credential's digest
+	previous []fleetTokenDigest // Fleet.PreviousTokens' digests, also accepted
+}
+
 // startFleet checks opts.Fleet and, when it is set, builds what serving a
-// fleet takes: the forwarder, and the internal server that answers
-// forwarded requests. The internal server serves the same catalog,
-// stateless, with the caller's credential from callerHeader, and never
-// forwards: a forwarded call is served here or not at all, so a call can
-// cross at most one hop, whatever the replicas' views say.
-func (s *Server) startFleet(opts Options) error {
+// fleet takes. Forwarded calls are served by this Server, marked as
+// forwarded (forwardedMark): with the caller's credential from
+// callerHeader, and never forwarded again: a forwarded call is served
+// here or not at all, so a call can cross at most one hop, whatever the
+// replicas' views say.
+func (s *Server) startFleet(opts Options, log *slog.Logger) error {
 	f := opts.Fleet
 	if f == nil {
 		return nil
@@ -138,7 +153,7 @@ func (s *Server) startFleet(opts Options) error {
 		return fmt.Errorf("%w: a fleet token of %d bytes; at least %d", ErrInvalidOptions, len(f.Token), MinFleetTokenBytes)
 	case slices.ContainsFunc(f.PreviousTokens, func(t string) bool { return len(t) < MinFleetTokenBytes }):
 		return fmt.Errorf("%w: a previous fleet token shorter than %d bytes", ErrInvalidOptions, MinFleetTokenBytes)
-	case f.Path != "" && (f.Path[0] != '/' || f.Path == s.path):
+	case f.Path != "" && (f.Path[0] != '/' || f.Path == s.http.path):
 		return fmt.Errorf("%w: fleet path %s is not an absolute URL path apart from Path", ErrInvalidOptions, quote.Name(f.Path))
 	case f.ForwardTimeout < 0:
 		return fmt.Errorf("%w: negative forward timeout %v", ErrInvalidOptions, f.ForwardTimeout)
@@ -148,38 +163,37 @@ func (s *Server) startFleet(opts Options) error {
 			return fmt.Errorf("%w: advertised fleet endpoint %s: %v", ErrInvalidOptions, quote.Name(f.Advertise), err)
 		}
 	}
-	internal, err := newServer(s.cat, Options{
-		Name:              opts.Name,
-		Version:           opts.Version,
-		Logger:            opts.Logger,
-		Stateless:         true,
-		Credential:        forwardedCredential,
-		RequireCredential: CredentialPerRoute,
-		MaxResultBytes:    opts.MaxResultBytes,
-		MaxListenStreams:  -1,
-		ShutdownTimeout:   opts.ShutdownTimeout,
-	}, timerWindow(DefaultNotifyWindow))
-	if err != nil {
-		return err
+	fs := &fleetSide{
+		fwd:   newForwarder(f, s.maxResult, s.log),
+		path:  orString(f.Path, DefaultFleetPath),
+		token: sha256.Sum256([]byte(f.Token)),
+		sdk: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+			&mcp.StreamableHTTPOptions{Stateless: true, Logger: log, MaxRequestBodyBytes: opts.MaxRequestBodyBytes}),
 	}
-	internal.forwarded = true
-	s.internal = internal
-	s.fleetPath = orString(f.Path, DefaultFleetPath)
-	s.fleetToken = sha256.Sum256([]byte(f.Token))
 	for _, t := range f.PreviousTokens {
-		s.fleetPrevious = append(s.fleetPrevious, sha256.Sum256([]byte(t)))
+		fs.previous = append(fs.previous, sha256.Sum256([]byte(t)))
 	}
-	s.fwd = newForwarder(f, s.maxResult, s.log)
+	s.fleet = fs
 	return nil
 }
 
-// forwardedCredential is the internal server's credential: what the
-// original caller presented on the replica that forwarded the call.
-func forwardedCredential(_ context.Context, req mcp.Request) string {
-	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
-		return ex.Header.Get(callerHeader)
-	}
-	return ""
+// forwardedMark marks, from FleetHandler to the receiving middleware, a
+// message that another replica forwarded here. Both fronts delete what a
+// client sent under that name, so the mark cannot be forged. It is in
+// canonical form: read straight from the header map, it costs a local
+// call one map lookup.
+const forwardedMark = "Livereg-Internal-Forwarded"
+
+// isForwarded reports whether the message with extra ex came through
+// FleetHandler.
+func isForwarded(ex *mcp.RequestExtra) bool {
+	return ex != nil && len(ex.Header[forwardedMark]) > 0
+}
+
+// forwardedCredential is the credential of a call forwarded here: what
+// the original caller presented on the replica that forwarded it.
+func forwardedCredential(ex *mcp.RequestExtra) string {
+	return ex.Header.Get(callerHeader)
 }
 
 // FleetHandler returns the handler that answers calls other replicas
@@ -195,7 +209,7 @@ func forwardedCredential(_ context.Context, req mcp.Request) string {
 // slow route. Without Options.Fleet it answers 404.
 func (s *Server) FleetHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.internal == nil {
+		if s.fleet == nil {
 			http.NotFound(w, r)
 			return
 		}
@@ -203,8 +217,8 @@ func (s *Server) FleetHandler() http.Handler {
 			http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
 			return
 		}
-		if tok := bearer(r.Header); !s.fleetToken.matches(tok) &&
-			!slices.ContainsFunc(s.fleetPrevious, func(d fleetTokenDigest) bool { return d.matches(tok) }) {
+		if tok := bearer(r.Header); !s.fleet.token.matches(tok) &&
+			!slices.ContainsFunc(s.fleet.previous, func(d fleetTokenDigest) bool { return d.matches(tok) }) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="livereg-fleet"`)
 			http.Error(w, "Unauthorized: the fleet credential is required", http.StatusUnauthorized)
 			return
@@ -223,8 +237,35 @@ func (s *Server) FleetHandler() http.Handler {
 		// may mistake it for the caller's.
 		r.Header.Del("Authorization")
 		hw := &hopWriter{ResponseWriter: w}
-		s.internal.handler.ServeHTTP(hw, r.WithContext(context.WithValue(r.Context(), hopWriterKey{}, hw)))
+		s.serveForwarded(hw, r.WithContext(context.WithValue(r.Context(), hopWriterKey{}, hw)))
 	})
+}
+
+// serveForwarded is the front of a forwarded request, once FleetHandler
+// has checked the fleet credential and the hop count. Of what serveHTTP
+// does it keeps what holds for any request: the Origin check, the
+// screening of a POST, its number in requestHeader, the bound on what the
+// SDK echoes. It has no session to bind, reserve or end (the fleet's SDK
+// handler is stateless), and asks no credential at the HTTP layer: each
+// route's plan judges the caller's.
+func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
+	if err := s.checkOrigin(r); err != nil {
+		http.Error(w, "Forbidden: cross-origin request from an origin not allowed", http.StatusForbidden)
+		return
+	}
+	r.Header.Del(requestHeader)
+	r.Header[forwardedMark] = []string{"1"}
+	if r.Method == http.MethodPost {
+		if !s.screen(w, r) {
+			return
+		}
+		n, done := s.calls.openRequest(r.Context(), "", s.clientOf(r, ""), nil)
+		defer done()
+		r.Header.Set(requestHeader, n)
+	}
+	eb := &echoBound{ResponseWriter: w}
+	defer eb.finish()
+	s.fleet.sdk.ServeHTTP(eb, r)
 }
 
 // isHopCount reports whether v is a positive decimal count.

@@ -251,15 +251,12 @@ func TestForwardNeverLoops(t *testing.T) {
 	}
 }
 
-// countHits counts the tools/call requests srv's internal server answers.
+// countHits counts the tools/call requests forwarded to srv.
 func countHits(t *testing.T, srv *mcpserve.Server, hits *atomic.Int64) {
 	t.Helper()
-	mcpserve.InternalMCP(srv).AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
-				hits.Add(1)
-			}
-			return next(ctx, method, req)
+	mcpserve.OnForwarded(srv, func(method string) {
+		if method == "tools/call" {
+			hits.Add(1)
 		}
 	})
 }

@@ -80,7 +80,7 @@ func newForwarder(f *Fleet, maxResult int64, log *slog.Logger) *forwarder {
 		fw.self, _ = parseEndpoint(f.Advertise) // startFleet checked it
 		fw.isSelf = true
 	}
-	fw.client = mcp.NewClient(&mcp.Implementation{Name: "livereg-fleet", Version: DefaultVersion}, &mcp.ClientOptions{Logger: log})
+	fw.client = mcp.NewClient(&mcp.Implementation{Name: "livereg-fleet", Version: defaultVersion}, &mcp.ClientOptions{Logger: log})
 	return fw
 }
 

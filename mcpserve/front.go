@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,6 +23,45 @@ const (
 	subjectKey   = "subject:"
 )
 
+// httpFront is what the HTTP front decides by, set by New and read-only
+// after, but for the session slots, which count atomically.
+type httpFront struct {
+	handler  http.Handler // the front: serveHTTP, for Handler
+	sdk      http.Handler // the SDK's streamable HTTP handler behind it
+	auth     bool         // an authenticator is configured
+	bind     bool         // HTTP sessions are bound to their creator's principal
+	stateful bool         // the SDK's handler keeps sessions
+	path     string       // where Serve mounts the handler; "" for every path
+	policy   CredentialPolicy
+	origins  *http.CrossOriginProtection
+	limits   Limits       // resolved: what Serve's http.Server gets
+	slots    sessionSlots // sessions held against Options.MaxSessions
+	idle     time.Duration
+	maxBody  int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
+}
+
+// resolve checks the options of the HTTP front and sets h from them, but
+// for the handlers, which New sets once the Server exists.
+func (h *httpFront) resolve(opts Options, hopts *mcp.StreamableHTTPOptions, auth bool, clientShare, anonShare float64) error {
+	if opts.RequireCredential < CredentialAuto || opts.RequireCredential > CredentialPerRoute {
+		return fmt.Errorf("%w: unknown credential policy %d", ErrInvalidOptions, opts.RequireCredential)
+	}
+	origins, err := crossOrigin(opts.AllowedOrigins)
+	if err != nil {
+		return err
+	}
+	limits, err := opts.Limits.resolve()
+	if err != nil {
+		return err
+	}
+	maxSessions := cmpOr(opts.MaxSessions, DefaultMaxSessions)
+	h.auth, h.bind, h.stateful = auth, auth && !hopts.Stateless, !hopts.Stateless
+	h.path, h.policy, h.origins, h.limits = opts.Path, opts.RequireCredential, origins, limits
+	h.slots.max, h.slots.shares = int64(maxSessions), newShares(maxSessions, clientShare, anonShare, auth)
+	h.idle, h.maxBody = hopts.SessionTimeout, maxBody(hopts.MaxRequestBodyBytes)
+	return nil
+}
+
 // front returns the front of the streamable HTTP handler; exposed is set
 // by Serve for a listener beyond loopback (see CredentialAuto).
 func (s *Server) front(exposed bool) http.Handler {
@@ -33,7 +73,7 @@ func (s *Server) front(exposed bool) http.Handler {
 //
 //   - refuses one that carries more than one Authorization header (400): a
 //     proxy in front might judge the other one than the catalog would;
-//   - on a public handler, refuses one marked as forwarded by a fleet
+//   - refuses one marked as forwarded by a fleet
 //     replica (400): it was sent to a mis-advertised endpoint, and serving
 //     it here could forward it again;
 //   - refuses a cross-origin request from an origin not allowed (403);
@@ -59,7 +99,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
 		return
 	}
-	if !s.forwarded && forwardedRequest(r) {
+	if forwardedRequest(r) {
 		http.Error(w, "Bad Request: a request forwarded by a fleet replica reached a public MCP endpoint; "+
 			"the replica that holds the route must advertise its fleet endpoint instead", http.StatusBadRequest)
 		return
@@ -69,6 +109,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		return
 	}
 	r.Header.Del(requestHeader)
+	delete(r.Header, forwardedMark)
 	require := s.needsCredential(r, exposed)
 	principal, authenticated, err := s.bindingKey(r, require)
 	if err != nil {
@@ -81,7 +122,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		return
 	}
 	id := r.Header.Get(sessionIDHeader)
-	if id != "" && s.bind {
+	if id != "" && s.http.bind {
 		sc, ok := s.calls.sessionByID(id)
 		if !ok {
 			http.Error(w, "session not found", http.StatusNotFound)
@@ -103,9 +144,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	if r.Method == http.MethodPost {
 		cl := s.clientOf(r, principal)
 		var sl *slot
-		if id == "" && s.stateful {
+		if id == "" && s.http.stateful {
 			var reason string
-			if sl, reason = s.slots.reserve(cl); sl == nil {
+			if sl, reason = s.http.slots.reserve(cl); sl == nil {
 				s.refuseSession(w, reason)
 				return
 			}
@@ -120,7 +161,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	}
 	eb := &echoBound{ResponseWriter: w}
 	defer eb.finish()
-	s.sdkHandler.ServeHTTP(eb, r)
+	s.http.sdk.ServeHTTP(eb, r)
 }
 
 // bindingKey returns what a request's session is bound to: "" when
@@ -130,11 +171,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 // sessions are bound or force is set. An authenticator that panics is an
 // error.
 func (s *Server) bindingKey(r *http.Request, force bool) (key string, authenticated bool, err error) {
-	if !s.bind && !force {
+	if !s.http.bind && !force {
 		return "", false, nil
 	}
 	key = anonymousKey
-	if !s.bind {
+	if !s.http.bind {
 		key = ""
 	}
 	cred := bearer(r.Header)
@@ -148,7 +189,7 @@ func (s *Server) bindingKey(r *http.Request, force bool) (key string, authentica
 	case err != nil:
 		return key, false, nil
 	}
-	if !s.bind {
+	if !s.http.bind {
 		return "", true, nil
 	}
 	return subjectKey + pr.Subject(), true, nil

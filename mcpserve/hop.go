@@ -249,7 +249,7 @@ func parseEndpoint(s string) (endpointKey, error) {
 }
 
 // hopWriter is the response writer of a request forwarded here. It lets
-// the internal server begin the response (send its status and headers)
+// the dispatch begin the response (send its status and headers)
 // as soon as a call is dispatched, so that the forwarding replica, which
 // waits at most Fleet.ForwardTimeout for the response to begin, also
 // waits for a body that runs longer. The SDK writes the rest: events of
@@ -339,11 +339,11 @@ func forwardedRequest(r *http.Request) bool {
 // forwardTool forwards a tools/call to the replica at endpoint, and counts
 // its result against the limit as a local one's.
 func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
-	res, err := s.fwd.callTool(ctx, endpoint, cred, p)
+	res, err := s.fleet.fwd.callTool(ctx, endpoint, cred, p)
 	var big *resultTooLarge
 	switch {
 	case errors.Is(err, errSelf):
-		return s.toolError(ctx, p.Name, catalog.ErrRouteGone)
+		return s.toolError(ctx, p.Name, catalog.ErrRouteGone, false)
 	case errors.As(err, &big):
 		return s.toolTooLarge(p.Name, big.n, true), nil
 	case err != nil:
@@ -357,11 +357,11 @@ func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.
 
 // forwardResource is forwardTool for a resources/read.
 func (s *Server) forwardResource(ctx context.Context, endpoint, cred, uri string) (mcp.Result, error) {
-	res, err := s.fwd.readResource(ctx, endpoint, cred, uri)
+	res, err := s.fleet.fwd.readResource(ctx, endpoint, cred, uri)
 	var big *resultTooLarge
 	switch {
 	case errors.Is(err, errSelf):
-		return nil, s.resourceError(ctx, uri, catalog.ErrRouteGone)
+		return nil, s.resourceError(ctx, uri, catalog.ErrRouteGone, false)
 	case errors.As(err, &big):
 		return nil, s.resourceTooLarge(uri, big.n, true)
 	case err != nil:

@@ -256,6 +256,24 @@ func TestForwardToAPublicEndpointEnds(t *testing.T) {
 	}
 }
 
+// Only the fleet handler marks a call as forwarded: a client that sends
+// the mark to the public endpoint is served as any client, so an unknown
+// tool is unknown, not gone, and its credential is its bearer token.
+func TestPublicEndpointIgnoresAForgedForwardedMark(t *testing.T) {
+	b := newReplica(t, func(o *mcpserve.Options) { o.Stateless = true })
+	req := rawCall(t, b.url, "nothing")
+	req.Header.Set(mcpserve.ForwardedMark, "1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !strings.Contains(string(body), "unknown tool") || strings.Contains(string(body), "route_gone") {
+		t.Fatalf("a call with a forged forwarded mark: %d %s; want unknown tool", resp.StatusCode, body)
+	}
+}
+
 // The fleet handler serves one hop: a request forwarded again, or with a
 // malformed hop count, never reaches the catalog.
 func TestFleetHandlerRefusesAHopTooMany(t *testing.T) {

@@ -70,13 +70,13 @@ func TestErrorMapping(t *testing.T) {
 			want{isError: true, text: "disk full"}, want{code: jsonrpc.CodeInternalError, text: "disk full"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := s.toolError(tc.ctx, "x", tc.err)
+			res, err := s.toolError(tc.ctx, "x", tc.err, false)
 			check(t, "tools/call", res, err, tc.tool)
 			readErr := tc.err
 			if errors.Is(readErr, catalog.ErrUnknownTool) {
 				readErr = fmt.Errorf("catalog: %w %q", catalog.ErrUnknownResource, "x://y")
 			}
-			check(t, "resources/read", nil, s.resourceError(tc.ctx, "x://y", readErr), tc.read)
+			check(t, "resources/read", nil, s.resourceError(tc.ctx, "x://y", readErr, false), tc.read)
 		})
 	}
 }

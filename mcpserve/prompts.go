@@ -53,7 +53,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 	out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, len(res.Messages))}
 	var size int64
 	for i, m := range res.Messages {
-		c, err := ContentToSDK(m.Content)
+		c, err := contentToSDK(m.Content)
 		if err != nil {
 			s.log.Error("mcpserve: prompt returned content that cannot be sent", "prompt", q, "err", err)
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s returned a message that cannot be sent", q)}

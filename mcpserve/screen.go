@@ -32,13 +32,13 @@ const maxSafeID = 1<<53 - 1
 // HTTP 400 with JSON-RPC error -32600 (-32601 for a method name), and
 // returns false. Otherwise the body is put back for the SDK, which reads
 // it from memory. The body is read under the SDK's own bound
-// (StreamableHTTPOptions.MaxRequestBodyBytes); past it the answer is 413
+// (Options.MaxRequestBodyBytes); past it the answer is 413
 // as the SDK's. Cost: one pass of encoding/json over the body, which the
 // SDK makes again.
 func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
 	body := r.Body
-	if s.maxBody > 0 {
-		body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	if s.http.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, s.http.maxBody)
 	}
 	data, err := io.ReadAll(body)
 	_ = r.Body.Close()
@@ -164,13 +164,15 @@ func refuseMessage(w http.ResponseWriter, id json.RawMessage, code int64, msg st
 
 // batchAllowed reports whether r's session negotiated an MCP revision
 // older than 2025-06-18, the last to carry batches. A request without a
-// session (an initialize, or a stateless server's) has none that did.
+// session (an initialize, a stateless server's, or one forwarded by a
+// fleet replica, which the fleet's stateless handler serves alone,
+// whatever session ID it names) has none that did.
 func (s *Server) batchAllowed(r *http.Request) bool {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v >= batchesEnd {
 		return false
 	}
 	id := r.Header.Get(sessionIDHeader)
-	if id == "" || !s.stateful {
+	if id == "" || !s.http.stateful || len(r.Header[forwardedMark]) > 0 {
 		return false
 	}
 	// Batches are rare, and a session's revision is kept by the SDK

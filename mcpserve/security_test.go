@@ -24,6 +24,9 @@ import (
 // refused. (Where catalog.New refuses it outright, that is enough.)
 func TestTypedNilAuthenticatorIsNotConfigured(t *testing.T) {
 	var typedNil *bindsec.StaticTokens
+	if err := mcpserve.CheckListenAddress(context.Background(), "0.0.0.0:0", typedNil); !errors.Is(err, mcpserve.ErrExposed) {
+		t.Errorf("CheckListenAddress with a typed-nil authenticator = %v, want ErrExposed", err)
+	}
 	cat, err := catalog.New(catalog.Config{Authenticator: typedNil})
 	if err != nil {
 		if !errors.Is(err, bindsec.ErrInvalidAuthenticator) {
@@ -31,13 +34,8 @@ func TestTypedNilAuthenticatorIsNotConfigured(t *testing.T) {
 		}
 		return
 	}
-	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	if err := srv.CheckListenAddress(context.Background(), "0.0.0.0:0"); !errors.Is(err, mcpserve.ErrExposed) {
-		t.Errorf("CheckListenAddress with a typed-nil authenticator = %v, want ErrExposed", err)
+	if err := mcpserve.CheckListenAddress(context.Background(), "0.0.0.0:0", cat.Authenticator()); !errors.Is(err, mcpserve.ErrExposed) {
+		t.Errorf("CheckListenAddress with the catalog's typed-nil authenticator = %v, want ErrExposed", err)
 	}
 }
 
@@ -74,7 +72,7 @@ func TestPanickingAuthenticatorFailsClosed(t *testing.T) {
 	// On the dispatch path (a session with a credential from the option).
 	sink2 := newLogSink()
 	f2 := newFixture(t, cat, mcpserve.Options{Logger: slog.New(sink2),
-		Credential: func(context.Context, mcp.Request) string { return goodToken }})
+		TransportCredential: func(context.Context, mcp.Request) string { return goodToken }})
 	res, err := call(t, f2.connect(memory, ""), "guarded")
 	if err != nil || !res.IsError || !strings.Contains(text(t, res), "internal error") {
 		t.Fatalf("call = %+v, %v; want an internal error result", res, err)

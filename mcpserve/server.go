@@ -17,12 +17,15 @@ import (
 	"github.com/livereg/livereg/catalog"
 )
 
+// defaultName and defaultVersion identify the server in initialize
+// results when Options leaves them empty.
+const (
+	defaultName    = "livereg"
+	defaultVersion = "dev"
+)
+
 // Defaults for a zero Options.
 const (
-	// DefaultName and DefaultVersion identify the server in initialize
-	// results when Options leaves them empty.
-	DefaultName    = "livereg"
-	DefaultVersion = "dev"
 	// DefaultNotifyWindow is the coalescing window of list_changed
 	// notifications.
 	DefaultNotifyWindow = 50 * time.Millisecond
@@ -63,167 +66,29 @@ var (
 	// ErrInvalidOptions: New was given a nil catalog or an out-of-range
 	// option.
 	ErrInvalidOptions = errors.New("mcpserve: invalid options")
-	// ErrUnsupportedContent: a tool result or an SDK content item has a type
-	// the other side cannot express.
-	ErrUnsupportedContent = errors.New("mcpserve: unsupported content")
 	// ErrClosed: the Server was closed.
 	ErrClosed = errors.New("mcpserve: server closed")
 )
 
-// Options configures a Server. The zero Options is valid.
-type Options struct {
-	// Name and Version identify the server to clients (serverInfo).
-	// Empty means DefaultName and DefaultVersion.
-	Name, Version string
-	// Instructions, if set, are sent to clients in the initialize result.
-	Instructions string
-	// Logger receives the server's structured logs and the SDK's. nil
-	// means slog.Default().
-	Logger *slog.Logger
-	// NotifyWindow is the coalescing window of list_changed notifications:
-	// after one notification of a kind, the next one waits at least this
-	// long, and carries every change made meanwhile. 0 means
-	// DefaultNotifyWindow; a value below MinNotifyWindow is raised to it;
-	// negative is invalid.
-	NotifyWindow time.Duration
-	// PageSize is how many tools or resources one list page holds. 0 means
-	// the SDK's own default, mcp.DefaultPageSize (1,000), so that a client
-	// walks a listing in as many round trips as it would with tools added
-	// to the SDK directly; negative is invalid.
-	PageSize int
-	// Credential, if set, extracts the credential of a request, replacing
-	// the default (the bearer token of the HTTP Authorization header). It
-	// runs on every tools/call and resources/read and must be safe for
-	// concurrent use. Use it to give stdio sessions a credential. With it
-	// set, HTTP sessions are not bound to a principal: the bearer header
-	// is then not what the catalog judges.
-	Credential func(ctx context.Context, req mcp.Request) string
-	// HTTP configures the streamable HTTP handler. nil means the SDK's
-	// defaults: stateful sessions, server-sent events, DNS-rebinding
-	// protection on. HTTP.Stateless is the same switch as Stateless.
-	HTTP *mcp.StreamableHTTPOptions
-	// Stateless serves streamable HTTP without sessions, which the MCP
-	// revision 2026-07-28 (ProtocolStateless) needs: see the package doc's
-	// "Stateless mode". Options that only sessions give a meaning to
-	// (a positive SessionTimeout or MaxSessions, an EventStore) are then
-	// ErrInvalidOptions.
-	Stateless bool
-	// MaxListenStreams caps the subscriptions/listen streams open at once,
-	// whatever transport carries them. At the cap a listen gets JSON-RPC
-	// error CodeOverloaded ([ErrTooManyListenStreams]) and open streams
-	// are untouched. 0 means DefaultMaxListenStreams; negative means no
-	// cap.
-	MaxListenStreams int
-	// Path is where ListenAndServe and Serve mount the handler, "/mcp" by
-	// convention; other paths get 404. Empty means every path.
-	Path string
-	// ShutdownTimeout bounds how long ListenAndServe and Serve wait for
-	// in-flight requests after their context ends, and how long Close and
-	// ServeTransport wait for sessions to close. 0 means
-	// DefaultShutdownTimeout.
-	ShutdownTimeout time.Duration
-	// MaxResultBytes bounds the size of one tools/call or resources/read
-	// result, counted as the bytes of its text, of its binary data once
-	// base64-encoded, and of its structured content once JSON-encoded. A
-	// larger result is not sent: the client gets an error that states the
-	// limit, and the server logs it. A result forwarded from another
-	// replica of a fleet is counted, and refused, the same way here, and
-	// read through a limit derived from this one (see the package doc's
-	// "Serving a fleet"). 0 means DefaultMaxResultBytes; negative is
-	// invalid.
-	MaxResultBytes int64
-	// SessionTimeout closes an HTTP session that received no request for
-	// this long (a call in progress counts as activity; an open standalone
-	// stream does not). 0 means HTTP.SessionTimeout if set, else
-	// DefaultSessionTimeout; negative means never.
-	SessionTimeout time.Duration
-	// MaxSessions caps the HTTP sessions held at once. At the cap an
-	// initialize gets HTTP 503 with Retry-After ([ErrTooManySessions]) and
-	// live sessions are untouched. 0 means DefaultMaxSessions; negative
-	// means no cap.
-	MaxSessions int
-	// RequireCredential says which HTTP requests, initialize included,
-	// must carry a bearer token the catalog's authenticator accepts; the
-	// zero value requires one beyond loopback (see CredentialAuto).
-	RequireCredential CredentialPolicy
-	// AllowedOrigins lists the browser origins ("https://app.example")
-	// whose cross-origin requests are served. Any other cross-origin
-	// request gets 403, as the transport specification asks.
-	AllowedOrigins []string
-	// Limits are the HTTP server timeouts and sizes Serve and
-	// ListenAndServe apply; the zero value is the defaults.
-	Limits Limits
-	// ClientShare is the fraction of each cap (MaxSessions,
-	// MaxListenStreams, MaxSubscriptions) that one client may hold, rounded
-	// up and at least one: a client over its share is refused as at the
-	// cap (wrapping [ErrOverShare]) while other clients are still served.
-	// A client is the subject its bearer token authenticates as, or else
-	// its remote IP address (so clients behind one proxy or NAT share
-	// theirs); sessions over stdio or in memory hold no share. 0 means
-	// DefaultClientShare (1/4); 1 turns the per-client bound off; outside
-	// [0, 1] is invalid. A cap that is off has no shares.
-	ClientShare float64
-	// AnonymousShare is the fraction of each cap that the clients
-	// without a valid credential hold together, when the catalog has an
-	// authenticator (without one every client is anonymous, and only
-	// ClientShare applies). 0 means DefaultAnonymousShare (1/2); 1 turns
-	// it off; outside [0, 1] is invalid.
-	AnonymousShare float64
-	// MaxSubscriptionsPerSession caps the resource subscriptions one
-	// session holds. Beyond it a resources/subscribe to a new URI gets
-	// JSON-RPC error CodeOverloaded ([ErrTooManySubscriptions], reason
-	// "too_many_subscriptions") and changes nothing. 0 means
-	// DefaultMaxSubscriptionsPerSession (256); negative means no cap.
-	MaxSubscriptionsPerSession int
-	// MaxSubscriptions caps the resource subscriptions of all sessions
-	// together, split between clients by ClientShare and AnonymousShare;
-	// beyond it, or a client's share of it, a resources/subscribe is
-	// refused as beyond MaxSubscriptionsPerSession. 0 means
-	// DefaultMaxSubscriptions (16,384); negative means no cap.
-	MaxSubscriptions int
-	// Fleet, if set, makes the server one replica of a fleet: calls for
-	// routes other replicas hold are forwarded to them, and
-	// FleetHandler answers the calls they forward here (see the package
-	// doc's "Serving a fleet"). nil serves this catalog's routes alone.
-	Fleet *Fleet
-}
-
 // Server serves one catalog over MCP. It is safe for concurrent use. Make
 // it with New and stop its notification goroutine with Close.
 type Server struct {
-	cat        *catalog.Catalog
-	mcp        *mcp.Server
-	handler    http.Handler // the front: serveHTTP
-	sdkHandler http.Handler // the SDK's streamable HTTP handler
-	log        *slog.Logger
-	auth       bool // an authenticator is configured
-	bind       bool // HTTP sessions are bound to their creator's principal
-	cred       func(ctx context.Context, req mcp.Request) string
-	page       int
-	path       string
-	grace      time.Duration
-	maxResult  int64
-	note       *notifier
-	calls      *calls
-	slots      sessionSlots
-	credPolicy CredentialPolicy
-	origins    *http.CrossOriginProtection
-	limits     Limits
-	stateful   bool // the HTTP handler keeps sessions
-	listens    *listenStreams
-	subs       *subscriptions // resource subscriptions (subscribe.go)
-	refused    *refusalCounts // refusals by cap and reason (shares.go)
-	idle       time.Duration
-	maxBody    int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
+	cat       *catalog.Catalog
+	mcp       *mcp.Server
+	log       *slog.Logger
+	cred      func(ctx context.Context, req mcp.Request) string // Options.TransportCredential
+	page      int
+	grace     time.Duration
+	maxResult int64
 
-	// Serving a fleet (fleet.go): set by startFleet, or all zero.
-	fwd        *forwarder       // forwards calls for routes held elsewhere
-	internal   *Server          // answers calls forwarded here
-	forwarded  bool             // this is an internal server: unknown routes are gone ones
-	fleetPath  string           // where Serve mounts FleetHandler
-	fleetToken fleetTokenDigest // the fleet credential's digest
-	// fleetPrevious are Fleet.PreviousTokens' digests, also accepted.
-	fleetPrevious []fleetTokenDigest
+	calls   *calls         // calls in flight and their sessions (calls.go)
+	note    *notifier      // list_changed (notify.go)
+	subs    *subscriptions // resource subscriptions (subscribe.go)
+	listens *listenStreams // subscriptions/listen streams (listenstreams.go)
+	refused *refusalCounts // refusals by cap and reason (shares.go)
+
+	http  httpFront  // the HTTP front (front.go)
+	fleet *fleetSide // serving a fleet (fleet.go); nil without Options.Fleet
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -269,11 +134,57 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	// the redaction of session IDs: the SDK logs them at INFO, and a
 	// session ID is all it takes to use an unbound session.
 	log = slog.New(redactSessionIDs(log.Handler()))
-	impl := &mcp.Implementation{Name: orString(opts.Name, DefaultName), Version: orString(opts.Version, DefaultVersion)}
 	subs := newSubscriptions(cat, log)
-	srv := mcp.NewServer(impl, &mcp.ServerOptions{
+	sdkLog := sdkLogger(log, opts)
+	srv := sdkServer(cat, opts, sdkLog, subs)
+	hopts := httpOptions(opts, log)
+	if err := resolveStateless(opts, hopts); err != nil {
+		return nil, err
+	}
+	auth := bindsec.Configured(cat.Authenticator())
+	clientShare, anonShare, err := shareOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	maxListens := cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)
+	s := &Server{
+		cat:       cat,
+		mcp:       srv,
+		log:       log,
+		cred:      opts.TransportCredential,
+		page:      cmpOr(opts.PageSize, mcp.DefaultPageSize),
+		grace:     cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
+		maxResult: cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
+		calls:     newCalls(hopts.Stateless),
+		listens:   newListenStreams(maxListens, newShares(maxListens, clientShare, anonShare, auth)),
+		refused:   newRefusalCounts(),
+	}
+	if err := s.http.resolve(opts, hopts, auth, clientShare, anonShare); err != nil {
+		return nil, err
+	}
+	s.subs = subs
+	subs.limit(opts, clientShare, anonShare, auth, s.refused, s.requestClient)
+	if err := s.startFleet(opts, sdkLog); err != nil {
+		return nil, err
+	}
+	srv.AddReceivingMiddleware(s.receive)
+	srv.AddReceivingMiddleware(s.receiveListen)
+	// Last, so outermost: it sees every request first and every error last.
+	srv.AddReceivingMiddleware(s.hygiene)
+	s.http.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
+	s.http.handler = s.front(false)
+	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
+	s.startSurface()
+	go s.note.run()
+	return s, nil
+}
+
+// sdkServer makes the SDK server that s's middleware answers through.
+func sdkServer(cat *catalog.Catalog, opts Options, log *slog.Logger, subs *subscriptions) *mcp.Server {
+	impl := &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)}
+	return mcp.NewServer(impl, &mcp.ServerOptions{
 		Instructions:       opts.Instructions,
-		Logger:             sdkLogger(log, opts),
+		Logger:             log,
 		SubscribeHandler:   subs.subscribe,
 		UnsubscribeHandler: subs.unsubscribe,
 		// Advertised from the start, also while the catalog is empty:
@@ -288,79 +199,20 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 			Logging: &mcp.LoggingCapabilities{},
 		},
 	})
-	hopts := httpOptions(opts.HTTP, log)
-	hopts.SessionTimeout = sessionTimeout(opts.SessionTimeout, hopts.SessionTimeout)
-	if err := resolveStateless(opts, hopts); err != nil {
-		return nil, err
-	}
-	if opts.RequireCredential < CredentialAuto || opts.RequireCredential > CredentialPerRoute {
-		return nil, fmt.Errorf("%w: unknown credential policy %d", ErrInvalidOptions, opts.RequireCredential)
-	}
-	origins, err := crossOrigin(opts.AllowedOrigins)
-	if err != nil {
-		return nil, err
-	}
-	limits, err := opts.Limits.resolve()
-	if err != nil {
-		return nil, err
-	}
-	auth := bindsec.Configured(cat.Authenticator())
-	clientShare, anonShare, err := shareOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	maxSessions := cmpOr(opts.MaxSessions, DefaultMaxSessions)
-	maxListens := cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)
-	s := &Server{
-		cat:        cat,
-		mcp:        srv,
-		log:        log,
-		auth:       auth,
-		bind:       auth && opts.Credential == nil && !hopts.Stateless,
-		cred:       opts.Credential,
-		page:       cmpOr(opts.PageSize, mcp.DefaultPageSize),
-		path:       opts.Path,
-		grace:      cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
-		maxResult:  cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
-		calls:      newCalls(hopts.Stateless),
-		slots:      sessionSlots{max: int64(maxSessions), shares: newShares(maxSessions, clientShare, anonShare, auth)},
-		listens:    newListenStreams(maxListens, newShares(maxListens, clientShare, anonShare, auth)),
-		refused:    newRefusalCounts(),
-		credPolicy: opts.RequireCredential,
-		stateful:   !hopts.Stateless,
-		idle:       hopts.SessionTimeout,
-		origins:    origins,
-		limits:     limits,
-		maxBody:    maxBody(hopts.MaxRequestBodyBytes),
-	}
-	s.subs = subs
-	subs.limit(opts, clientShare, anonShare, auth, s.refused, s.requestClient)
-	if err := s.startFleet(opts); err != nil {
-		return nil, err
-	}
-	srv.AddReceivingMiddleware(s.receive)
-	srv.AddReceivingMiddleware(s.receiveListen)
-	// Last, so outermost: it sees every request first and every error last.
-	srv.AddReceivingMiddleware(s.hygiene)
-	s.sdkHandler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
-	s.handler = s.front(false)
-	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
-	s.startSurface()
-	go s.note.run()
-	return s, nil
 }
 
-func httpOptions(o *mcp.StreamableHTTPOptions, log *slog.Logger) *mcp.StreamableHTTPOptions {
-	var out mcp.StreamableHTTPOptions
-	if o != nil {
-		out = *o
+// httpOptions are the options of the SDK's streamable HTTP handler, each
+// from the one Options field that decides it.
+func httpOptions(opts Options, log *slog.Logger) *mcp.StreamableHTTPOptions {
+	return &mcp.StreamableHTTPOptions{
+		Stateless:                  opts.Stateless,
+		JSONResponse:               opts.JSONResponse,
+		Logger:                     log,
+		EventStore:                 opts.EventStore,
+		SessionTimeout:             sessionTimeout(opts.SessionTimeout),
+		DisableLocalhostProtection: opts.DisableLocalhostProtection,
+		MaxRequestBodyBytes:        opts.MaxRequestBodyBytes,
 	}
-	if out.Logger == nil {
-		out.Logger = log
-	} else {
-		out.Logger = slog.New(redactSessionIDs(out.Logger.Handler()))
-	}
-	return &out
 }
 
 // maxBody resolves StreamableHTTPOptions.MaxRequestBodyBytes as the SDK
@@ -402,7 +254,7 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // forwarded by a fleet replica, enforces the session binding and ties
 // each call's context to its HTTP request (see the package doc). Handler
 // does no exposure check: Serve and ListenAndServe do.
-func (s *Server) Handler() http.Handler { return s.handler }
+func (s *Server) Handler() http.Handler { return s.http.handler }
 
 // Close stops the notification goroutine, ends the context of every call
 // in flight (and of every call that starts later), and closes every
@@ -421,11 +273,8 @@ func (s *Server) Close() error {
 		s.listens.endAll(ErrClosed, true)
 		ctx, cancel := context.WithTimeout(context.Background(), s.grace)
 		defer cancel()
-		if s.fwd != nil {
-			s.fwd.close()
-		}
-		if s.internal != nil {
-			s.internal.Close()
+		if s.fleet != nil {
+			s.fleet.fwd.close()
 		}
 		s.closeSessions(ctx, ErrClosed, true)
 	})
@@ -449,7 +298,7 @@ func (s *Server) closeSessions(ctx context.Context, cause error, closing bool) b
 // ends (it ends the session's calls, closes the session, and returns nil,
 // after at most Options.ShutdownTimeout whatever route bodies do).
 // Sessions served this way present no credential unless
-// Options.Credential gives one.
+// Options.TransportCredential gives one.
 func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 	if s.closed.Load() {
 		return ErrClosed

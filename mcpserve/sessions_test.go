@@ -179,7 +179,7 @@ func TestSessionIDsStayOutOfLogs(t *testing.T) {
 // work as before.
 func TestStatelessWithAuthenticatorServes(t *testing.T) {
 	g := newGuarded(t)
-	f := newFixture(t, g.cat, mcpserve.Options{HTTP: &mcp.StreamableHTTPOptions{Stateless: true}})
+	f := newFixture(t, g.cat, mcpserve.Options{Stateless: true})
 	cl := mcp.NewClient(&mcp.Implementation{Name: "stateless", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
 	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{
 		Endpoint: f.http.URL, HTTPClient: bearerClient(goodToken), MaxRetries: -1, DisableStandaloneSSE: true,

@@ -74,7 +74,7 @@ func (s *Server) clientOf(r *http.Request, principal string) client {
 	if strings.HasPrefix(principal, subjectKey) {
 		return client{key: principal}
 	}
-	if !s.bind && s.auth {
+	if !s.http.bind && s.http.auth {
 		if cred := bearer(r.Header); cred != "" {
 			if pr, err := bindsec.Authenticate(r.Context(), s.cat.Authenticator(), cred); err == nil {
 				return client{key: subjectKey + pr.Subject()}

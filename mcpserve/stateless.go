@@ -16,13 +16,12 @@ import (
 // without sessions.
 const ProtocolStateless = "2026-07-28"
 
-// resolveStateless decides whether the HTTP handler runs stateless
-// (Options.Stateless, or Options.HTTP.Stateless as before that option
-// existed) and sets h.Stateless to match. It refuses, with
+// resolveStateless checks the options of a stateless handler
+// (Options.Stateless). It refuses, with
 // ErrInvalidOptions, the options that only sessions give a meaning to, so
 // that a user who sets one learns at once that it does nothing:
 //
-//   - a positive SessionTimeout (ours or the SDK's): there is no session
+//   - a positive SessionTimeout: there is no session
 //     to time out;
 //   - a positive MaxSessions: there is no session to count (bound the
 //     long-lived requests with MaxListenStreams instead);
@@ -32,12 +31,11 @@ const ProtocolStateless = "2026-07-28"
 // Negative (off) values of those options are accepted: they ask for
 // nothing.
 func resolveStateless(opts Options, h *mcp.StreamableHTTPOptions) error {
-	if !opts.Stateless && !h.Stateless {
+	if !opts.Stateless {
 		return nil
 	}
-	h.Stateless = true
 	switch {
-	case opts.SessionTimeout > 0 || (opts.HTTP != nil && opts.HTTP.SessionTimeout > 0):
+	case opts.SessionTimeout > 0:
 		return fmt.Errorf("%w: SessionTimeout with Stateless: a stateless server holds no sessions", ErrInvalidOptions)
 	case opts.MaxSessions > 0:
 		return fmt.Errorf("%w: MaxSessions with Stateless: a stateless server holds no sessions (MaxListenStreams bounds its long-lived requests)", ErrInvalidOptions)
@@ -50,10 +48,6 @@ func resolveStateless(opts Options, h *mcp.StreamableHTTPOptions) error {
 	return nil
 }
 
-// Stateless reports whether s serves streamable HTTP without sessions
-// (Options.Stateless).
-func (s *Server) Stateless() bool { return !s.stateful }
-
 // sdkLogger is the logger the SDK's server gets. In stateless mode every
 // HTTP request is a session of its own, and the SDK logs each session's
 // lifecycle at INFO: three or four lines per request, which would drown
@@ -61,9 +55,10 @@ func (s *Server) Stateless() bool { return !s.stateful }
 // including the request of an older client in flight, which has no stream
 // to carry it, and logs a WARN for each. Both are what stateless serving
 // is, not faults: those records are demoted to DEBUG there; the rest pass
-// unchanged.
+// unchanged. A replica of a fleet serves each call forwarded to it the
+// same way, through the same SDK server, so its records are demoted too.
 func sdkLogger(log *slog.Logger, opts Options) *slog.Logger {
-	if !opts.Stateless && (opts.HTTP == nil || !opts.HTTP.Stateless) {
+	if !opts.Stateless && opts.Fleet == nil {
 		return log
 	}
 	return slog.New(demoteSessionLifecycle{log.Handler()})

@@ -363,12 +363,10 @@ func TestStatelessOptions(t *testing.T) {
 	}{
 		{"default", mcpserve.Options{}, true, false},
 		{"Stateless", mcpserve.Options{Stateless: true}, true, true},
-		{"HTTP.Stateless", mcpserve.Options{HTTP: &mcp.StreamableHTTPOptions{Stateless: true}}, true, true},
 		{"session limits off", mcpserve.Options{Stateless: true, SessionTimeout: -1, MaxSessions: -1}, true, true},
 		{"SessionTimeout", mcpserve.Options{Stateless: true, SessionTimeout: time.Minute}, false, true},
-		{"HTTP.SessionTimeout", mcpserve.Options{HTTP: &mcp.StreamableHTTPOptions{Stateless: true, SessionTimeout: time.Minute}}, false, true},
 		{"MaxSessions", mcpserve.Options{Stateless: true, MaxSessions: 10}, false, true},
-		{"EventStore", mcpserve.Options{Stateless: true, HTTP: &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)}}, false, true},
+		{"EventStore", mcpserve.Options{Stateless: true, EventStore: mcp.NewMemoryEventStore(nil)}, false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -384,8 +382,8 @@ func TestStatelessOptions(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			if srv.Stateless() != tc.stateless {
-				t.Errorf("Stateless() = %v, want %v", srv.Stateless(), tc.stateless)
+			if mcpserve.StatelessOf(srv) != tc.stateless {
+				t.Errorf("stateless = %v, want %v", mcpserve.StatelessOf(srv), tc.stateless)
 			}
 			if tc.stateless && mcpserve.SessionTimeoutOf(srv) != 0 {
 				t.Errorf("a stateless server gave the SDK a session timeout of %v", mcpserve.SessionTimeoutOf(srv))

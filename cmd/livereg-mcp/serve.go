@@ -79,21 +79,12 @@ func startMetrics(ctx context.Context, cfg logConfig, cat *catalog.Catalog, srv 
 
 // listen opens the HTTP listener at addr, refusing what the server
 // refuses: a non-loopback address without bearer tokens (auth nil). The
-// rule is mcpserve's, asked of a server over an empty catalog, so that a
-// refused address is never listened on even though the real server, whose
-// catalog a replica of a fleet builds only after it listens, does not
-// exist yet.
+// rule is mcpserve's, a plain function of the address and the
+// authenticator, so that a refused address is never listened on even
+// though the real server, whose catalog a replica of a fleet builds only
+// after it listens, does not exist yet.
 func listen(ctx context.Context, addr string, auth bindsec.Authenticator) (net.Listener, error) {
-	cat, err := catalog.New(catalog.Config{Authenticator: auth})
-	if err != nil {
-		return nil, err
-	}
-	probe, err := mcpserve.New(cat, mcpserve.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer probe.Close()
-	if err := probe.CheckListenAddress(ctx, addr); err != nil {
+	if err := mcpserve.CheckListenAddress(ctx, addr, auth); err != nil {
 		return nil, fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -101,7 +92,7 @@ func listen(ctx context.Context, addr string, auth bindsec.Authenticator) (net.L
 		return nil, err
 	}
 	// Checked again on what was bound: a name may resolve differently now.
-	if err := probe.CheckExposure(ln.Addr()); err != nil {
+	if err := mcpserve.CheckExposure(ln.Addr(), auth); err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("%w (set -tokens-file or $%s, or listen on 127.0.0.1)", err, tokensEnv)
 	}

@@ -66,11 +66,11 @@ func (l Limits) resolve() (Limits, error) {
 func (s *Server) httpServer(h http.Handler) *http.Server {
 	return &http.Server{
 		Handler:           s.deadlines(h),
-		ReadHeaderTimeout: s.limits.ReadHeaderTimeout,
-		ReadTimeout:       s.limits.ReadTimeout,
-		WriteTimeout:      s.limits.WriteTimeout,
-		IdleTimeout:       s.limits.IdleTimeout,
-		MaxHeaderBytes:    s.limits.MaxHeaderBytes,
+		ReadHeaderTimeout: s.http.limits.ReadHeaderTimeout,
+		ReadTimeout:       s.http.limits.ReadTimeout,
+		WriteTimeout:      s.http.limits.WriteTimeout,
+		IdleTimeout:       s.http.limits.IdleTimeout,
+		MaxHeaderBytes:    s.http.limits.MaxHeaderBytes,
 	}
 }
 
@@ -82,11 +82,11 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 // reading is still cut off. ReadTimeout needs no such care: net/http
 // lifts the read deadline once the body has been read.
 func (s *Server) deadlines(h http.Handler) http.Handler {
-	if s.limits.WriteTimeout <= 0 {
+	if s.http.limits.WriteTimeout <= 0 {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(&writeDeadline{ResponseWriter: w, rc: http.NewResponseController(w), d: s.limits.WriteTimeout}, r)
+		h.ServeHTTP(&writeDeadline{ResponseWriter: w, rc: http.NewResponseController(w), d: s.http.limits.WriteTimeout}, r)
 	})
 }
 

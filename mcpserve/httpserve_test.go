@@ -77,17 +77,7 @@ func TestServeFailsClosedWhenExposed(t *testing.T) {
 // The address is judged before anything is bound: a refused address is
 // never listened on, not even for an instant.
 func TestCheckListenAddress(t *testing.T) {
-	open, err := mcpserve.New(newCatalog(t, catalog.Config{}), mcpserve.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer open.Close()
-	guarded, err := mcpserve.New(newCatalog(t, catalog.Config{Authenticator: bindsec.NewStaticTokens(nil)}),
-		mcpserve.Options{Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer guarded.Close()
+	guard := bindsec.NewStaticTokens(nil)
 	for _, tc := range []struct {
 		addr          string
 		open, guarded error // nil: accepted
@@ -103,11 +93,11 @@ func TestCheckListenAddress(t *testing.T) {
 		{"no-port", errMalformed, errMalformed},
 	} {
 		for _, c := range []struct {
-			srv  *mcpserve.Server
+			auth bindsec.Authenticator
 			want error
 			what string
-		}{{open, tc.open, "without an authenticator"}, {guarded, tc.guarded, "with an authenticator"}} {
-			err := c.srv.CheckListenAddress(context.Background(), tc.addr)
+		}{{nil, tc.open, "without an authenticator"}, {guard, tc.guarded, "with an authenticator"}} {
+			err := mcpserve.CheckListenAddress(context.Background(), tc.addr, c.auth)
 			switch {
 			case c.want == nil && err != nil:
 				t.Errorf("%s %s: %v, want accepted", tc.addr, c.what, err)

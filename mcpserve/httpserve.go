@@ -3,7 +3,6 @@ package mcpserve
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,7 +13,7 @@ import (
 // HTTP handler at Options.Path (every path if empty) until ctx ends. See
 // Serve: it refuses a non-loopback address without an authenticator.
 func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	if err := s.CheckListenAddress(ctx, addr); err != nil {
+	if err := checkListenAddress(ctx, addr, s.http.auth); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", addr)
@@ -51,24 +50,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		_ = ln.Close()
 		return ErrClosed
 	}
-	if err := s.CheckExposure(ln.Addr()); err != nil {
+	if err := checkExposure(ln.Addr(), s.http.auth); err != nil {
 		_ = ln.Close()
 		return err
 	}
 	if !isLocal(ln.Addr()) {
 		msg := "mcpserve: serving on a non-loopback address; every HTTP request, initialize included, needs a bearer token"
-		if s.credPolicy == CredentialPerRoute {
+		if s.http.policy == CredentialPerRoute {
 			msg = "mcpserve: serving on a non-loopback address; every non-public route needs a bearer token"
 		}
 		s.log.Warn(msg, "addr", ln.Addr().String())
 	}
 	// Beyond loopback, CredentialAuto asks every request for a credential.
 	var h = s.front(!isLocal(ln.Addr()))
-	if s.path != "" || s.internal != nil {
+	if s.http.path != "" || s.fleet != nil {
 		mux := http.NewServeMux()
-		mux.Handle(cmp.Or(s.path, "/"), h)
-		if s.internal != nil {
-			mux.Handle(s.fleetPath, s.FleetHandler())
+		mux.Handle(cmp.Or(s.http.path, "/"), h)
+		if s.fleet != nil {
+			mux.Handle(s.fleet.path, s.FleetHandler())
 		}
 		h = mux
 	}
@@ -102,9 +101,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// grace whatever their bodies do.
 	closed := make(chan struct{})
 	go func() {
-		if s.internal != nil {
-			s.internal.closeSessions(sctx, errSessionEnded, false)
-		}
 		s.closeSessions(sctx, errSessionEnded, false)
 		close(closed)
 	}()
@@ -177,63 +173,4 @@ func (f *inflight) signal() {
 			close(f.idle)
 		}
 	}
-}
-
-// CheckExposure reports whether Serve would accept a listener bound to
-// addr: nil for a loopback or Unix-socket address, or for any address when
-// an authenticator is configured (a nil pointer in the catalog's
-// Authenticator does not count); otherwise an error wrapping ErrExposed.
-func (s *Server) CheckExposure(addr net.Addr) error {
-	if isLocal(addr) || s.auth {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrExposed, addr)
-}
-
-// CheckListenAddress is CheckExposure for a TCP address that is not bound
-// yet ("host:port"), so that a refused address is never listened on. An
-// empty host means every interface. A host name counts as loopback only
-// when every address it resolves to is loopback. It returns an error
-// wrapping ErrExposed for an exposed address without an authenticator, and
-// the parse error for a malformed one.
-func (s *Server) CheckListenAddress(ctx context.Context, addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return fmt.Errorf("mcpserve: listen address: %w", err)
-	}
-	if s.auth || hostIsLoopback(ctx, host) {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrExposed, addr)
-}
-
-func hostIsLoopback(ctx context.Context, host string) bool {
-	if host == "" {
-		return false
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback()
-	}
-	addrs, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil || len(addrs) == 0 {
-		return false
-	}
-	for _, a := range addrs {
-		if !a.IP.IsLoopback() {
-			return false
-		}
-	}
-	return true
-}
-
-// isLocal reports whether a listener address can only be reached from this
-// machine: a loopback IP, or a Unix socket.
-func isLocal(a net.Addr) bool {
-	switch a := a.(type) {
-	case *net.TCPAddr:
-		return a.IP.IsLoopback()
-	case *net.UnixAddr:
-		return true
-	}
-	return false
 }
