@@ -1,10 +1,16 @@
-// Command report turns a results file of the bench suite into the README's
+// Command benchreport turns a results file of the bench suite into the README's
 // performance section: a Markdown table of livereg's ratios against every
 // other implementation, per workload and -cpu, with the performance goals judged,
 // and an SVG chart of ns/op by implementation and -cpu.
 //
-//	go run ./bench/cmd/report -in bench/results/latest.txt \
+//	(cd cmd && go build -o ../bin/benchreport ./benchreport)
+//	bin/benchreport -in bench/results/latest.txt \
 //		-md bench/results/table.md -svg bench/results/chart.svg
+//
+// It lives in the cmd module, beside the other tools, so that the core
+// module holds only the library; make bench and make bench-quick build it
+// into bin/ and run it from the repository root, where its default -in
+// points.
 //
 // It reads the standard Go benchmark format and takes medians, as benchstat
 // does; benchmarks whose names have no impl= part are ignored.
@@ -24,7 +30,7 @@ func main() {
 	command := flag.String("cmd", "", "the command that produced the results, quoted in the table")
 	flag.Parse()
 	if err := run(*in, *md, *svg, *command); err != nil {
-		fmt.Fprintln(os.Stderr, "report:", err)
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
 		os.Exit(1)
 	}
 }

@@ -3,7 +3,7 @@
 // starts and stops of tools, prompts and resource templates while
 // consumers die in every way ADR-0068 names (clean stop, context cancel,
 // panic in the route body, drop without stop), checks the ADR's invariants
-// (sixteen, listed in package internal/loadgen) as it runs, and reports
+// (sixteen, listed in package cmd/internal/loadgen) as it runs, and reports
 // throughput, latency percentiles and violations.
 //
 // Usage:
@@ -13,14 +13,15 @@
 //
 // With -fleet N it runs N replicas of a fleet in one process instead, over
 // an embedded etcd or a real cluster (-etcd URL), while replicas crash and
-// lose their sessions, and checks the fleet's invariants (package
-// cmd/internal/fleetload; run loadgen -fleet 3 -h for its flags).
+// lose their sessions, and checks the fleet's eight invariants, twelve
+// counted checks (package cmd/internal/fleetload; run loadgen -fleet 3 -h
+// for its flags).
 //
 // Exit status: 0 when no invariant was violated and no error seen, 1 with
 // the violations listed, 2 for bad flags, 3 when interrupted before the
-// end with no violation so far (the report says INCOMPLETE, never PASS). Run loadgen -h for every flag;
-// package internal/loadgen documents the invariants and how each is
-// checked.
+// end with no violation so far (the report says INCOMPLETE, never PASS).
+// Run loadgen -h for every flag; package cmd/internal/loadgen documents
+// the invariants and how each is checked.
 package main
 
 import (
@@ -29,7 +30,7 @@ import (
 	"slices"
 
 	"github.com/livereg/livereg/cmd/internal/fleetload"
-	"github.com/livereg/livereg/internal/loadgen"
+	"github.com/livereg/livereg/cmd/internal/loadgen"
 )
 
 func main() {

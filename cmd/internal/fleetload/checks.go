@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/etcdfleet"
-	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // record is the bookkeeping of one consumer start. Like internal/loadgen's

@@ -8,7 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 
-	"github.com/livereg/livereg/internal/loadgen/report"
+	"github.com/livereg/livereg/cmd/internal/loadgen/report"
 )
 
 // Main is cmd/loadgen with -fleet: it parses args, runs, prints the report

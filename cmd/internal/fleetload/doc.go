@@ -4,8 +4,8 @@
 // listings through random replicas while consumers collide across
 // replicas and die, crashes replicas and makes them lose their sessions,
 // checks the fleet's invariants as it runs, and reports what it saw. It
-// lives in the cmd module because it imports etcd; package
-// internal/loadgen, in the core module, is the single-process engine.
+// imports etcd, as only the cmd module may; package cmd/internal/loadgen,
+// beside it, is the single-process engine.
 //
 // # The fleet
 //

@@ -7,8 +7,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/livereg/livereg/internal/loadgen/latency"
-	"github.com/livereg/livereg/internal/loadgen/report"
+	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
+	"github.com/livereg/livereg/cmd/internal/loadgen/report"
 )
 
 // Report is what a fleet run saw. Its JSON form is what -json writes.

@@ -12,7 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/livereg/livereg/internal/loadgen/wait"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 )
 
 // Run runs the fleet workload for cfg.Duration or until ctx ends, then

@@ -12,8 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen"
 	"github.com/livereg/livereg/etcdfleet"
-	"github.com/livereg/livereg/internal/loadgen"
 	"github.com/livereg/livereg/mcpserve"
 )
 

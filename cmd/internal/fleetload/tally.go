@@ -3,7 +3,7 @@ package fleetload
 import (
 	"sync/atomic"
 
-	"github.com/livereg/livereg/internal/loadgen/invariant"
+	"github.com/livereg/livereg/cmd/internal/loadgen/invariant"
 )
 
 // Invariant numbers the fleet's promises, as the package doc lists them.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/etcdfleet"
-	"github.com/livereg/livereg/internal/loadgen/wait"
 )
 
 // shape is how a consumer ended.

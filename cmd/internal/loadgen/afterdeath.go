@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/livereg/livereg/internal/loadgen/wait"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/owner"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/livereg/livereg/internal/loadgen/report"
+	"github.com/livereg/livereg/cmd/internal/loadgen/report"
 )
 
 // Exit codes of Main.

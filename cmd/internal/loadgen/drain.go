@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/livereg/livereg/internal/loadgen/wait"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 )
 
 // Invariant 13, stop_drain: Stop returns nil only once every body it

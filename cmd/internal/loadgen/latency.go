@@ -6,7 +6,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/livereg/livereg/internal/loadgen/latency"
+	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
 )
 
 // op is a kind of operation whose latency is measured.

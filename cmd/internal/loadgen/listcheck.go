@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/livereg/livereg/internal/loadgen/wait"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 )
 
 // listChecker checks invariants 15 and 16 on every listing, beside

@@ -9,8 +9,8 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 
-	"github.com/livereg/livereg/internal/loadgen/latency"
-	"github.com/livereg/livereg/internal/loadgen/report"
+	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
+	"github.com/livereg/livereg/cmd/internal/loadgen/report"
 )
 
 // Report is what a run saw. Its JSON form is what -json writes; the keys

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/livereg/livereg/internal/loadgen/wait"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/mcpserve"
 )
 

@@ -1,6 +1,6 @@
 package loadgen
 
-import "github.com/livereg/livereg/internal/loadgen/invariant"
+import "github.com/livereg/livereg/cmd/internal/loadgen/invariant"
 
 // Invariant numbers ADR-0068's promises, as the README lists them.
 type Invariant int

@@ -9,7 +9,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/livereg/livereg/internal/loadgen/wait"
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 )
 
 // outcome classifies a call's result.
