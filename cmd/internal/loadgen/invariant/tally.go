@@ -2,7 +2,7 @@
 // how often it was checked and how often it was violated, with the first
 // few violation messages, and apart from any invariant the errors that a
 // correct system does not produce. Both loadgen modes, the single-process
-// one (internal/loadgen) and the fleet one (cmd/internal/fleetload),
+// one (inproc) and the fleet one (fleet),
 // count with it, each over its own numbered Invariant type.
 //
 // The model: a checker that never checks proves nothing, so a report shows

@@ -1,5 +1,5 @@
 // Package latency is how both loadgen modes, the single-process one
-// (internal/loadgen) and the fleet one (cmd/internal/fleetload), measure
+// (inproc) and the fleet one (fleet), measure
 // and print latency: HdrHistograms of one shape, samples clamped into
 // their range, the percentiles a report gives of each, and the table it
 // prints them in.

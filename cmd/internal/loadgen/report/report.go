@@ -1,5 +1,5 @@
 // Package report holds what both loadgen modes, the single-process one
-// (internal/loadgen) and the fleet one (cmd/internal/fleetload), share in
+// (inproc) and the fleet one (fleet), share in
 // ending a run: how a run is interrupted, the verdict that closes its
 // text report and decides cmd/loadgen's exit status, the count lists of
 // that report, and its JSON.

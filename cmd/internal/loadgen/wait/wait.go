@@ -1,6 +1,6 @@
 // Package wait holds the small timing helpers both loadgen modes, the
-// single-process one (internal/loadgen) and the fleet one
-// (cmd/internal/fleetload), run their background goroutines and their
+// single-process one (inproc) and the fleet one
+// (fleet), run their background goroutines and their
 // wind-down with: a periodic loop, and bounded waits for a channel or a
 // WaitGroup.
 //
