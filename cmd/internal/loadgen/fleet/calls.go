@@ -127,9 +127,9 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 	case outcomeOK:
 		if rec := w.lookup(text); rec != nil {
 			if rec.rep == r {
-				w.lat.record(opCallLocal, d)
+				w.lat.Record(opCallLocal, d)
 			} else {
-				w.lat.record(opCallForward, d)
+				w.lat.Record(opCallForward, d)
 			}
 		}
 	case outcomeOther:
@@ -202,7 +202,7 @@ func (w *world) list(ctx context.Context, r *replica) {
 			break
 		}
 	}
-	w.lat.record(opList, time.Since(t0))
+	w.lat.Record(opList, time.Since(t0))
 	if w.fg != nil {
 		w.fg.check.listing(r.name+" tools/list", tools)
 	}

@@ -2,10 +2,6 @@ package fleet
 
 import (
 	"slices"
-	"sync"
-	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
 )
@@ -28,31 +24,16 @@ var opNames = [numOps]string{"call_local", "call_forward", "list", "start", "sto
 
 func (o op) String() string { return opNames[o] }
 
-// latencies holds one histogram per op, each under its own lock: a fleet's
-// operations are network round trips, so a lock costs nothing next to them.
-type latencies struct {
-	mu [numOps]sync.Mutex
-	h  [numOps]*hdrhistogram.Histogram
-}
-
-func newLatencies() *latencies {
-	l := &latencies{}
+// newLatencies returns the run's book and the one set every goroutine
+// records into: a fleet's operations are network round trips, so a lock
+// on every Record costs nothing next to them.
+func newLatencies() (*latency.Book[op], *latency.Set[op]) {
+	book := latency.NewBook(numOps)
+	all := make([]op, numOps)
 	for o := range numOps {
-		l.h[o] = latency.New()
+		all[o] = o
 	}
-	return l
-}
-
-func (l *latencies) record(o op, d time.Duration) {
-	l.mu[o].Lock()
-	latency.Record(l.h[o], d)
-	l.mu[o].Unlock()
-}
-
-func (l *latencies) snapshot(o op) *hdrhistogram.Histogram {
-	l.mu[o].Lock()
-	defer l.mu[o].Unlock()
-	return hdrhistogram.Import(l.h[o].Export())
+	return book, book.Set(true, all...)
 }
 
 func sortStrings(s []string) { slices.Sort(s) }

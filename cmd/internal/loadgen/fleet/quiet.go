@@ -59,5 +59,5 @@ func (w *world) quietCall(ctx context.Context, r *replica, name string, o op) {
 		w.t.Unexpected("latency probe call through %s: %s %s", r.name, oc, text)
 		return
 	}
-	w.lat.record(o, d)
+	w.lat.Record(o, d)
 }

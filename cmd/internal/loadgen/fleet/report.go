@@ -119,8 +119,9 @@ func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled ti
 	if len(w.cfg.Etcd) > 0 {
 		c.Etcd = strings.Join(w.cfg.Etcd, ",")
 	}
+	hists := w.lats.Merged()
 	for o := range numOps {
-		r.Ops[o.String()] = latency.StatsOf(w.lat.snapshot(o), elapsed)
+		r.Ops[o.String()] = latency.StatsOf(hists[o], elapsed)
 	}
 	if l, f := r.Ops[opCallLocal.String()], r.Ops[opCallForward.String()]; l.Count > 0 && f.Count > 0 {
 		r.LoadedOverheadP50 = f.P50 - l.P50

@@ -13,6 +13,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
 	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/etcdfleet"
 )
@@ -59,7 +60,8 @@ type world struct {
 	ids   atomic.Uint64
 	recs  sync.Map // tag → *record
 	names []*nameState
-	lat   *latencies
+	lats  *latency.Book[op] // merged into the report
+	lat   *latency.Set[op]  // lats' one set, shared by every goroutine
 
 	claims  claimChecker
 	release releaseChecker
@@ -86,7 +88,8 @@ type world struct {
 }
 
 func newWorld(cfg Config, f *fleet) *world {
-	w := &world{cfg: cfg, t: &tally{}, f: f, lat: newLatencies(), pause: make(chan struct{})}
+	w := &world{cfg: cfg, t: &tally{}, f: f, pause: make(chan struct{})}
+	w.lats, w.lat = newLatencies()
 	for i := range cfg.Names {
 		w.names = append(w.names, &nameState{name: "tool-" + strconv.Itoa(i)})
 	}
@@ -166,7 +169,7 @@ func (w *world) start(r *replica, ns *nameState, public bool) (*held, error) {
 	t0 := time.Now()
 	k, err := r.cat.StartTool(life, catalog.Tool{Name: ns.name, Title: rec.tag, Description: "fleet loadgen tool", InputSchema: inputSchema},
 		plan(rec), w.handler(rec))
-	w.lat.record(opStart, time.Since(t0))
+	w.lat.Record(opStart, time.Since(t0))
 	w.starts.Add(1)
 	if err != nil {
 		cancel()
@@ -318,7 +321,7 @@ func (w *world) end(h *held, sh shape) {
 		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
 		t0 := time.Now()
 		err := h.k.Stop(ctx)
-		w.lat.record(opStop, time.Since(t0))
+		w.lat.Record(opStop, time.Since(t0))
 		cancel()
 		if err == nil {
 			rec.stopped.Store(true)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -69,7 +70,7 @@ func newTestWorld(t *testing.T, k systemKind, cfg Config) *world {
 }
 
 func allOps() *latencies {
-	return newLatencies(opCall, opList, opStart, opStop, opLateStop, opMCPCall, opMCPList, opGet, opRead, opMCPGet, opMCPRead)
+	return latency.NewBook(numOps).Set(false, opCall, opList, opStart, opStop, opLateStop, opMCPCall, opMCPList, opGet, opRead, opMCPGet, opMCPRead)
 }
 
 // endBy ends h by shape sh, collecting garbage meanwhile for a drop, and

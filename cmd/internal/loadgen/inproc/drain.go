@@ -53,7 +53,7 @@ func (w *world) stop(h *held, l *latencies, o op) error {
 	defer cancel()
 	t0 := time.Now()
 	err := h.k.Stop(ctx)
-	l.record(o, time.Since(t0))
+	l.Record(o, time.Since(t0))
 	w.drain.stopped(h.rec, err)
 	return err
 }

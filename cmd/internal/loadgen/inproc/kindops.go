@@ -98,7 +98,7 @@ func (w *world) listOf(k kind, l *latencies) {
 	begin := w.tick()
 	t0 := time.Now()
 	entries := w.listKind(k)
-	l.record(opList, time.Since(t0))
+	l.Record(opList, time.Since(t0))
 	if n := w.dead.listedEntries(begin, entries); n > 0 {
 		w.unchecked.Add(int64(n))
 	}
@@ -117,7 +117,7 @@ func (w *world) getPrompt(ctx context.Context, ns *nameState, cred credClass, l 
 	if ns.kind == kindResource {
 		what, timed = "read", opRead
 	}
-	l.record(timed, time.Since(t0))
+	l.Record(timed, time.Since(t0))
 	return w.ended(s, err, text, what)
 }
 
@@ -149,7 +149,7 @@ func (w *world) readTemplate(ctx context.Context, g tmplGroup, item bool, cred c
 	wide.begin, spec.begin = begin, begin
 	t0 := time.Now()
 	text, err := w.invoke(ctx, ns, callArgs{Seq: begin, Cred: cred.String()}, cred)
-	l.record(opRead, time.Since(t0))
+	l.Record(opRead, time.Since(t0))
 	o := classify(err)
 	w.kindOutcomes[kindTemplate][o].Add(1)
 	if item {

@@ -260,7 +260,7 @@ func (w *world) mcpCall(ctx context.Context, d *mcpDriver, ns *nameState, cred c
 	args := json.RawMessage(encodeArgs(s.begin, cred, 0, 0))
 	t0 := time.Now()
 	res, err := d.sessions[cred].CallTool(ctx, &mcp.CallToolParams{Name: ns.name, Arguments: args})
-	l.record(opMCPCall, time.Since(t0))
+	l.Record(opMCPCall, time.Since(t0))
 	o := classifyMCP(res, err)
 	w.mcpOutcomes[o].Add(1)
 	w.dead.callEnded(s, o)
@@ -285,7 +285,7 @@ func (w *world) mcpCallTarget(ctx context.Context, d *mcpDriver, rng *rand.Rand,
 	name := (*names)[rng.IntN(len(*names))]
 	t0 := time.Now()
 	res, err := d.sessions[cred].CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
-	l.record(opMCPCall, time.Since(t0))
+	l.Record(opMCPCall, time.Since(t0))
 	o := classifyMCP(res, err)
 	w.mcpOutcomes[o].Add(1)
 	if o == outcomeOther {
@@ -305,7 +305,7 @@ func (w *world) mcpList(ctx context.Context, d *mcpDriver, l *latencies) {
 		}
 		return
 	}
-	l.record(opMCPList, time.Since(t0))
+	l.Record(opMCPList, time.Since(t0))
 	if d.target != "" {
 		names := make([]string, len(tools))
 		for i, t := range tools {

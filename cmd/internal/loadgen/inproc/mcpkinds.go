@@ -50,7 +50,7 @@ func (w *world) mcpGet(ctx context.Context, d *mcpDriver, ns *nameState, cred cr
 	s.begin = w.tick()
 	t0 := time.Now()
 	res, err := d.sessions[cred].GetPrompt(ctx, &mcp.GetPromptParams{Name: ns.name, Arguments: promptArgs(callArgs{Seq: s.begin, Cred: cred.String()})})
-	l.record(opMCPGet, time.Since(t0))
+	l.Record(opMCPGet, time.Since(t0))
 	o := classifyMCPErr(err)
 	w.mcpOutcomes[o].Add(1)
 	text := ""
@@ -82,7 +82,7 @@ func (w *world) mcpRead(ctx context.Context, d *mcpDriver, g tmplGroup, item boo
 	uri := uriFor(ns, callArgs{Seq: begin, Cred: cred.String()})
 	t0 := time.Now()
 	res, err := d.sessions[cred].ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
-	l.record(opMCPRead, time.Since(t0))
+	l.Record(opMCPRead, time.Since(t0))
 	o := classifyMCPErr(err)
 	w.mcpOutcomes[o].Add(1)
 	text := ""

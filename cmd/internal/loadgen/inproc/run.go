@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
 	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/mcpserve"
 )
@@ -65,7 +66,7 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	if opts.QuietTimeout > 0 {
 		quiet = opts.QuietTimeout
 	}
-	var book latencyBook
+	book := latency.NewBook(numOps)
 	// With an MCP client the -resolvers goroutines call through it, and
 	// one in-process resolver runs beside them: both paths share the
 	// CPUs, and in-process resolvers spin so much faster than HTTP round
@@ -76,9 +77,9 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	}
 	resolverLat := make([]*latencies, inProcess)
 	for i := range resolverLat {
-		resolverLat[i] = book.worker(false, opCall, opList, opGet, opRead)
+		resolverLat[i] = book.Set(false, opCall, opList, opGet, opRead)
 	}
-	consumerLat := book.worker(true, opStart, opStop, opLateStop)
+	consumerLat := book.Set(true, opStart, opStop, opLateStop)
 	rs := newRunState()
 
 	// The baseline is taken with everything the run allocates up front
@@ -102,7 +103,7 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 			w.notes = nil
 		} else {
 			for i := range cfg.Resolvers {
-				l := book.worker(false, opMCPCall, opMCPList, opMCPGet, opMCPRead)
+				l := book.Set(false, opMCPCall, opMCPList, opMCPGet, opMCPRead)
 				opts.extra = append(opts.extra, func(ctx context.Context, rs *runState) { w.mcpResolver(ctx, rs, d, i, l) })
 			}
 		}
@@ -216,7 +217,7 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	w.growth.judgeEnd()
 
 	reason, _ := rs.reason.Load().(string)
-	rep := w.report(elapsed, reason == "interrupted", book.merged())
+	rep := w.report(elapsed, reason == "interrupted", book.Merged())
 	if opts.mcp != nil {
 		rep.Mode = "mcp: " + opts.mcp.endpointName()
 	}

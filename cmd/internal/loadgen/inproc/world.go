@@ -199,7 +199,7 @@ func (w *world) start(ns *nameState, public bool, l *latencies) (*held, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t0 := time.Now()
 	k, err := w.startRoute(ctx, ns, rec)
-	l.record(opStart, time.Since(t0))
+	l.Record(opStart, time.Since(t0))
 	w.starts.Add(1)
 	w.kindStarts[ns.kind].Add(1)
 	w.dup.started(s, err)
@@ -242,7 +242,7 @@ func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *late
 	args := encodeArgs(s.begin, cred, 0, 0)
 	t0 := time.Now()
 	res, err := w.sys.CallTool(ctx, ns.name, args, cred.token())
-	l.record(opCall, time.Since(t0))
+	l.Record(opCall, time.Since(t0))
 	o := classify(err)
 	w.outcomes[o].Add(1)
 	w.dead.callEnded(s, o)
@@ -260,7 +260,7 @@ func (w *world) list(l *latencies) {
 	begin := w.tick()
 	t0 := time.Now()
 	tools := w.sys.ListTools()
-	l.record(opList, time.Since(t0))
+	l.Record(opList, time.Since(t0))
 	if n := w.dead.listed(begin, tools); n > 0 {
 		w.unchecked.Add(int64(n))
 	}

@@ -6,9 +6,10 @@
 //
 // The model: a histogram covers 1 ns to 60 s at 3 significant digits,
 // about 200 KiB each; a sample outside that range is clamped to its edge
-// and still counted, so that a report's count is every operation. Each
-// mode decides how its histograms are shared between goroutines; the
-// Histogram itself is not safe for concurrent use.
+// and still counted, so that a report's count is every operation. The
+// Histogram itself is not safe for concurrent use: a run keeps its
+// histograms in a Book of Sets, one Set per worker goroutine, without a
+// lock, or shared by many and locked, and merges them at the end.
 package latency
 
 import (
