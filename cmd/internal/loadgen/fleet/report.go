@@ -13,10 +13,7 @@ import (
 
 // Report is what a fleet run saw. Its JSON form is what -json writes.
 type Report struct {
-	Seed        uint64  `json:"seed"`
-	DurationS   float64 `json:"duration_s"` // the load phase, wind-down excluded
-	Interrupted bool    `json:"interrupted"`
-	Mode        string  `json:"mode"` // "fleet"
+	report.Head // Mode: "fleet"
 	Config      struct {
 		Fleet      int     `json:"fleet"`
 		Consumers  int     `json:"consumers"`
@@ -72,12 +69,10 @@ type Report struct {
 	// with -forge=false.
 	Forge *ForgeReport `json:"forge,omitempty"`
 
-	Violations        map[string]int64    `json:"violations"`
-	Checks            map[string]int64    `json:"checks"`
-	Inconclusive      map[string]int64    `json:"inconclusive"`
-	ViolationExamples map[string][]string `json:"violation_examples,omitempty"`
-	Errors            int64               `json:"errors"`
-	ErrorExamples     []string            `json:"error_examples,omitempty"`
+	report.Findings
+	// Inconclusive maps every invariant's name to its suspect cases that a
+	// lost session explains, zeros included.
+	Inconclusive map[string]int64 `json:"inconclusive"`
 }
 
 // ForgeReport is the forger's part of a Report.
@@ -96,20 +91,12 @@ type ForgeReport struct {
 	TrapCallerCred int64 `json:"trap_caller_credential"`
 }
 
-// TotalViolations sums the violation counts.
-func (r *Report) TotalViolations() int64 { return report.Total(r.Violations) }
-
-// Failed reports whether the run must exit non-zero.
-func (r *Report) Failed() bool { return r.Verdict().Failed() }
-
 // Verdict is what decides how the run ends: its violations and unexpected
 // errors, and whether a signal cut it short.
-func (r *Report) Verdict() report.Verdict {
-	return report.Verdict{Violations: r.TotalViolations(), Errors: r.Errors, Interrupted: r.Interrupted, DurationS: r.DurationS}
-}
+func (r *Report) Verdict() report.Verdict { return r.Findings.Verdict(r.Head) }
 
 func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled time.Duration) *Report {
-	r := &Report{Seed: w.cfg.Seed, DurationS: elapsed.Seconds(), Interrupted: interrupted, Mode: "fleet",
+	r := &Report{Head: report.Head{Seed: w.cfg.Seed, DurationS: elapsed.Seconds(), Interrupted: interrupted, Mode: "fleet"},
 		Ops: map[string]latency.Stats{}, Deaths: map[string]int64{}, CallOutcomes: map[string]int64{},
 		Inconclusive: map[string]int64{}}
 	c := &r.Config

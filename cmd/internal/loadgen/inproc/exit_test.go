@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/livereg/livereg/cmd/internal/loadgen/report"
 )
 
 // An interrupted run is never a pass: it says INCOMPLETE and exits 3;
@@ -21,7 +23,10 @@ func TestInterruptedRunIsIncomplete(t *testing.T) {
 		{"interrupted with errors", true, 1, ExitViolations, "FAIL"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := &Report{Interrupted: tt.interrupted, Errors: tt.errors, Checks: map[string]int64{}, Violations: map[string]int64{}}
+			r := &Report{
+				Head:     report.Head{Interrupted: tt.interrupted},
+				Findings: report.Findings{Errors: tt.errors, Checks: map[string]int64{}, Violations: map[string]int64{}},
+			}
 			if got := r.Verdict().ExitCode(); got != tt.code {
 				t.Errorf("exit code = %d, want %d", got, tt.code)
 			}

@@ -16,10 +16,7 @@ import (
 // Report is what a run saw. Its JSON form is what -json writes; the keys
 // are a contract with scripts and CI (see the README).
 type Report struct {
-	Seed        uint64  `json:"seed"`
-	DurationS   float64 `json:"duration_s"` // the load phase, wind-down excluded
-	Interrupted bool    `json:"interrupted"`
-	Mode        string  `json:"mode"` // "in-process", or "mcp: " and the server
+	report.Head // Mode: "in-process", or "mcp: " and the server
 	Config      struct {
 		Resolvers   int    `json:"resolvers"`
 		Consumers   int    `json:"consumers"`
@@ -61,13 +58,7 @@ type Report struct {
 	UpdatesRefused   int64 `json:"updates_refused"`
 	UncheckedListed  int64 `json:"unchecked_listed"`
 
-	// Violations maps every invariant's name to its count, zeros included;
-	// Checks maps it to how often it was checked.
-	Violations        map[string]int64    `json:"violations"`
-	Checks            map[string]int64    `json:"checks"`
-	ViolationExamples map[string][]string `json:"violation_examples,omitempty"`
-	Errors            int64               `json:"errors"`
-	ErrorExamples     []string            `json:"error_examples,omitempty"`
+	report.Findings
 
 	Goroutines ResourceStats `json:"goroutines"`
 	HeapLive   ResourceStats `json:"heap_live_bytes"`
@@ -83,27 +74,15 @@ type ResourceStats struct {
 	End      uint64 `json:"end"`
 }
 
-// TotalViolations sums the violation counts.
-func (r *Report) TotalViolations() int64 { return report.Total(r.Violations) }
-
-// Failed reports whether the run must exit non-zero: any violation, or
-// any error a correct catalog does not produce.
-func (r *Report) Failed() bool { return r.Verdict().Failed() }
-
 // Verdict is what decides how the run ends: its violations and unexpected
 // errors, and whether a signal cut it short.
-func (r *Report) Verdict() report.Verdict {
-	return report.Verdict{Violations: r.TotalViolations(), Errors: r.Errors, Interrupted: r.Interrupted, DurationS: r.DurationS}
-}
+func (r *Report) Verdict() report.Verdict { return r.Findings.Verdict(r.Head) }
 
 func (w *world) report(elapsed time.Duration, interrupted bool, hists map[op]*hdrhistogram.Histogram) *Report {
 	r := &Report{
-		Seed:        w.cfg.Seed,
-		DurationS:   elapsed.Seconds(),
-		Interrupted: interrupted,
-		Mode:        "in-process",
-		Ops:         map[string]OpStats{},
-		Deaths:      map[string]int64{},
+		Head:   report.Head{Seed: w.cfg.Seed, DurationS: elapsed.Seconds(), Interrupted: interrupted, Mode: "in-process"},
+		Ops:    map[string]OpStats{},
+		Deaths: map[string]int64{},
 	}
 	r.Config.Resolvers, r.Config.Consumers, r.Config.Names, r.Config.Cap = w.cfg.Resolvers, w.cfg.Consumers, w.cfg.Names, w.cfg.Cap
 	r.Config.Mix, r.Config.MissingPlan, r.Config.Target = w.cfg.Mix.String(), w.cfg.MissingPlan.String(), w.cfg.Target
