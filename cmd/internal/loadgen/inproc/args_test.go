@@ -3,9 +3,6 @@ package inproc
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // decodeArgs reads back whatever encodeArgs wrote, by its fast path, and
@@ -19,22 +16,38 @@ func TestDecodeArgs(t *testing.T) {
 	} {
 		raw := encodeArgs(want.Seq, credOf(t, want.Cred), want.Panic, want.Probe)
 		var fast callArgs
-		require.True(t, fastDecodeArgs(raw, &fast), "%s", raw)
-		assert.Equal(t, want, fast)
+		if !fastDecodeArgs(raw, &fast) {
+			t.Fatalf("%s: fastDecodeArgs(raw, &fast) = %v, want %v", raw, false, true)
+		}
+		if got, want := fast, want; got != want {
+			t.Errorf("fast = %v, want %v", got, want)
+		}
 
 		// A client may re-encode the object: other order, spaces.
 		re, err := json.MarshalIndent(map[string]any{"probe": want.Probe, "cred": want.Cred, "seq": want.Seq, "panic": want.Panic}, "", " ")
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var slow callArgs
-		require.False(t, fastDecodeArgs(re, &slow))
-		require.NoError(t, decodeArgs(re, &slow))
-		assert.Equal(t, want, slow)
+		if fastDecodeArgs(re, &slow) {
+			t.Fatalf("fastDecodeArgs(re, &slow) = %v, want %v", true, false)
+		}
+		if err := decodeArgs(re, &slow); err != nil {
+			t.Fatalf("decodeArgs(re, &slow): %v", err)
+		}
+		if got, want := slow, want; got != want {
+			t.Errorf("slow = %v, want %v", got, want)
+		}
 	}
 	var a callArgs
 	for _, bad := range []string{``, `{`, `{"seq":}`, `{"seq":1,"cred":"x`, `{"seq":1,"cred":"x"}}`, `[1]`} {
-		assert.False(t, fastDecodeArgs([]byte(bad), &a), bad)
+		if fastDecodeArgs([]byte(bad), &a) {
+			t.Errorf("%v: fastDecodeArgs([]byte(bad), &a) = %v, want %v", bad, true, false)
+		}
 	}
-	assert.Error(t, decodeArgs([]byte(`{"seq":"x"}`), &a))
+	if decodeArgs([]byte(`{"seq":"x"}`), &a) == nil {
+		t.Errorf("decodeArgs([]byte(`{\"seq\":\"x\"}`), &a) = nil, want an error")
+	}
 }
 
 func credOf(t *testing.T, s string) credClass {

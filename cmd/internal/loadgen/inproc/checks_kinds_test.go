@@ -2,12 +2,11 @@ package inproc
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The checker scenarios of checks_test.go, on prompts and resource
@@ -65,11 +64,15 @@ func TestCheckerKindsBodyAfterDeath(t *testing.T) {
 					w := newTestWorld(t, k, kindsConfig())
 					ns := rc.pick(w)
 					h := mustStart(t, w, ns, true)
-					assert.Equal(t, outcomeOK, runOp(w, ns, credValid))
+					if got, want := runOp(w, ns, credValid), outcomeOK; got != want {
+						t.Errorf("runOp(w, ns, credValid) = %v, want %v", got, want)
+					}
 					endBy(t, w, h, sh)
 					o := runOp(w, ns, credValid)
 					if !k.buggy {
-						assert.Equal(t, outcomeUnknown, o)
+						if got, want := o, outcomeUnknown; got != want {
+							t.Errorf("o = %v, want %v", got, want)
+						}
 					}
 					verdict(t, w, k, InvBodyAfterDeath)
 				})
@@ -86,10 +89,14 @@ func TestCheckerKindsUnauthenticatedBody(t *testing.T) {
 				w := newTestWorld(t, k, kindsConfig())
 				ns := rc.pick(w)
 				h := mustStart(t, w, ns, false)
-				assert.Equal(t, outcomeOK, runOp(w, ns, credValid))
+				if got, want := runOp(w, ns, credValid), outcomeOK; got != want {
+					t.Errorf("runOp(w, ns, credValid) = %v, want %v", got, want)
+				}
 				for c := credNone; c < numCreds; c++ {
 					if o := runOp(w, ns, c); !k.buggy {
-						assert.Equal(t, outcomeDenied, o, "credential %s", c)
+						if got, want := o, outcomeDenied; got != want {
+							t.Errorf("credential %s: o = %v, want %v", c, got, want)
+						}
 					}
 				}
 				verdict(t, w, k, InvUnauthenticatedBody)
@@ -127,7 +134,9 @@ func TestCheckerKindsDeadResolved(t *testing.T) {
 				h := mustStart(t, w, ns, true)
 				endBy(t, w, h, shapePanic)
 				if o := runOp(w, ns, credValid); !k.buggy {
-					assert.Equal(t, outcomeUnknown, o)
+					if got, want := o, outcomeUnknown; got != want {
+						t.Errorf("o = %v, want %v", got, want)
+					}
 				}
 				verdict(t, w, k, InvDeadEntryReturned)
 			})
@@ -146,7 +155,9 @@ func TestCheckerKindsLateStop(t *testing.T) {
 				endBy(t, w, dead, shapePanic)
 				succ := mustStart(t, w, ns, false)
 				w.lateStop(dead, succ, allOps())
-				assert.EqualValues(t, 1, w.lateChecks.Load(), "the probe was inconclusive")
+				if got := w.lateChecks.Load(); got != 1 {
+					t.Errorf("the probe was inconclusive: w.lateChecks.Load() = %v, want 1", got)
+				}
 				verdict(t, w, k, InvLateStopRemovedSuccessor)
 				endBy(t, w, succ, shapeStop)
 			})
@@ -164,7 +175,9 @@ func TestCheckerKindsTwoWinners(t *testing.T) {
 				first := mustStart(t, w, ns, true)
 				second, err := w.start(ns, true, allOps())
 				if !k.buggy {
-					require.ErrorIs(t, err, catalog.ErrDuplicate)
+					if err := err; !errors.Is(err, catalog.ErrDuplicate) {
+						t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+					}
 				}
 				verdict(t, w, k, InvOneWinner)
 				endBy(t, w, first, shapeStop)
@@ -190,7 +203,9 @@ func TestCheckerKindsCapQuiet(t *testing.T) {
 				endBy(t, w, a, shapeStop)
 				c.sample(w.sys.Stats())
 				if k.buggy {
-					require.Zero(t, w.t.Violations(InvCapCounter), "the samples alone must not see this fault")
+					if got := w.t.Violations(InvCapCounter); got != 0 {
+						t.Fatalf("the samples alone must not see this fault: w.t.Violations(InvCapCounter) = %v, want 0", got)
+					}
 				}
 				c.quiet(context.Background(), w.sys, 1, quietWait, "one live")
 				endBy(t, w, b, shapeCancel)
@@ -213,7 +228,9 @@ func TestCheckerKindsCapOvershoot(t *testing.T) {
 					hs = append(hs, mustStart(t, w, ns, true))
 				}
 				_, err := w.start(set[0], true, allOps())
-				require.ErrorIs(t, err, catalog.ErrDuplicate)
+				if err := err; !errors.Is(err, catalog.ErrDuplicate) {
+					t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+				}
 				c.sample(w.sys.Stats())
 				verdict(t, w, k, InvCapCounter)
 				for _, h := range hs {
@@ -238,14 +255,18 @@ func TestCheckerKindsCapRefused(t *testing.T) {
 				}
 				h, err := w.start(set[c.cap], true, allOps())
 				if !k.buggy {
-					require.NoError(t, err)
+					if err != nil {
+						t.Fatal(err)
+					}
 					endBy(t, w, h, shapeStop)
 					var hs []*held
 					for _, ns := range set[:c.cap] {
 						hs = append(hs, mustStart(t, w, ns, true))
 					}
 					_, err = w.start(set[c.cap], true, allOps())
-					require.ErrorIs(t, err, catalog.ErrCapReached)
+					if err := err; !errors.Is(err, catalog.ErrCapReached) {
+						t.Fatalf("err = %v, want catalog.ErrCapReached", err)
+					}
 					for _, h := range hs {
 						endBy(t, w, h, shapeStop)
 					}
@@ -267,8 +288,12 @@ func TestCheckerTemplateDuplicateWithDeadIncumbent(t *testing.T) {
 			endBy(t, w, first, shapeDrop)
 			h, err := w.start(ns, true, allOps())
 			if !k.buggy {
-				require.NoError(t, err)
-				require.NotEqual(t, first.rec.tmpl, h.rec.tmpl, "the scenario must start both variants")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first.rec.tmpl == h.rec.tmpl {
+					t.Fatalf("the scenario must start both variants: first.rec.tmpl and h.rec.tmpl are both %v", first.rec.tmpl)
+				}
 				endBy(t, w, h, shapeStop)
 			}
 			verdict(t, w, k, InvDuplicateWithDeadIncumbent)
@@ -286,10 +311,16 @@ func TestCheckerTemplateVariantsCollide(t *testing.T) {
 			first := mustStart(t, w, ns, true)
 			second, err := w.start(ns, true, allOps())
 			if !k.buggy {
-				require.ErrorIs(t, err, catalog.ErrDuplicate)
+				if err := err; !errors.Is(err, catalog.ErrDuplicate) {
+					t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+				}
 			} else {
-				require.NoError(t, err)
-				require.NotEqual(t, first.rec.tmpl, second.rec.tmpl)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if first.rec.tmpl == second.rec.tmpl {
+					t.Fatalf("first.rec.tmpl and second.rec.tmpl are both %v", first.rec.tmpl)
+				}
 				endBy(t, w, second, shapeStop)
 			}
 			verdict(t, w, k, InvOneWinner)
@@ -308,10 +339,14 @@ func TestCheckerTemplateMostSpecific(t *testing.T) {
 			wide := mustStart(t, w, g.wide, true)
 			spec := mustStart(t, w, g.specific, true)
 			for range 3 {
-				assert.Equal(t, outcomeOK, w.readTemplate(context.Background(), g, true, credValid, allOps()))
+				if got, want := w.readTemplate(context.Background(), g, true, credValid, allOps()), outcomeOK; got != want {
+					t.Errorf("w.readTemplate(context.Background(), g, true, credValid, allOps()) = %v, want %v", got, want)
+				}
 			}
 			endBy(t, w, spec, shapeCancel)
-			assert.Equal(t, outcomeOK, w.readTemplate(context.Background(), g, true, credValid, allOps()))
+			if got, want := w.readTemplate(context.Background(), g, true, credValid, allOps()), outcomeOK; got != want {
+				t.Errorf("w.readTemplate(context.Background(), g, true, credValid, allOps()) = %v, want %v", got, want)
+			}
 			verdict(t, w, k, InvTemplateMatch)
 			endBy(t, w, wide, shapeStop)
 		})
@@ -326,8 +361,12 @@ func TestCheckerTemplateVars(t *testing.T) {
 			w := newTestWorld(t, k, kindsConfig())
 			g := w.groups[0]
 			h := mustStart(t, w, g.wide, true)
-			assert.Equal(t, outcomeOK, w.readTemplate(context.Background(), g, false, credValid, allOps()))
-			assert.Equal(t, outcomeOK, w.readTemplate(context.Background(), g, true, credValid, allOps()))
+			if got, want := w.readTemplate(context.Background(), g, false, credValid, allOps()), outcomeOK; got != want {
+				t.Errorf("w.readTemplate(context.Background(), g, false, credValid, allOps()) = %v, want %v", got, want)
+			}
+			if got, want := w.readTemplate(context.Background(), g, true, credValid, allOps()), outcomeOK; got != want {
+				t.Errorf("w.readTemplate(context.Background(), g, true, credValid, allOps()) = %v, want %v", got, want)
+			}
 			verdict(t, w, k, InvTemplateMatch)
 			endBy(t, w, h, shapeStop)
 		})
@@ -348,7 +387,9 @@ func TestCheckerTemplateDeadMatched(t *testing.T) {
 				endBy(t, w, spec, sh)
 				o := w.readTemplate(context.Background(), g, true, credValid, allOps())
 				if !k.buggy {
-					assert.Equal(t, outcomeOK, o)
+					if got, want := o, outcomeOK; got != want {
+						t.Errorf("o = %v, want %v", got, want)
+					}
 				}
 				verdict(t, w, k, InvDeadEntryReturned)
 				endBy(t, w, wide, shapeStop)

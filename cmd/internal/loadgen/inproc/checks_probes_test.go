@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Invariant 13: a Stop returns only once the bodies it admitted have
@@ -36,7 +34,9 @@ func TestCheckerStopHangs(t *testing.T) {
 			w := newTestWorld(t, k, testConfig())
 			w.drain.bound = 100 * time.Millisecond
 			h := mustStart(t, w, w.names[1], true)
-			assert.Equal(t, outcomeOK, w.call(context.Background(), w.names[1], credValid, allOps()))
+			if got, want := w.call(context.Background(), w.names[1], credValid, allOps()), outcomeOK; got != want {
+				t.Errorf("w.call(context.Background(), w.names[1], credValid, allOps()) = %v, want %v", got, want)
+			}
 			endBy(t, w, h, shapeStop)
 			verdict(t, w, k, InvStopDrain)
 		})
@@ -92,7 +92,11 @@ func TestCheckerAfterDeathOrder(t *testing.T) {
 			endBy(t, w, h, shapeCancel)
 			if tt.buggy {
 				// Give a function run at once the moment it needs.
-				require.Eventually(t, func() bool { return w.t.Violations(InvAfterDeathOrder) > 0 }, time.Second, time.Millisecond)
+				for deadline := time.Now().Add(time.Second); w.t.Violations(InvAfterDeathOrder) == 0; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the function run at once was not seen within 1s")
+					}
+				}
 			}
 			verdict(t, w, k, InvAfterDeathOrder)
 		})
@@ -146,7 +150,9 @@ func TestCheckerListedDeadOwner(t *testing.T) {
 			<-h.done // dead, and not observed: invariant 5 has nothing to say
 			w.list(allOps())
 			if k.buggy {
-				assert.Zero(t, w.t.Violations(InvDeadEntryReturned), "invariant 5 is not what sees this")
+				if got := w.t.Violations(InvDeadEntryReturned); got != 0 {
+					t.Errorf("invariant 5 is not what sees this: w.t.Violations(InvDeadEntryReturned) = %v, want 0", got)
+				}
 			}
 			close(gate)
 			w.observeDeath(h.rec, shapeCancel)
@@ -195,12 +201,24 @@ func TestCheckerChangesDeadline(t *testing.T) {
 	c.expect(rec, "start", 1)
 	c.expect(rec, "end", 2)
 	clock.advance(999 * time.Millisecond)
-	assert.Equal(t, 2, c.judge())
+	if got, want := c.judge(), 2; got != want {
+		t.Errorf("c.judge() = %v, want %v", got, want)
+	}
 	c.seen.Store(1)
-	assert.Equal(t, 1, c.judge())
-	assert.Zero(t, tl.Violations(InvListChanged))
+	if got, want := c.judge(), 1; got != want {
+		t.Errorf("c.judge() = %v, want %v", got, want)
+	}
+	if got := tl.Violations(InvListChanged); got != 0 {
+		t.Errorf("tl.Violations(InvListChanged) = %v, want 0", got)
+	}
 	clock.advance(2 * time.Millisecond)
-	assert.Zero(t, c.judge())
-	assert.Equal(t, int64(2), tl.Checks(InvListChanged))
-	assert.Equal(t, int64(1), tl.Violations(InvListChanged), "%v", tl.Examples(InvListChanged))
+	if got := c.judge(); got != 0 {
+		t.Errorf("c.judge() = %v, want 0", got)
+	}
+	if got, want := tl.Checks(InvListChanged), int64(2); got != want {
+		t.Errorf("tl.Checks(InvListChanged) = %v, want %v", got, want)
+	}
+	if got, want := tl.Violations(InvListChanged), int64(1); got != want {
+		t.Errorf("%v: tl.Violations(InvListChanged) = %v, want %v", tl.Examples(InvListChanged), got, want)
+	}
 }

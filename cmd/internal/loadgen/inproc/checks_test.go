@@ -2,14 +2,13 @@ package inproc
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Every checker test runs one deterministic scenario three times: against
@@ -59,7 +58,9 @@ func newTestWorld(t *testing.T, k systemKind, cfg Config) *world {
 	var sys System
 	if k.real {
 		cs, err := NewCatalogSystem(cfg)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		sys = cs
 	} else {
 		f := newFake(cfg.Cap, k.bugs)
@@ -82,13 +83,17 @@ func endBy(t *testing.T, w *world, h *held, sh shape) {
 	if sh == shapeDrop {
 		go w.gcHelper(ctx, time.Millisecond)
 	}
-	require.Equal(t, sh, w.end(h, sh, allOps()), "consumer %s did not die by %s", h.rec.tag, sh)
+	if got, want := w.end(h, sh, allOps()), sh; got != want {
+		t.Fatalf("consumer %s did not die by %s: w.end(h, sh, allOps()) = %v, want %v", h.rec.tag, sh, got, want)
+	}
 }
 
 func mustStart(t *testing.T, w *world, ns *nameState, public bool) *held {
 	t.Helper()
 	h, err := w.start(ns, public, allOps())
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return h
 }
 
@@ -96,15 +101,23 @@ func mustStart(t *testing.T, w *world, ns *nameState, public bool) *held {
 func verdict(t *testing.T, w *world, k systemKind, inv Invariant) {
 	t.Helper()
 	if k.buggy {
-		assert.Positive(t, w.t.Violations(inv), "%s went unnoticed by the %s checker", k.name, inv)
+		if got := w.t.Violations(inv); got <= 0 {
+			t.Errorf("%s went unnoticed by the %s checker: w.t.Violations(inv) = %v, want > 0", k.name, inv, got)
+		}
 		for _, ex := range w.t.Examples(inv) {
 			t.Logf("caught: %s", ex)
 		}
 		return
 	}
-	assert.Positive(t, w.t.Checks(inv), "the scenario never checked %s", inv)
-	assert.Zero(t, w.t.Violations(inv), "false alarm: %v", w.t.Examples(inv))
-	assert.Zero(t, w.t.Errors(), "errors: %v", w.t.ErrorExamples())
+	if got := w.t.Checks(inv); got <= 0 {
+		t.Errorf("the scenario never checked %s: w.t.Checks(inv) = %v, want > 0", inv, got)
+	}
+	if got := w.t.Violations(inv); got != 0 {
+		t.Errorf("false alarm: %v: w.t.Violations(inv) = %v, want 0", w.t.Examples(inv), got)
+	}
+	if got := w.t.Errors(); got != 0 {
+		t.Errorf("errors: %v: w.t.Errors() = %v, want 0", w.t.ErrorExamples(), got)
+	}
 }
 
 // Invariant 1: a call that begins after its owner was observed dead never
@@ -119,11 +132,15 @@ func TestCheckerBodyAfterDeath(t *testing.T) {
 				w := newTestWorld(t, k, testConfig())
 				ns := w.names[0]
 				h := mustStart(t, w, ns, true)
-				assert.Equal(t, outcomeOK, w.call(context.Background(), ns, credValid, allOps()))
+				if got, want := w.call(context.Background(), ns, credValid, allOps()), outcomeOK; got != want {
+					t.Errorf("w.call(context.Background(), ns, credValid, allOps()) = %v, want %v", got, want)
+				}
 				endBy(t, w, h, sh)
 				o := w.call(context.Background(), ns, credValid, allOps())
 				if !k.buggy {
-					assert.Equal(t, outcomeUnknown, o)
+					if got, want := o, outcomeUnknown; got != want {
+						t.Errorf("o = %v, want %v", got, want)
+					}
 				}
 				verdict(t, w, k, InvBodyAfterDeath)
 			})
@@ -139,12 +156,18 @@ func TestCheckerBodyAfterStop(t *testing.T) {
 			w := newTestWorld(t, k, testConfig())
 			ns := w.names[0]
 			h := mustStart(t, w, ns, true)
-			assert.Equal(t, outcomeOK, w.call(context.Background(), ns, credValid, allOps()))
-			require.NoError(t, h.k.Stop(context.Background()))
+			if got, want := w.call(context.Background(), ns, credValid, allOps()), outcomeOK; got != want {
+				t.Errorf("w.call(context.Background(), ns, credValid, allOps()) = %v, want %v", got, want)
+			}
+			if err := h.k.Stop(context.Background()); err != nil {
+				t.Fatalf("h.k.Stop(context.Background()): %v", err)
+			}
 			h.rec.stopped.Store(true)
 			o := w.call(context.Background(), ns, credValid, allOps())
 			if !k.buggy {
-				assert.Equal(t, outcomeUnknown, o)
+				if got, want := o, outcomeUnknown; got != want {
+					t.Errorf("o = %v, want %v", got, want)
+				}
 			}
 			<-h.done
 			verdict(t, w, k, InvBodyAfterStop)
@@ -162,9 +185,13 @@ func TestCheckerOneWinner(t *testing.T) {
 			first := mustStart(t, w, ns, true)
 			endBy(t, w, first, shapeCancel)
 			second := mustStart(t, w, ns, true)
-			assert.Equal(t, outcomeOK, w.call(context.Background(), ns, credValid, allOps()))
+			if got, want := w.call(context.Background(), ns, credValid, allOps()), outcomeOK; got != want {
+				t.Errorf("w.call(context.Background(), ns, credValid, allOps()) = %v, want %v", got, want)
+			}
 			verdict(t, w, k, InvOneWinner)
-			require.NoError(t, second.k.Stop(context.Background()))
+			if err := second.k.Stop(context.Background()); err != nil {
+				t.Fatalf("second.k.Stop(context.Background()): %v", err)
+			}
 		})
 	}
 }
@@ -180,12 +207,18 @@ func TestCheckerTwoWinners(t *testing.T) {
 			first := mustStart(t, w, ns, true)
 			second, err := w.start(ns, true, allOps())
 			if !k.buggy {
-				require.ErrorIs(t, err, catalog.ErrDuplicate)
+				if err := err; !errors.Is(err, catalog.ErrDuplicate) {
+					t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+				}
 			}
 			verdict(t, w, k, InvOneWinner)
-			require.NoError(t, first.k.Stop(context.Background()))
+			if err := first.k.Stop(context.Background()); err != nil {
+				t.Fatalf("first.k.Stop(context.Background()): %v", err)
+			}
 			if second != nil {
-				require.NoError(t, second.k.Stop(context.Background()))
+				if err := second.k.Stop(context.Background()); err != nil {
+					t.Fatalf("second.k.Stop(context.Background()): %v", err)
+				}
 			}
 		})
 	}
@@ -203,7 +236,9 @@ func TestCheckerLateStop(t *testing.T) {
 				endBy(t, w, dead, sh)
 				succ := mustStart(t, w, ns, false)
 				w.lateStop(dead, succ, allOps())
-				assert.EqualValues(t, 1, w.lateChecks.Load(), "the probe was inconclusive")
+				if got := w.lateChecks.Load(); got != 1 {
+					t.Errorf("the probe was inconclusive: w.lateChecks.Load() = %v, want 1", got)
+				}
 				verdict(t, w, k, InvLateStopRemovedSuccessor)
 				endBy(t, w, succ, shapeStop)
 			})
@@ -219,11 +254,15 @@ func TestCheckerUnauthenticatedBody(t *testing.T) {
 			w := newTestWorld(t, k, testConfig())
 			ns := w.names[2]
 			h := mustStart(t, w, ns, false)
-			assert.Equal(t, outcomeOK, w.call(context.Background(), ns, credValid, allOps()))
+			if got, want := w.call(context.Background(), ns, credValid, allOps()), outcomeOK; got != want {
+				t.Errorf("w.call(context.Background(), ns, credValid, allOps()) = %v, want %v", got, want)
+			}
 			for c := credNone; c < numCreds; c++ {
 				o := w.call(context.Background(), ns, c, allOps())
 				if !k.buggy {
-					assert.Equal(t, outcomeDenied, o, "credential %s", c)
+					if got, want := o, outcomeDenied; got != want {
+						t.Errorf("credential %s: o = %v, want %v", c, got, want)
+					}
 				}
 			}
 			verdict(t, w, k, InvUnauthenticatedBody)
@@ -246,7 +285,9 @@ func TestCheckerCapCounter(t *testing.T) {
 			w.capc.sample(w.sys.Stats())
 			// A duplicate start at full cap must not move the counter.
 			_, err := w.start(w.names[0], true, allOps())
-			require.ErrorIs(t, err, catalog.ErrDuplicate)
+			if err := err; !errors.Is(err, catalog.ErrDuplicate) {
+				t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+			}
 			w.capc.sample(w.sys.Stats())
 			w.capc.quiet(context.Background(), w.sys, len(hs), 50*time.Millisecond, "full")
 			for _, h := range hs {
@@ -271,7 +312,9 @@ func TestCheckerCapCounterQuiet(t *testing.T) {
 			endBy(t, w, a, shapeStop)
 			w.capc.sample(w.sys.Stats())
 			if k.buggy {
-				require.Zero(t, w.t.Violations(InvCapCounter), "the samples alone must not see this fault")
+				if got := w.t.Violations(InvCapCounter); got != 0 {
+					t.Fatalf("the samples alone must not see this fault: w.t.Violations(InvCapCounter) = %v, want 0", got)
+				}
 			}
 			w.capc.quiet(context.Background(), w.sys, 1, 50*time.Millisecond, "one live")
 			endBy(t, w, b, shapeCancel)
@@ -293,7 +336,9 @@ func TestCheckerCapRefusedWithRoom(t *testing.T) {
 			}
 			h, err := w.start(w.names[cfg.Cap], true, allOps())
 			if !k.buggy {
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				endBy(t, w, h, shapeStop)
 				// A refusal must still be judged: fill the cap with live
 				// consumers and start one more.
@@ -302,7 +347,9 @@ func TestCheckerCapRefusedWithRoom(t *testing.T) {
 					hs = append(hs, mustStart(t, w, ns, true))
 				}
 				_, err = w.start(w.names[cfg.Cap], true, allOps())
-				require.ErrorIs(t, err, catalog.ErrCapReached)
+				if err := err; !errors.Is(err, catalog.ErrCapReached) {
+					t.Fatalf("err = %v, want catalog.ErrCapReached", err)
+				}
 				for _, h := range hs {
 					endBy(t, w, h, shapeStop)
 				}
@@ -336,7 +383,9 @@ func TestCheckerDeadEntryResolved(t *testing.T) {
 			endBy(t, w, h, shapePanic)
 			o := w.call(context.Background(), ns, credValid, allOps())
 			if !k.buggy {
-				assert.Equal(t, outcomeUnknown, o)
+				if got, want := o, outcomeUnknown; got != want {
+					t.Errorf("o = %v, want %v", got, want)
+				}
 			}
 			verdict(t, w, k, InvDeadEntryReturned)
 		})
@@ -354,8 +403,12 @@ func TestCheckerDuplicateWithDeadIncumbent(t *testing.T) {
 				endBy(t, w, mustStart(t, w, ns, true), sh)
 				h, err := w.start(ns, true, allOps())
 				if !k.buggy {
-					require.NoError(t, err)
-					assert.EqualValues(t, 1, w.takeovers.Load())
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := w.takeovers.Load(); got != 1 {
+						t.Errorf("w.takeovers.Load() = %v, want 1", got)
+					}
 					endBy(t, w, h, shapeStop)
 				}
 				verdict(t, w, k, InvDuplicateWithDeadIncumbent)
@@ -414,7 +467,9 @@ func TestCheckerGrowthSeries(t *testing.T) {
 				g.add(s)
 			}
 			g.judgeRun()
-			assert.Equal(t, tt.want, tl.Violations(InvResourceGrowth), "%v", tl.Examples(InvResourceGrowth))
+			if got, want := tl.Violations(InvResourceGrowth), tt.want; got != want {
+				t.Errorf("%v: tl.Violations(InvResourceGrowth) = %v, want %v", tl.Examples(InvResourceGrowth), got, want)
+			}
 		})
 	}
 }

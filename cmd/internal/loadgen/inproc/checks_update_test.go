@@ -2,8 +2,6 @@ package inproc
 
 import (
 	"testing"
-
-	"github.com/stretchr/testify/assert"
 )
 
 // Invariant 12: a live holder's update reaches the listener once, and an
@@ -33,7 +31,9 @@ func TestCheckerResourceUpdate(t *testing.T) {
 					if sh != shapeStop {
 						want = 2
 					}
-					assert.Equal(t, want, w.updatesPublished.Load())
+					if got, want := w.updatesPublished.Load(), want; got != want {
+						t.Errorf("w.updatesPublished.Load() = %v, want %v", got, want)
+					}
 				}
 			})
 		}
@@ -49,10 +49,16 @@ func TestCheckerResourceUpdateOtherKinds(t *testing.T) {
 			defer w.unlisten()
 			h := mustStart(t, w, w.names[0], true)
 			w.publish(h) // not a resource: not called
-			assert.Error(t, h.k.Updated())
+			if h.k.Updated() == nil {
+				t.Errorf("h.k.Updated() = nil, want an error")
+			}
 			endBy(t, w, h, shapeStop)
-			assert.Zero(t, w.t.Violations(InvResourceUpdate))
-			assert.Zero(t, w.updatesPublished.Load()+w.updatesRefused.Load())
+			if got := w.t.Violations(InvResourceUpdate); got != 0 {
+				t.Errorf("w.t.Violations(InvResourceUpdate) = %v, want 0", got)
+			}
+			if got := w.updatesPublished.Load() + w.updatesRefused.Load(); got != 0 {
+				t.Errorf("w.updatesPublished.Load()+w.updatesRefused.Load() = %v, want 0", got)
+			}
 		})
 	}
 }
@@ -80,7 +86,9 @@ func TestCheckerResourceUpdateStray(t *testing.T) {
 				s.open.Store(tt.open)
 			}
 			w.upd.heard(uri)
-			assert.Equal(t, tt.want, w.t.Violations(InvResourceUpdate), "%v", w.t.Examples(InvResourceUpdate))
+			if got, want := w.t.Violations(InvResourceUpdate), tt.want; got != want {
+				t.Errorf("%v: w.t.Violations(InvResourceUpdate) = %v, want %v", w.t.Examples(InvResourceUpdate), got, want)
+			}
 		})
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
@@ -29,22 +29,46 @@ func TestRunMCP(t *testing.T) {
 	cfg.MCP = true
 	cfg.Resolvers = 2
 	sys, err := NewCatalogSystem(cfg)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep := Run(context.Background(), cfg, sys, RunOptions{mcp: &mcpDriver{cat: sys.Cat}})
 
-	assert.Zero(t, rep.TotalViolations(), "%v", rep.ViolationExamples)
-	assert.Zero(t, rep.Errors, "%v", rep.ErrorExamples)
-	assert.Contains(t, rep.Mode, "mcp")
-	assert.Positive(t, rep.Ops["call"].Count)
-	assert.Positive(t, rep.Ops["mcp_call"].Count)
-	assert.Positive(t, rep.Ops["mcp_list"].Count)
+	if got := rep.TotalViolations(); got != 0 {
+		t.Errorf("%v: rep.TotalViolations() = %v, want 0", rep.ViolationExamples, got)
+	}
+	if got := rep.Errors; got != 0 {
+		t.Errorf("%v: rep.Errors = %v, want 0", rep.ErrorExamples, got)
+	}
+	if !strings.Contains(rep.Mode, "mcp") {
+		t.Errorf("%q lacks %q", rep.Mode, "mcp")
+	}
+	if got := rep.Ops["call"].Count; got <= 0 {
+		t.Errorf("rep.Ops[\"call\"].Count = %v, want > 0", got)
+	}
+	if got := rep.Ops["mcp_call"].Count; got <= 0 {
+		t.Errorf("rep.Ops[\"mcp_call\"].Count = %v, want > 0", got)
+	}
+	if got := rep.Ops["mcp_list"].Count; got <= 0 {
+		t.Errorf("rep.Ops[\"mcp_list\"].Count = %v, want > 0", got)
+	}
 	// Prompts and templated reads go through the client too.
-	assert.Positive(t, rep.Ops["mcp_get"].Count)
-	assert.Positive(t, rep.Ops["mcp_read"].Count)
-	assert.Positive(t, rep.MCPCallOutcomes["ok"], "%v", rep.MCPCallOutcomes)
-	assert.Positive(t, rep.MCPCallOutcomes["denied"]+rep.MCPCallOutcomes["unknown"], "%v", rep.MCPCallOutcomes)
+	if got := rep.Ops["mcp_get"].Count; got <= 0 {
+		t.Errorf("rep.Ops[\"mcp_get\"].Count = %v, want > 0", got)
+	}
+	if got := rep.Ops["mcp_read"].Count; got <= 0 {
+		t.Errorf("rep.Ops[\"mcp_read\"].Count = %v, want > 0", got)
+	}
+	if got := rep.MCPCallOutcomes["ok"]; got <= 0 {
+		t.Errorf("%v: rep.MCPCallOutcomes[\"ok\"] = %v, want > 0", rep.MCPCallOutcomes, got)
+	}
+	if got := rep.MCPCallOutcomes["denied"] + rep.MCPCallOutcomes["unknown"]; got <= 0 {
+		t.Errorf("%v: rep.MCPCallOutcomes[\"denied\"]+rep.MCPCallOutcomes[\"unknown\"] = %v, want > 0", rep.MCPCallOutcomes, got)
+	}
 	// The end-of-run probe alone checks invariant 10 three times.
-	assert.GreaterOrEqual(t, rep.Checks[InvListChanged.String()], int64(3))
+	if got := rep.Checks[InvListChanged.String()]; got < int64(3) {
+		t.Errorf("rep.Checks[InvListChanged.String()] = %v, want at least int64(3)", got)
+	}
 }
 
 // -protocol 2026-07-28: the clients speak the revision without sessions to
@@ -57,28 +81,48 @@ func TestRunMCPCurrentProtocol(t *testing.T) {
 	cfg.Protocol = ProtocolCurrent
 	cfg.MCP = true
 	sys, err := NewCatalogSystem(cfg)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	d := &mcpDriver{cat: sys.Cat, protocol: cfg.Protocol}
 	rep := Run(context.Background(), cfg, sys, RunOptions{mcp: d})
 
-	assert.Zero(t, rep.TotalViolations(), "%v", rep.ViolationExamples)
-	assert.Zero(t, rep.Errors, "%v", rep.ErrorExamples)
-	assert.Contains(t, rep.Mode, "stateless, MCP "+ProtocolCurrent)
-	assert.Positive(t, rep.MCPCallOutcomes["ok"], "%v", rep.MCPCallOutcomes)
-	assert.Positive(t, rep.Ops["mcp_list"].Count)
-	assert.GreaterOrEqual(t, rep.Checks[InvListChanged.String()], int64(3))
+	if got := rep.TotalViolations(); got != 0 {
+		t.Errorf("%v: rep.TotalViolations() = %v, want 0", rep.ViolationExamples, got)
+	}
+	if got := rep.Errors; got != 0 {
+		t.Errorf("%v: rep.Errors = %v, want 0", rep.ErrorExamples, got)
+	}
+	if !strings.Contains(rep.Mode, "stateless, MCP "+ProtocolCurrent) {
+		t.Errorf("%q lacks %q", rep.Mode, "stateless, MCP "+ProtocolCurrent)
+	}
+	if got := rep.MCPCallOutcomes["ok"]; got <= 0 {
+		t.Errorf("%v: rep.MCPCallOutcomes[\"ok\"] = %v, want > 0", rep.MCPCallOutcomes, got)
+	}
+	if got := rep.Ops["mcp_list"].Count; got <= 0 {
+		t.Errorf("rep.Ops[\"mcp_list\"].Count = %v, want > 0", got)
+	}
+	if got := rep.Checks[InvListChanged.String()]; got < int64(3) {
+		t.Errorf("rep.Checks[InvListChanged.String()] = %v, want at least int64(3)", got)
+	}
 }
 
 // A run that asks for the current revision refuses a server that does not
 // speak it, rather than pass on the legacy one the SDK falls back to.
 func TestMainProtocolRefusesStatefulTarget(t *testing.T) {
 	cat, err := catalog.New(catalog.Config{})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: discardLogger})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := &http.Server{Handler: srv.Handler()}
 	go hs.Serve(ln)
 	defer hs.Close()
@@ -86,28 +130,42 @@ func TestMainProtocolRefusesStatefulTarget(t *testing.T) {
 	url := "http://" + ln.Addr().String() + "/mcp"
 	var out, errOut bytes.Buffer
 	code := Main([]string{"-target", url, "-protocol", ProtocolCurrent, "-duration", "200ms", "-resolvers", "1"}, &out, &errOut)
-	assert.Equal(t, ExitViolations, code)
-	assert.Contains(t, out.String()+errOut.String(), "speaks MCP "+ProtocolLegacy+", not the "+ProtocolCurrent)
+	if got, want := code, ExitViolations; got != want {
+		t.Errorf("code = %v, want %v", got, want)
+	}
+	if !strings.Contains(out.String()+errOut.String(), "speaks MCP "+ProtocolLegacy+", not the "+ProtocolCurrent) {
+		t.Errorf("%q lacks %q", out.String()+errOut.String(), "speaks MCP "+ProtocolLegacy+", not the "+ProtocolCurrent)
+	}
 }
 
 // -target drives a running server at a loopback URL.
 func TestMainTarget(t *testing.T) {
 	cat, err := catalog.New(catalog.Config{Authenticator: Authenticator()})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	echo := func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.TextResult("hi"), nil }
 	open, err := cat.StartTool(ctx, catalog.Tool{Name: "open"}, bindsec.Plan{Public: true}, echo)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer open.Stop(ctx)
 	guarded, err := cat.StartTool(ctx, catalog.Tool{Name: "guarded"}, bindsec.Plan{Roles: []string{roleCall}}, echo)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer guarded.Stop(ctx)
 
 	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: discardLogger})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs := &http.Server{Handler: srv.Handler()}
 	go hs.Serve(ln)
 	defer hs.Close()
@@ -115,9 +173,15 @@ func TestMainTarget(t *testing.T) {
 	url := "http://" + ln.Addr().String() + "/mcp"
 	var out, errOut bytes.Buffer
 	code := Main([]string{"-target", url, "-duration", "700ms", "-resolvers", "2", "-json", "-"}, &out, &errOut)
-	require.Equal(t, ExitOK, code, "stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
-	assert.Contains(t, out.String(), "mcp: "+url)
-	assert.Regexp(t, `(?m)^\s+mcp_call\s+[1-9]`, out.String())
+	if got, want := code, ExitOK; got != want {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s: code = %v, want %v", out.String(), errOut.String(), got, want)
+	}
+	if !strings.Contains(out.String(), "mcp: "+url) {
+		t.Errorf("%q lacks %q", out.String(), "mcp: "+url)
+	}
+	if !regexp.MustCompile(`(?m)^\s+mcp_call\s+[1-9]`).MatchString(out.String()) {
+		t.Errorf("%q does not match %q", out.String(), `(?m)^\s+mcp_call\s+[1-9]`)
+	}
 }
 
 func TestClassifyMCP(t *testing.T) {
@@ -141,6 +205,8 @@ func TestClassifyMCP(t *testing.T) {
 		{nil, errors.New("connection refused"), outcomeOther},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, classifyMCP(tt.res, tt.err), "%v %v", tt.res, tt.err)
+		if got, want := classifyMCP(tt.res, tt.err), tt.want; got != want {
+			t.Errorf("%v %v: classifyMCP(tt.res, tt.err) = %v, want %v", tt.res, tt.err, got, want)
+		}
 	}
 }

@@ -2,12 +2,10 @@ package inproc
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // fakeNow is a settable clock for the notification checker's deadlines.
@@ -51,16 +49,28 @@ func TestCheckerListChanged(t *testing.T) {
 			end(2, shapeCancel)
 			end(3, shapeDrop)
 			fake.advance(999 * time.Millisecond)
-			assert.Equal(t, map[bool]int{false: 0, true: 2}[buggy], c.judge(), "ends still pending before their deadline")
-			assert.Zero(t, tl.Violations(InvListChanged), "no end is late before its deadline")
+			if got, want := c.judge(), map[bool]int{false: 0, true: 2}[buggy]; got != want {
+				t.Errorf("ends still pending before their deadline: c.judge() = %v, want %v", got, want)
+			}
+			if got := tl.Violations(InvListChanged); got != 0 {
+				t.Errorf("no end is late before its deadline: tl.Violations(InvListChanged) = %v, want 0", got)
+			}
 			fake.advance(2 * time.Millisecond)
-			require.Zero(t, c.judge())
+			if got := c.judge(); got != 0 {
+				t.Fatalf("c.judge() = %v, want 0", got)
+			}
 
-			assert.Equal(t, int64(3), tl.Checks(InvListChanged))
+			if got, want := tl.Checks(InvListChanged), int64(3); got != want {
+				t.Errorf("tl.Checks(InvListChanged) = %v, want %v", got, want)
+			}
 			if buggy {
-				assert.Equal(t, int64(2), tl.Violations(InvListChanged), "%v", tl.Examples(InvListChanged))
+				if got, want := tl.Violations(InvListChanged), int64(2); got != want {
+					t.Errorf("%v: tl.Violations(InvListChanged) = %v, want %v", tl.Examples(InvListChanged), got, want)
+				}
 			} else {
-				assert.Zero(t, tl.Violations(InvListChanged), "%v", tl.Examples(InvListChanged))
+				if got := tl.Violations(InvListChanged); got != 0 {
+					t.Errorf("%v: tl.Violations(InvListChanged) = %v, want 0", tl.Examples(InvListChanged), got)
+				}
 			}
 		})
 	}
@@ -78,11 +88,19 @@ func TestCheckerListChangedOrder(t *testing.T) {
 	c.noted(0)
 	c.ended(rec, clock.Add(1), c.listening())
 	fake.advance(900 * time.Millisecond)
-	require.Equal(t, 1, c.judge(), "the notification before the end does not count")
+	if got, want := c.judge(), 1; got != want {
+		t.Fatalf("the notification before the end does not count: c.judge() = %v, want %v", got, want)
+	}
 	c.noted(0)
-	require.Zero(t, c.judge())
-	assert.Equal(t, int64(1), tl.Checks(InvListChanged))
-	assert.Zero(t, tl.Violations(InvListChanged))
+	if got := c.judge(); got != 0 {
+		t.Fatalf("c.judge() = %v, want 0", got)
+	}
+	if got, want := tl.Checks(InvListChanged), int64(1); got != want {
+		t.Errorf("tl.Checks(InvListChanged) = %v, want %v", got, want)
+	}
+	if got := tl.Violations(InvListChanged); got != 0 {
+		t.Errorf("tl.Violations(InvListChanged) = %v, want 0", got)
+	}
 }
 
 // The whole -mcp run against a real catalog and server whose notifications
@@ -95,16 +113,24 @@ func TestRunMCPCatchesMissingNotifications(t *testing.T) {
 	cfg.MCP = true
 	cfg.Resolvers = 2
 	sys, err := NewCatalogSystem(cfg)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var heard [numCreds]atomic.Bool
 	d := &mcpDriver{cat: sys.Cat, mute: func(s int) bool { return heard[s].Swap(true) }}
 	rep := Run(context.Background(), cfg, sys, RunOptions{mcp: d, notifyMargin: 200 * time.Millisecond})
 
-	assert.Positive(t, rep.Violations[InvListChanged.String()], "checks %d", rep.Checks[InvListChanged.String()])
+	if got := rep.Violations[InvListChanged.String()]; got <= 0 {
+		t.Errorf("checks %d: rep.Violations[InvListChanged.String()] = %v, want > 0", rep.Checks[InvListChanged.String()], got)
+	}
 	for inv, n := range rep.Violations {
 		if inv != InvListChanged.String() {
-			assert.Zero(t, n, "%s: %v", inv, rep.ViolationExamples[inv])
+			if got := n; got != 0 {
+				t.Errorf("%s: %v: n = %v, want 0", inv, rep.ViolationExamples[inv], got)
+			}
 		}
 	}
-	assert.Contains(t, first(rep.ErrorExamples), "notification probe", "the probe's start went unheard too")
+	if !strings.Contains(first(rep.ErrorExamples), "notification probe") {
+		t.Errorf("the probe's start went unheard too: %q lacks %q", first(rep.ErrorExamples), "notification probe")
+	}
 }

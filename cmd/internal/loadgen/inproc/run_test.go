@@ -4,9 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The whole workload against the real catalog: no violations, no errors,
@@ -17,36 +14,72 @@ func TestRunCatalog(t *testing.T) {
 	cfg.Duration = 1500 * time.Millisecond
 	cfg.Seed = 42
 	sys, err := NewCatalogSystem(cfg)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rep := Run(context.Background(), cfg, sys, RunOptions{})
 
 	for _, inv := range Invariants {
-		assert.Zero(t, rep.Violations[inv.String()], "%s: %v", inv, rep.ViolationExamples[inv.String()])
-		assert.Positive(t, rep.Checks[inv.String()], "%s was never checked", inv)
+		if got := rep.Violations[inv.String()]; got != 0 {
+			t.Errorf("%s: %v: rep.Violations[inv.String()] = %v, want 0", inv, rep.ViolationExamples[inv.String()], got)
+		}
+		if got := rep.Checks[inv.String()]; got <= 0 {
+			t.Errorf("%s was never checked: rep.Checks[inv.String()] = %v, want > 0", inv, got)
+		}
 	}
-	assert.Zero(t, rep.Errors, "%v", rep.ErrorExamples)
-	assert.False(t, rep.Failed())
+	if got := rep.Errors; got != 0 {
+		t.Errorf("%v: rep.Errors = %v, want 0", rep.ErrorExamples, got)
+	}
+	if rep.Failed() {
+		t.Errorf("rep.Failed() = %v, want %v", true, false)
+	}
 	for _, sh := range []string{"stop", "cancel", "panic", "drop"} {
-		assert.Positive(t, rep.Deaths[sh], "no consumer died by %s", sh)
+		if got := rep.Deaths[sh]; got <= 0 {
+			t.Errorf("no consumer died by %s: rep.Deaths[sh] = %v, want > 0", sh, got)
+		}
 	}
-	assert.Positive(t, rep.Takeovers, "no takeover")
-	assert.Positive(t, rep.CapRejections, "no start hit the cap")
-	assert.Positive(t, rep.Duplicates, "no start hit a live duplicate")
-	assert.Positive(t, rep.LateStopChecks, "no late stop was checked")
-	assert.Zero(t, rep.UnexpectedDeaths)
+	if got := rep.Takeovers; got <= 0 {
+		t.Errorf("no takeover: rep.Takeovers = %v, want > 0", got)
+	}
+	if got := rep.CapRejections; got <= 0 {
+		t.Errorf("no start hit the cap: rep.CapRejections = %v, want > 0", got)
+	}
+	if got := rep.Duplicates; got <= 0 {
+		t.Errorf("no start hit a live duplicate: rep.Duplicates = %v, want > 0", got)
+	}
+	if got := rep.LateStopChecks; got <= 0 {
+		t.Errorf("no late stop was checked: rep.LateStopChecks = %v, want > 0", got)
+	}
+	if got := rep.UnexpectedDeaths; got != 0 {
+		t.Errorf("rep.UnexpectedDeaths = %v, want 0", got)
+	}
 	for _, o := range []string{"call", "get", "read", "list", "start", "stop", "late_stop"} {
-		assert.Positive(t, rep.Ops[o].Count, "no %s measured", o)
+		if got := rep.Ops[o].Count; got <= 0 {
+			t.Errorf("no %s measured: rep.Ops[o].Count = %v, want > 0", o, got)
+		}
 	}
 	for _, outcomes := range []map[string]int64{rep.CallOutcomes, rep.GetOutcomes, rep.ReadOutcomes, rep.ResourceOutcomes} {
-		assert.Positive(t, outcomes["ok"], "%v", outcomes)
-		assert.Positive(t, outcomes["denied"], "%v", outcomes)
-		assert.Positive(t, outcomes["unknown"], "%v", outcomes)
+		if got := outcomes["ok"]; got <= 0 {
+			t.Errorf("%v: outcomes[\"ok\"] = %v, want > 0", outcomes, got)
+		}
+		if got := outcomes["denied"]; got <= 0 {
+			t.Errorf("%v: outcomes[\"denied\"] = %v, want > 0", outcomes, got)
+		}
+		if got := outcomes["unknown"]; got <= 0 {
+			t.Errorf("%v: outcomes[\"unknown\"] = %v, want > 0", outcomes, got)
+		}
 	}
 	for _, k := range []string{"tool", "prompt", "template", "resource"} {
-		assert.Positive(t, rep.KindStarts[k], "no %s started", k)
+		if got := rep.KindStarts[k]; got <= 0 {
+			t.Errorf("no %s started: rep.KindStarts[k] = %v, want > 0", k, got)
+		}
 	}
-	assert.Positive(t, rep.UpdatesPublished, "no resource update published")
-	assert.Positive(t, rep.UpdatesRefused, "no dead consumer's update refused")
+	if got := rep.UpdatesPublished; got <= 0 {
+		t.Errorf("no resource update published: rep.UpdatesPublished = %v, want > 0", got)
+	}
+	if got := rep.UpdatesRefused; got <= 0 {
+		t.Errorf("no dead consumer's update refused: rep.UpdatesRefused = %v, want > 0", got)
+	}
 }
 
 // The control: the correct fake under the whole workload shows nothing.
@@ -56,8 +89,12 @@ func TestRunCorrectFake(t *testing.T) {
 	f := newFake(cfg.Cap, 0)
 	defer f.Close()
 	rep := Run(context.Background(), cfg, f, RunOptions{})
-	assert.Zero(t, rep.TotalViolations(), "%v", rep.ViolationExamples)
-	assert.Zero(t, rep.Errors, "%v", rep.ErrorExamples)
+	if got := rep.TotalViolations(); got != 0 {
+		t.Errorf("%v: rep.TotalViolations() = %v, want 0", rep.ViolationExamples, got)
+	}
+	if got := rep.Errors; got != 0 {
+		t.Errorf("%v: rep.Errors = %v, want 0", rep.ErrorExamples, got)
+	}
 }
 
 // The workload's own loops, not just the scenarios, feed each checker: a
@@ -96,8 +133,12 @@ func TestRunCatchesFaults(t *testing.T) {
 			tol := DefaultGrowthTolerance
 			tol.EndWait = 300 * time.Millisecond
 			rep := Run(context.Background(), cfg, f, RunOptions{Tolerance: &tol, QuietTimeout: 100 * time.Millisecond, changeWithin: 200 * time.Millisecond})
-			assert.Positive(t, rep.Violations[tt.inv.String()], "checks %d", rep.Checks[tt.inv.String()])
-			assert.True(t, rep.Failed())
+			if got := rep.Violations[tt.inv.String()]; got <= 0 {
+				t.Errorf("checks %d: rep.Violations[tt.inv.String()] = %v, want > 0", rep.Checks[tt.inv.String()], got)
+			}
+			if !rep.Failed() {
+				t.Errorf("rep.Failed() = %v, want %v", false, true)
+			}
 			t.Logf("%s: %d violations of %d checks, e.g. %v", tt.inv, rep.Violations[tt.inv.String()], rep.Checks[tt.inv.String()], first(rep.ViolationExamples[tt.inv.String()]))
 		})
 	}
