@@ -34,11 +34,10 @@ type World[C any, R Result] struct {
 	// Parse reads args into a config; it returns flag.ErrHelp after -h,
 	// having written the help to stdout.
 	Parse func(args []string, stdout io.Writer) (C, error)
-	// Seed returns where cfg keeps its seed; 0 there means "draw one".
-	Seed func(cfg *C) *uint64
-	// JSONPath is where cfg asks for the JSON report: "" for nowhere, "-"
-	// for stdout.
-	JSONPath func(cfg *C) string
+	// Common returns cfg's common settings: its seed (0 there means "draw
+	// one") and where it asks for the JSON report ("" for nowhere, "-" for
+	// stdout).
+	Common func(cfg *C) *Common
 	// Run runs the load until ctx ends or the config's duration is done;
 	// an error means the run could not start, and there is no report.
 	Run func(ctx context.Context, cfg C, stderr io.Writer) (R, error)
@@ -57,8 +56,8 @@ func Main[C any, R Result](w World[C, R], args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "loadgen: %v\n%s\nrun '%s' for every flag\n", err, w.Usage, w.Help)
 		return report.ExitUsage
 	}
-	if seed := w.Seed(&cfg); *seed == 0 {
-		*seed = rand.Uint64() | 1 // never 0, so that the report's seed reproduces the run
+	if c := w.Common(&cfg); c.Seed == 0 {
+		c.Seed = rand.Uint64() | 1 // never 0, so that the report's seed reproduces the run
 	}
 
 	ctx, stop := report.Interruptible(context.Background()) // a second signal kills the process
@@ -69,7 +68,7 @@ func Main[C any, R Result](w World[C, R], args []string, stdout, stderr io.Write
 		return report.ExitViolations
 	}
 	rep.WriteText(stdout)
-	if path := w.JSONPath(&cfg); path != "" {
+	if path := w.Common(&cfg).JSONPath; path != "" {
 		if err := report.WriteJSONFile(path, rep, stdout); err != nil {
 			fmt.Fprintf(stderr, "loadgen: -json: %v\n", err)
 			return report.ExitViolations

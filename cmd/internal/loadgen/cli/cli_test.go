@@ -17,8 +17,7 @@ import (
 )
 
 type fakeConfig struct {
-	Seed uint64
-	JSON string
+	Common
 	Fail bool // the run fails to start
 }
 
@@ -40,13 +39,11 @@ func fake(verdict report.Verdict) World[fakeConfig, *fakeReport] {
 			var cfg fakeConfig
 			fs := flag.NewFlagSet("fake", flag.ContinueOnError)
 			fs.SetOutput(stdout)
-			fs.Uint64Var(&cfg.Seed, "seed", 0, "")
-			fs.StringVar(&cfg.JSON, "json", "", "")
+			cfg.Common.Flags(fs, Help{})
 			fs.BoolVar(&cfg.Fail, "fail", false, "")
 			return cfg, fs.Parse(args)
 		},
-		Seed:     func(cfg *fakeConfig) *uint64 { return &cfg.Seed },
-		JSONPath: func(cfg *fakeConfig) string { return cfg.JSON },
+		Common: func(cfg *fakeConfig) *Common { return &cfg.Common },
 		Run: func(_ context.Context, cfg fakeConfig, _ io.Writer) (*fakeReport, error) {
 			if cfg.Fail {
 				return nil, errors.New("cannot start")

@@ -17,10 +17,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 // World is the fleet world as the shared command line runs it.
 var World = cli.World[Config, *Report]{
-	Help:     "loadgen -fleet 3 -h",
-	Usage:    UsageLine,
-	Parse:    ParseArgs,
-	Seed:     func(cfg *Config) *uint64 { return &cfg.Seed },
-	JSONPath: func(cfg *Config) string { return cfg.JSONPath },
-	Run:      func(ctx context.Context, cfg Config, _ io.Writer) (*Report, error) { return Run(ctx, cfg) },
+	Help:   "loadgen -fleet 3 -h",
+	Usage:  UsageLine,
+	Parse:  ParseArgs,
+	Common: func(cfg *Config) *cli.Common { return &cfg.Common },
+	Run:    func(ctx context.Context, cfg Config, _ io.Writer) (*Report, error) { return Run(ctx, cfg) },
 }

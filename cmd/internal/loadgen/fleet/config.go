@@ -9,17 +9,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/livereg/livereg/cmd/internal/loadgen/cli"
 )
 
 // Config is one fleet run's settings. Start from DefaultConfig.
 type Config struct {
-	Fleet     int           // replicas
-	Duration  time.Duration // load phase
-	Seed      uint64        // seed of every worker's random choices
-	Consumers int           // goroutines starting and ending consumers on random replicas
-	Resolvers int           // goroutines calling and listing through random replicas
-	Names     int           // the shared pool of tool names
-	Hold      time.Duration // longest a consumer is kept before it is ended
+	// Common: consumers start and end consumers on random replicas, and
+	// resolvers call and list through random replicas, on a pool of
+	// names shared by the whole fleet.
+	cli.Common
+	Fleet int // replicas
 	// Etcd lists a real cluster's client URLs; empty runs an embedded
 	// single-node etcd in a temporary directory.
 	Etcd []string
@@ -35,15 +35,14 @@ type Config struct {
 	// Forge runs the forger: records no replica signed, written into
 	// etcd during the run, which no replica may list or follow
 	// (invariant 8).
-	Forge    bool
-	JSONPath string // write the report as JSON here; "-" for stdout
+	Forge bool
 }
 
 // DefaultConfig is sized for a 2-core machine.
 func DefaultConfig() Config {
 	return Config{
-		Fleet: 3, Duration: 10 * time.Second, Consumers: 8, Resolvers: 4, Names: 8,
-		Hold: 50 * time.Millisecond, TTL: time.Second, ChaosEvery: time.Second,
+		Common: cli.Common{Duration: 10 * time.Second, Consumers: 8, Resolvers: 4, Names: 8, Hold: 50 * time.Millisecond},
+		Fleet:  3, TTL: time.Second, ChaosEvery: time.Second,
 		ConvergeBound: 100 * time.Millisecond, FreeSlack: 500 * time.Millisecond,
 		Forge: true,
 	}
@@ -90,17 +89,18 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	fs := flag.NewFlagSet("loadgen -fleet", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&cfg.Fleet, "fleet", cfg.Fleet, "replicas to run in this process, each with its own etcd client, catalog, MCP server and clients")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long the load phase lasts")
-	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of every worker's random choices (0: pick one and print it)")
-	fs.IntVar(&cfg.Consumers, "consumers", cfg.Consumers, "goroutines that start consumers on random replicas and end them by a death shape")
-	fs.IntVar(&cfg.Resolvers, "resolvers", cfg.Resolvers, "goroutines that call and list tools through random replicas' MCP clients")
-	fs.IntVar(&cfg.Names, "names", cfg.Names, "the shared pool of tool names; fewer names mean more collisions across replicas")
-	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "longest time a consumer is kept before it is ended")
+	cfg.Common.Flags(fs, cli.Help{
+		Duration:  "how long the load phase lasts",
+		Seed:      "seed of every worker's random choices (0: pick one and print it)",
+		Consumers: "goroutines that start consumers on random replicas and end them by a death shape",
+		Resolvers: "goroutines that call and list tools through random replicas' MCP clients",
+		Names:     "the shared pool of tool names; fewer names mean more collisions across replicas",
+		Hold:      "longest time a consumer is kept before it is ended",
+	})
 	etcd := fs.String("etcd", "", "`URL[,URL...]` of a real etcd cluster; empty runs an embedded single-node etcd in a temporary directory")
 	fs.DurationVar(&cfg.TTL, "fleet-ttl", cfg.TTL, "every replica's lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.DurationVar(&cfg.ChaosEvery, "chaos-every", cfg.ChaosEvery, "time between one replica failure's end and the next, in turn a revoked lease, a crash and a cut from etcd (the last two take a TTL or more); 0 for none")
 	fs.BoolVar(&cfg.Forge, "forge", cfg.Forge, "write forged records (unsigned, altered, copied, invalid) into etcd during the run, pointing at a trap listener, and check that no replica lists or follows them")
-	fs.StringVar(&cfg.JSONPath, "json", "", "also write the report as JSON to `FILE` (\"-\" for stdout)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(w, "loadgen -fleet runs N replicas of a livereg fleet in one process over etcd,\n"+
@@ -129,14 +129,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-fleet %d: want 1 to 64", c.Fleet)
 	case c.Duration <= 0:
 		return fmt.Errorf("-duration %v: want a positive duration", c.Duration)
-	case c.Consumers < 1 || c.Consumers > 1024:
-		return fmt.Errorf("-consumers %d: want 1 to 1024", c.Consumers)
-	case c.Resolvers < 1 || c.Resolvers > 1024:
-		return fmt.Errorf("-resolvers %d: want 1 to 1024", c.Resolvers)
-	case c.Names < 1 || c.Names > 10000:
-		return fmt.Errorf("-names %d: want 1 to 10000", c.Names)
-	case c.Hold < 0:
-		return fmt.Errorf("-hold %v: want 0 or more", c.Hold)
+	}
+	if err := c.Common.Validate(1024, 10000); err != nil {
+		return err
+	}
+	switch {
 	case c.TTL < time.Second || c.TTL%time.Second != 0:
 		return fmt.Errorf("-fleet-ttl %v: want whole seconds, at least 1s", c.TTL)
 	case c.ChaosEvery < 0:

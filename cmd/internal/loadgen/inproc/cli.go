@@ -33,11 +33,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 // World is the in-process world as the shared command line runs it.
 var World = cli.World[Config, *Report]{
-	Help:     "loadgen -h",
-	Usage:    UsageLine,
-	Parse:    ParseArgs,
-	Seed:     func(cfg *Config) *uint64 { return &cfg.Seed },
-	JSONPath: func(cfg *Config) string { return cfg.JSONPath },
+	Help:   "loadgen -h",
+	Usage:  UsageLine,
+	Parse:  ParseArgs,
+	Common: func(cfg *Config) *cli.Common { return &cfg.Common },
 	Run: func(ctx context.Context, cfg Config, stderr io.Writer) (*Report, error) {
 		var opts RunOptions
 		if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {

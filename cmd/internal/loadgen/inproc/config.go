@@ -14,24 +14,22 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/cmd/internal/loadgen/cli"
 	"github.com/livereg/livereg/mcpserve"
 )
 
 // Config is one run's settings. The zero value is not valid; start from
 // DefaultConfig.
 type Config struct {
-	Resolvers     int           // goroutines calling and listing tools
-	Consumers     int           // goroutines starting and ending consumers
-	Names         int           // distinct tool names the consumers draw from; prompts and fixed resources half, template groups a quarter
-	Cap           int           // the catalog's tool cap; prompts, templates and fixed resources a quarter each (kindCap)
-	Duration      time.Duration // run length; 0 with Ops set means until Ops
-	Ops           int64         // resolver operations (calls, gets, reads, listings) to run; 0: no limit
-	Seed          uint64        // seed of every worker's random choices
-	Hold          time.Duration // longest a consumer is kept before it is ended
-	MaxConcurrent int           // bodies of a route at once (catalog.WithMaxConcurrent); 0: no limit
+	// Common: Names is the distinct tool names the consumers draw from
+	// (prompts and fixed resources half as many, template groups a
+	// quarter); a Duration of 0 with Ops set runs until Ops.
+	cli.Common
+	Cap           int   // the catalog's tool cap; prompts, templates and fixed resources a quarter each (kindCap)
+	Ops           int64 // resolver operations (calls, gets, reads, listings) to run; 0: no limit
+	MaxConcurrent int   // bodies of a route at once (catalog.WithMaxConcurrent); 0: no limit
 	MissingPlan   bindsec.MissingPlanMode
 	Mix           Mix
-	JSONPath      string // write the report as JSON here; "-" for stdout
 	MCP           bool   // drive calls and listings through an MCP client too
 	Target        string // URL of a running MCP server (loopback only); implies MCP
 	// Protocol is the MCP revision the clients ask for and must get: ""
@@ -75,12 +73,8 @@ var DefaultMix = Mix{Stop: 35, Cancel: 25, Panic: 20, Drop: 20, Call: 60, Get: 1
 // (takeovers, duplicates) and on the cap in every run.
 func DefaultConfig() Config {
 	return Config{
-		Resolvers:   4,
-		Consumers:   12,
-		Names:       12,
+		Common:      cli.Common{Resolvers: 4, Consumers: 12, Names: 12, Duration: 10 * time.Second, Hold: 10 * time.Millisecond},
 		Cap:         8,
-		Duration:    10 * time.Second,
-		Hold:        10 * time.Millisecond,
 		MissingPlan: bindsec.PassThrough,
 		Mix:         DefaultMix,
 	}
@@ -165,18 +159,19 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed once, by the caller
-	fs.IntVar(&cfg.Resolvers, "resolvers", cfg.Resolvers, "goroutines that call tools (resolve + guard + dispatch) and list them")
-	fs.IntVar(&cfg.Consumers, "consumers", cfg.Consumers, "goroutines that start consumers, hold them a random while, and end them by a death shape")
-	fs.IntVar(&cfg.Names, "names", cfg.Names, "distinct tool names the consumers draw from (prompt names and fixed resource URIs: half as many; template groups of two keys: a quarter); fewer names mean more collisions and takeovers")
+	cfg.Common.Flags(fs, cli.Help{
+		Resolvers: "goroutines that call tools (resolve + guard + dispatch) and list them",
+		Consumers: "goroutines that start consumers, hold them a random while, and end them by a death shape",
+		Names:     "distinct tool names the consumers draw from (prompt names and fixed resource URIs: half as many; template groups of two keys: a quarter); fewer names mean more collisions and takeovers",
+		Duration:  "how long to run; with -ops and no -duration, run until -ops is reached",
+		Seed:      "seed of every worker's random choices (0: pick one and print it); goroutine interleaving still varies between runs",
+		Hold:      "longest time a consumer is kept before it is ended (uniformly random up to this)",
+	})
 	fs.IntVar(&cfg.Cap, "cap", cfg.Cap, "the catalog's tool cap; below -consumers, starts collide with the cap; prompts, templates and fixed resources are each capped at a quarter of it (at least 1)")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long to run; with -ops and no -duration, run until -ops is reached")
 	fs.Int64Var(&cfg.Ops, "ops", 0, "stop after this many resolver operations (calls, gets, reads, listings); 0 means no limit")
-	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of every worker's random choices (0: pick one and print it); goroutine interleaving still varies between runs")
-	fs.DurationVar(&cfg.Hold, "hold", cfg.Hold, "longest time a consumer is kept before it is ended (uniformly random up to this)")
 	fs.IntVar(&cfg.MaxConcurrent, "max-concurrent", cfg.MaxConcurrent, "at most this many bodies of a route run at once (catalog.WithMaxConcurrent); 0, the default, sets no limit")
 	missing := fs.String("missing-plan", "pass", "what a route without a live plan does: pass (ADR-0068's pass-through, the adversarial setting) or deny")
 	mix := fs.String("mix", "", "shares, as key=value,...; keys not given keep their defaults:\n"+mixHelp())
-	fs.StringVar(&cfg.JSONPath, "json", "", "also write the report as JSON to `FILE` (\"-\" for stdout)")
 	fs.BoolVar(&cfg.MCP, "mcp", false, "drive calls, prompt gets, templated reads and tool listings through the official MCP SDK client over streamable HTTP to an in-process mcpserve server on loopback: -resolvers goroutines call through it, one calls in-process beside them")
 	fs.StringVar(&cfg.Target, "target", "", "with -mcp: `URL` of a running livereg-mcp server to call and list instead of the in-process one (loopback only); the invariants are then checked on the in-process catalog only, since the target's consumers are not the loadgen's")
 	fs.StringVar(&cfg.Protocol, "protocol", "", "with -mcp: the MCP `VERSION` the clients ask for and must get, "+strings.Join(Protocols, " or ")+
@@ -233,13 +228,10 @@ func writeHelp(w io.Writer, fs *flag.FlagSet) {
 
 // Validate reports the first setting out of range.
 func (c Config) Validate() error {
+	if err := c.Common.Validate(4096, 100000); err != nil {
+		return err
+	}
 	switch {
-	case c.Resolvers < 1 || c.Resolvers > 4096:
-		return fmt.Errorf("-resolvers %d: want 1 to 4096", c.Resolvers)
-	case c.Consumers < 1 || c.Consumers > 4096:
-		return fmt.Errorf("-consumers %d: want 1 to 4096", c.Consumers)
-	case c.Names < 1 || c.Names > 100000:
-		return fmt.Errorf("-names %d: want 1 to 100000", c.Names)
 	case c.Cap < 1:
 		return fmt.Errorf("-cap %d: want at least 1", c.Cap)
 	case c.Duration < 0:
@@ -248,8 +240,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-ops %d: want 0 (no limit) or more", c.Ops)
 	case c.Duration == 0 && c.Ops == 0:
 		return errors.New("-duration 0 needs -ops: the run would never end")
-	case c.Hold < 0:
-		return fmt.Errorf("-hold %v: want 0 or more", c.Hold)
 	case c.MaxConcurrent < 0 || c.MaxConcurrent > 1024:
 		return fmt.Errorf("-max-concurrent %d: want 0 (no limit) to 1024", c.MaxConcurrent)
 	}
