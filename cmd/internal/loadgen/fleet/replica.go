@@ -18,6 +18,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/bearer"
 	"github.com/livereg/livereg/etcdfleet"
 	"github.com/livereg/livereg/mcpserve"
 )
@@ -154,7 +155,7 @@ func (f *fleet) newReplica(ctx context.Context, slot int) (*replica, error) {
 		client := mcp.NewClient(&mcp.Implementation{Name: "livereg-loadgen-fleet", Version: "dev"}, &mcp.ClientOptions{Logger: discard})
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:             r.endpoint,
-			HTTPClient:           &http.Client{Transport: bearer{r.tr, tokenOf(cred)}},
+			HTTPClient:           &http.Client{Transport: bearer.Transport{Next: r.tr, Token: tokenOf(cred)}},
 			DisableStandaloneSSE: true,
 		}, nil)
 		if err != nil {
@@ -166,21 +167,6 @@ func (f *fleet) newReplica(ctx context.Context, slot int) (*replica, error) {
 	f.all = append(f.all, r)
 	f.mu.Unlock()
 	return r, nil
-}
-
-// bearer adds one fixed credential to every request.
-type bearer struct {
-	next  http.RoundTripper
-	token string
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if b.token == "" {
-		return b.next.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
 }
 
 // stopServing ends the clients, the server and its listener, once: with

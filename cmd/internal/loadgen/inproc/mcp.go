@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/bearer"
 	"github.com/livereg/livereg/mcpserve"
 )
 
@@ -51,22 +52,6 @@ type mcpDriver struct {
 
 // mcpCodeOverloaded is mcpserve's JSON-RPC code for a full route queue.
 const mcpCodeOverloaded = -32029
-
-// bearerTransport adds one fixed credential to every request: the MCP
-// streamable transport carries credentials in the Authorization header.
-type bearerTransport struct {
-	next  http.RoundTripper
-	token string
-}
-
-func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	if b.token == "" {
-		return b.next.RoundTrip(r)
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
 
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -109,7 +94,7 @@ func (d *mcpDriver) start(ctx context.Context) error {
 		}
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:   endpoint,
-			HTTPClient: &http.Client{Transport: bearerTransport{d.tr, c.token()}},
+			HTTPClient: &http.Client{Transport: bearer.Transport{Next: d.tr, Token: c.token()}},
 			// A legacy session's standalone stream carries list_changed
 			// (a current one's subscriptions/listen, which the client
 			// opens when it has a handler); without a checker for them,
