@@ -1,8 +1,9 @@
-// Package loadgen is cmd/loadgen: one command line (package cli) over two
-// worlds that load a livereg catalog and check ADR-0068's invariants
-// while consumers die, and that share their checks' tally (invariant),
-// latency histograms (latency), report ending, verdict and JSON (report),
-// and bounded waits (wait):
+// Package loadgen is cmd/loadgen: one command line (package cli) and one
+// load phase (package runner) over two worlds that load a livereg catalog
+// and check ADR-0068's invariants while consumers die. The worlds share
+// their common flags (cli), their checks' tally (invariant), latency
+// histograms (latency), report head, findings, verdict and JSON (report),
+// their MCP clients' credential (bearer) and bounded waits (wait):
 //
 //   - inproc, the default: one in-process catalog (and, with -mcp, an MCP
 //     client beside it), sixteen invariants;

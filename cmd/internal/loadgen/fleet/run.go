@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/livereg/livereg/cmd/internal/loadgen/runner"
 	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 )
 
@@ -131,43 +132,32 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 		chaos.Go(func() { w.forge(chaosCtx, w.fg) })
 	}
 
-	callCtx, cancelCalls := context.WithCancel(context.Background())
-	defer cancelCalls()
 	stopResolvers := make(chan struct{})
-	var resolvers, consumers sync.WaitGroup
+	plan := runner.Plan{
+		Duration: cfg.Duration,
+		// Churn stops: no more failures (the one under way finishes, a
+		// crashed replica's replacement included), calls, starts or ends.
+		Stop: func(runner.End) {
+			stopChaos()
+			chaos.Wait()
+			close(stopResolvers)
+		},
+		StopConsumers: func() {
+			w.pausing.Store(true)
+			close(w.pause)
+		},
+		ResolverGrace: 10 * time.Second,
+		ConsumerGrace: dropTimeout + stopTimeout + 10*time.Second,
+		Unexpected:    w.t.Unexpected,
+	}
 	for i := range cfg.Resolvers {
-		resolvers.Go(func() { w.resolver(callCtx, i, stopResolvers) })
+		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.resolver(ctx, i, stopResolvers) })
 	}
 	for i := range cfg.Consumers {
-		consumers.Go(func() { w.consumer(i) })
+		plan.Consumers = append(plan.Consumers, func() { w.consumer(i) })
 	}
-
-	began := time.Now()
-	interrupted := false
-	t := time.NewTimer(cfg.Duration)
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-		t.Stop()
-		interrupted = true
-	}
-	elapsed := time.Since(began)
-
-	// Churn stops: no more failures (the one under way finishes, a crashed
-	// replica's replacement included), calls, starts or ends.
-	stopChaos()
-	chaos.Wait()
-	close(stopResolvers)
-	if !wait.Group(&resolvers, 10*time.Second) {
-		cancelCalls()
-		w.t.Unexpected("resolvers still busy 10s after the run ended: in-flight calls cancelled")
-		resolvers.Wait()
-	}
-	w.pausing.Store(true)
-	close(w.pause)
-	if !wait.Group(&consumers, dropTimeout+stopTimeout+10*time.Second) {
-		w.t.Unexpected("consumer goroutines still busy after the run ended")
-	}
+	end, elapsed := runner.Run(ctx, plan)
+	interrupted := end == runner.EndInterrupted
 
 	// Invariant 4: every replica lists the same, within the bound, and
 	// then the live consumers' routes (a crashed replica's claims go

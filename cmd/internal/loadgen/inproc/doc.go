@@ -219,6 +219,7 @@
 // lives in subpackages of cmd/internal/loadgen, each used by both: the
 // tally of checks and violations (invariant), latency histograms and
 // their percentiles (latency), the verdict, exit codes and JSON of a
-// report (report), bounded waits and periodic loops (wait), and the
-// command line (cli).
+// report (report), bounded waits and periodic loops (wait), the command
+// line and its common flags (cli), the load phase's start, end and
+// wind-down (runner), and the MCP clients' credential (bearer).
 package inproc

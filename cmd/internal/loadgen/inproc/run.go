@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
+	"github.com/livereg/livereg/cmd/internal/loadgen/runner"
 	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/mcpserve"
 )
@@ -43,6 +44,10 @@ const (
 	quietTimeout     = 2 * time.Second // default for dead entries to be reclaimed
 	workerGrace      = 5 * time.Second // before in-flight calls are cancelled
 )
+
+// endReason is the reason rs.finish keeps for each end of the load; an
+// -ops end has finished rs already, with "ops", before the runner sees it.
+var endReason = [...]string{runner.EndDuration: "duration", runner.EndInterrupted: "interrupted", runner.EndDone: "ops"}
 
 // Run runs the workload against sys until cfg's duration or ops budget is
 // reached or ctx ends, then winds down, runs the end-of-run checks and
@@ -125,46 +130,24 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 		bg.Go(func() { w.progress(bgCtx, opts.Progress, began) })
 	}
 
-	callCtx, cancelCalls := context.WithCancel(context.Background())
-	defer cancelCalls()
-	var resolvers, consumers, extras sync.WaitGroup
-	for i := range inProcess {
-		resolvers.Go(func() { w.resolver(callCtx, rs, i, resolverLat[i]) })
+	plan := runner.Plan{
+		Duration:      cfg.Duration,
+		Done:          rs.stopCh, // closed early when -ops is reached
+		Stop:          func(e runner.End) { rs.finish(endReason[e]) },
+		ResolverGrace: workerGrace,
+		ConsumerGrace: dropTimeout + stopTimeout + workerGrace,
+		Unexpected:    w.t.Unexpected,
 	}
-	for i := range cfg.Consumers {
-		consumers.Go(func() { w.consumer(rs, i, consumerLat) })
+	for i := range inProcess {
+		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.resolver(ctx, rs, i, resolverLat[i]) })
 	}
 	for _, fn := range opts.extra {
-		extras.Go(func() { fn(callCtx, rs) })
+		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { fn(ctx, rs) })
 	}
-
-	var timeout <-chan time.Time
-	if cfg.Duration > 0 {
-		t := time.NewTimer(cfg.Duration)
-		defer t.Stop()
-		timeout = t.C
+	for i := range cfg.Consumers {
+		plan.Consumers = append(plan.Consumers, func() { w.consumer(rs, i, consumerLat) })
 	}
-	select {
-	case <-timeout:
-		rs.finish("duration")
-	case <-ctx.Done():
-		rs.finish("interrupted")
-	case <-rs.stopCh:
-	}
-	elapsed := time.Since(began)
-
-	// Wind down: workers finish the operation they are in. A catalog that
-	// hangs a call gets its context cancelled after a grace period rather
-	// than hanging the run.
-	if !wait.Group(&resolvers, workerGrace) || !wait.Group(&extras, workerGrace) {
-		cancelCalls()
-		w.t.Unexpected("resolvers still busy %v after the run ended: in-flight calls cancelled", workerGrace)
-		wait.Group(&resolvers, workerGrace)
-		wait.Group(&extras, workerGrace)
-	}
-	if !wait.Group(&consumers, dropTimeout+stopTimeout+workerGrace) {
-		w.t.Unexpected("consumer goroutines still busy after the run ended")
-	}
+	_, elapsed := runner.Run(ctx, plan)
 
 	// Quiet: no start in flight and every death observed. The catalog must
 	// hold exactly the survivors' entries, then none once they stop.
