@@ -12,19 +12,17 @@ import (
 	"errors"
 	"math/big"
 	"net"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
 	"github.com/livereg/livereg/etcdfleet"
+	"github.com/livereg/livereg/etcdfleet/embedded"
 )
 
 const testPassword = "s3cret-pass-word-0123"
@@ -92,9 +90,7 @@ func TestTLSFiles(t *testing.T) {
 // and without credentials to send.
 func TestJoinTLS(t *testing.T) {
 	pki := newPKI(t)
-	ep := startEtcdWith(t, "https", func(cfg *embed.Config) {
-		cfg.ClientTLSInfo = transport.TLSInfo{CertFile: pki.cert, KeyFile: pki.key}
-	})
+	ep := startEtcdTLS(t, pki.cert, pki.key)
 	tlsCfg, err := etcdfleet.TLSFiles(pki.ca, "", "")
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +122,7 @@ func TestJoinTLS(t *testing.T) {
 func TestJoinUserPassword(t *testing.T) {
 	// bcrypt's lowest cost: at the default, each login's check takes the
 	// CPU for long enough, under the race detector, that 1 s leases expire.
-	ep := startEtcdWith(t, "http", func(cfg *embed.Config) { cfg.BcryptCost = 4 })
+	ep := startEtcdWith(t, embedded.Config{BcryptCost: 4}).Endpoint()
 	ctx := ctxFor(t)
 	admin := client(t, ep)
 	for _, step := range []func() error{
@@ -178,39 +174,6 @@ func TestJoinUserPassword(t *testing.T) {
 		_ = r.Close(ctx)
 		t.Error("join without credentials succeeded on a cluster with auth on")
 	}
-}
-
-// startEtcdWith is startEtcd with its client URL's scheme and a last word
-// on the config.
-func startEtcdWith(t testing.TB, scheme string, edit func(*embed.Config)) string {
-	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "fleet"
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	cfg.UnsafeNoFsync = true
-	client := url.URL{Scheme: scheme, Host: "127.0.0.1:0"}
-	peer := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	if edit != nil {
-		edit(cfg)
-	}
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatalf("start etcd: %v", err)
-	}
-	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatalf("etcd: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready after 30 s")
-	}
-	return scheme + "://" + e.Clients[0].Addr().String()
 }
 
 // pki is a CA and one certificate it signed, for the loopback names,

@@ -1,14 +1,16 @@
 package etcdfleet_test
 
 import (
-	"net/url"
+	"context"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/goleak"
 	"go.uber.org/zap"
+
+	"github.com/livereg/livereg/etcdfleet/embedded"
 )
 
 func TestMain(m *testing.M) {
@@ -20,32 +22,30 @@ func TestMain(m *testing.M) {
 // client endpoint; the server stops when the test ends.
 func startEtcd(t testing.TB) string {
 	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name = "fleet"
-	cfg.Dir = t.TempDir()
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	cfg.UnsafeNoFsync = true
-	client := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	// A single member never dials its peer URL, but etcd listens on it:
-	// loopback on a port the kernel picks, like the client URL.
-	peer := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
+	return startEtcdWith(t, embedded.Config{}).Endpoint()
+}
+
+// startEtcdWith is startEtcd with cfg's client URL, client TLS and bcrypt
+// cost; it fills in the rest.
+func startEtcdWith(t testing.TB, cfg embedded.Config) *embedded.Etcd {
+	t.Helper()
+	cfg.Name, cfg.Dir = "fleet", t.TempDir()
+	cfg.TickMs, cfg.ElectionMs, cfg.NoFsync = 10, 100, true
+	e, err := embedded.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
 	t.Cleanup(e.Close)
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		t.Fatalf("etcd: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready after 30 s")
-	}
-	return "http://" + e.Clients[0].Addr().String()
+	return e
+}
+
+// startEtcdTLS serves clients over TLS with the certificate in cert and
+// key.
+func startEtcdTLS(t testing.TB, cert, key string) string {
+	t.Helper()
+	return startEtcdWith(t, embedded.Config{
+		ClientURL: "https://127.0.0.1:0", ClientTLS: &transport.TLSInfo{CertFile: cert, KeyFile: key},
+	}).Endpoint()
 }
 
 // client is a plain etcd client on ep for a test's own reads.

@@ -162,8 +162,8 @@ func TestVisibilityIsDocumented(t *testing.T) {
 		t.Errorf("denied read = %v, unknown read = %v", denied, unknown)
 	}
 	for file, phrases := range map[string][]string{
-		"doc.go":       {"# Visibility", "tools/list", "CodeDenied"},
-		"../README.md": {"## Security", "tools/list", "-32043", "MaxResultBytes", "ps"},
+		"doc.go":              {"# Visibility", "tools/list", "CodeDenied"},
+		"../docs/security.md": {"# Security", "tools/list", "-32043", "MaxResultBytes", "ps"},
 	} {
 		b, err := os.ReadFile(file)
 		if err != nil {

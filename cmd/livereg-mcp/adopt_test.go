@@ -16,12 +16,12 @@ import (
 // embedded etcd is this command's own (startEtcd).
 func TestAdopterRestartsAfterSessionLoss(t *testing.T) {
 	ctx := ctxGuard(t)
-	lock, e, err := startEtcd(ctx, t.TempDir(), "http://127.0.0.1:0")
+	e, err := startEtcd(ctx, t.TempDir(), "http://127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { e.Close(); _ = lock.Close() }()
-	ep := "http://" + e.Clients[0].Addr().String()
+	defer e.Close()
+	ep := e.Endpoint()
 	rep, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{ep}, Prefix: "/t", TTL: time.Second, Replica: "a", Token: testFleetToken})
 	if err != nil {
 		t.Fatal(err)

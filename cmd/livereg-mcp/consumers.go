@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/livereg-mcp/internal/conformance"
 )
 
 var public = bindsec.Plan{Public: true}
@@ -70,6 +72,21 @@ func (s *starter) done() ([]*catalog.Consumer, error) {
 		return nil, s.err
 	}
 	return s.ks, nil
+}
+
+// startConformance starts the fixtures of the MCP conformance suite
+// (package conformance) as the demo's routes start: in a fleet, one that
+// another replica serves is left to adopt.
+func startConformance(ctx context.Context, cat *catalog.Catalog, adopt *adopter) ([]*catalog.Consumer, error) {
+	routes, err := conformance.Routes()
+	if err != nil {
+		return nil, err
+	}
+	s := &starter{ctx: ctx, cat: cat, adopt: adopt}
+	for _, r := range routes {
+		s.start(r.Kind, r.Name, func() (*catalog.Consumer, error) { return r.Start(ctx, cat) })
+	}
+	return s.done()
 }
 
 // demoRoutes are the consumers run starts: the demo, the conformance
@@ -188,4 +205,13 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return raw
+}
+
+// stopAll stops ks, giving them 5 s together to return.
+func stopAll(ks []*catalog.Consumer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, k := range ks {
+		_ = k.Stop(ctx)
+	}
 }

@@ -75,8 +75,7 @@ func callText(t *testing.T, cs *mcp.ClientSession, name string, args map[string]
 // connected clients; a restart takes the name over. The crash tools need
 // the role admin; ops_report needs ops.
 func TestDemoCrashAndRestart(t *testing.T) {
-	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp",
-		tokens: aliceToken + "@alice:admin," + bobToken + "@bob:ops"})
+	s := startRun(t, localConfig(aliceToken+"@alice:admin,"+bobToken+"@bob:ops"))
 	w := watch(t, s.url)
 	alice, bob := connect(t, s.url, aliceToken), connect(t, s.url, bobToken)
 

@@ -4,7 +4,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
@@ -19,12 +18,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/livereg/livereg/etcdfleet/embedded"
 )
 
 const testEtcdPassword = "etcd-pass-0123456789"
@@ -143,7 +143,8 @@ func TestEtcdAuthFlagsExit2(t *testing.T) {
 // carries root's token, so the refusals are the credential's doing.
 func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 	ctx := ctxGuard(t)
-	ep, _ := startSecuredEtcd(t, t.TempDir(), config{fleetToken: testFleetToken})
+	e := startSecuredEtcd(t, t.TempDir(), joinConfig{fleetToken: testFleetToken})
+	ep := e.Endpoint()
 
 	anon, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -220,6 +221,17 @@ func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 		}
 	}
 
+	// The peer port, which serves raft without etcd's auth, takes TLS
+	// clients with this start's certificate alone (package embedded's
+	// Hardened; TestHardenedPeerPortClosed there tries the certificate).
+	if _, _, ok := e.PeerCert(); !ok {
+		t.Error("the embedded etcd is not hardened: its peer port has no certificate")
+	}
+	if resp, err := http.Get("http://" + e.PeerAddr() + "/members"); err == nil {
+		resp.Body.Close()
+		t.Errorf("the peer port answered plain HTTP: HTTP %d", resp.StatusCode)
+	}
+
 	// Host: loopback names pass, a rebound name is refused.
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(ep, "http://"))
 	for host, want := range map[string]int{
@@ -245,15 +257,15 @@ func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 	dir := t.TempDir()
 	const next, stranger = "fleet-secret-next-0123456789", "fleet-secret-stranger-012345"
-	for _, cfg := range []config{
+	for _, cfg := range []joinConfig{
 		{fleetToken: testFleetToken}, // the first start turns auth on
 		{fleetToken: testFleetToken}, // a restart logs in
 		{fleetToken: next, fleetTrust: fleetTrust{fleetPrevious: []string{"not-this-one-0123456789", testFleetToken}}},
 	} {
-		_, stop := startSecuredEtcd(t, dir, cfg)
-		stop()
+		startSecuredEtcd(t, dir, cfg).Close()
 	}
-	ep, stop := startSecuredEtcd(t, dir, config{fleetToken: next})
+	secured := startSecuredEtcd(t, dir, joinConfig{fleetToken: next})
+	ep := secured.Endpoint()
 	for tok, ok := range map[string]bool{next: true, testFleetToken: false} {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
 			Username: etcdRoot, Password: etcdRootPassword(tok)})
@@ -264,13 +276,13 @@ func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 			t.Errorf("root login with the password of token %q: %v, want success %v", tok[:12], err, ok)
 		}
 	}
-	stop()
-	lock, e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
+	secured.Close()
+	e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { e.Close(); _ = lock.Close() }()
-	err = secureEtcd(ctxGuard(t), e, "http://"+e.Clients[0].Addr().String(), config{fleetToken: stranger}, quiet())
+	defer e.Close()
+	err = secureEtcd(ctxGuard(t), e, joinConfig{fleetToken: stranger}, quiet())
 	if err == nil || !strings.Contains(err.Error(), fleetTokenPreviousEnv) || strings.Contains(err.Error(), stranger) {
 		t.Errorf("a token the etcd never knew: %v", err)
 	}
@@ -278,22 +290,19 @@ func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 
 // startSecuredEtcd starts the embedded etcd in dir as joinFleet does, on
 // a fixed free port (etcd's HTTP gateway dials the listen address, so
-// port 0 would leave it broken), and returns its client URL and a stop
-// function, which the test's end also calls.
-func startSecuredEtcd(t *testing.T, dir string, cfg config) (string, func()) {
+// port 0 would leave it broken), and returns it; the test's end stops it,
+// and so may the test (Close is idempotent).
+func startSecuredEtcd(t *testing.T, dir string, cfg joinConfig) *embedded.Etcd {
 	t.Helper()
-	lock, e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
+	e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
-	stop := func() { once.Do(func() { e.Close(); _ = lock.Close() }) }
-	t.Cleanup(stop)
-	ep := "http://" + e.Clients[0].Addr().String()
-	if err := secureEtcd(ctxGuard(t), e, ep, cfg, quiet()); err != nil {
+	t.Cleanup(e.Close)
+	if err := secureEtcd(ctxGuard(t), e, cfg, quiet()); err != nil {
 		t.Fatal(err)
 	}
-	return ep, stop
+	return e
 }
 
 func freeLoopbackURL(t *testing.T) string {
@@ -340,92 +349,21 @@ func writeCert(t *testing.T, dir string) (ca, cert, key string) {
 	return cert, cert, key
 }
 
-// What a stranger adds in the milliseconds between the first start's
-// listening and its AuthEnable (users, roles, keys) is gone once auth is
-// on.
-func TestEmbeddedEtcdFirstStartSweeps(t *testing.T) {
-	ctx := ctxGuard(t)
+// A second -etcd-embedded over a directory whose etcd runs is refused at
+// once, saying what to do, rather than waiting for etcd's own locks.
+func TestEmbeddedEtcdDirectoryTaken(t *testing.T) {
 	dir := t.TempDir()
-	lock, e, err := startEtcd(ctx, dir, freeLoopbackURL(t))
-	if err != nil {
-		t.Fatal(err)
+	startSecuredEtcd(t, dir, joinConfig{fleetToken: testFleetToken})
+	began := time.Now()
+	e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
+	if err == nil {
+		e.Close()
+		t.Fatal("a second etcd started in a directory whose etcd runs")
 	}
-	defer func() { e.Close(); _ = lock.Close() }()
-	ep := "http://" + e.Clients[0].Addr().String()
-	anon, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
+	if !strings.Contains(err.Error(), "join it with -etcd") {
+		t.Errorf("second start: %v, want it to say to join with -etcd", err)
 	}
-	defer anon.Close()
-	for _, plant := range []func() error{
-		func() error { _, err := anon.UserAdd(ctx, "intruder", "x"); return err },
-		func() error { _, err := anon.RoleAdd(ctx, "intruder"); return err },
-		func() error { _, err := anon.UserGrantRole(ctx, "intruder", etcdRoot); return err },
-		func() error { _, err := anon.Put(ctx, "/livereg-mcp/tools/planted", "x"); return err },
-	} {
-		if err := plant(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := secureEtcd(ctx, e, ep, config{fleetToken: testFleetToken}, quiet()); err != nil {
-		t.Fatal(err)
-	}
-	root, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		Username: etcdRoot, Password: etcdRootPassword(testFleetToken)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	users, err := root.UserList(ctx)
-	if err != nil || len(users.Users) != 1 || users.Users[0] != etcdRoot {
-		t.Errorf("users after the first start: %v, %v; want root alone", users, err)
-	}
-	roles, err := root.RoleList(ctx)
-	if err != nil || len(roles.Roles) > 1 || len(roles.Roles) == 1 && roles.Roles[0] != etcdRoot {
-		t.Errorf("roles after the first start: %v, %v; want root alone", roles, err)
-	}
-	if resp, err := root.Get(ctx, "", clientv3.WithFromKey(), clientv3.WithCountOnly()); err != nil || resp.Count != 0 {
-		t.Errorf("keys after the first start: %v, %v; want none", resp, err)
-	}
-	if _, err := anon.Authenticate(ctx, "intruder", "x"); err == nil {
-		t.Error("the planted user logs in")
-	}
-}
-
-// The embedded etcd's peer port, which serves raft messages and lease
-// renewals without etcd's auth, takes no plain HTTP and no TLS client
-// without this start's peer certificate; with it, it answers.
-func TestEmbeddedEtcdPeerPortClosed(t *testing.T) {
-	ctx := ctxGuard(t)
-	dir := t.TempDir()
-	lock, e, err := startEtcd(ctx, dir, freeLoopbackURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { e.Close(); _ = lock.Close() }()
-	peer := e.Peers[0].Addr().String()
-	get := func(url string, certs []tls.Certificate) (int, error) {
-		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true, Certificates: certs}}}
-		defer c.CloseIdleConnections()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := c.Do(req)
-		if err != nil {
-			return 0, err
-		}
-		resp.Body.Close()
-		return resp.StatusCode, nil
-	}
-	if code, err := get("http://"+peer+"/members", nil); err == nil && code == http.StatusOK {
-		t.Error("the peer port answered plain HTTP")
-	}
-	if code, err := get("https://"+peer+"/members", nil); err == nil {
-		t.Errorf("the peer port answered HTTP %d to a TLS client without a certificate", code)
-	}
-	cert, err := tls.LoadX509KeyPair(filepath.Join(dir, peerCertFile), filepath.Join(dir, peerKeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code, err := get("https://"+peer+"/members", []tls.Certificate{cert}); err != nil || code != http.StatusOK {
-		t.Errorf("the peer port with its certificate: HTTP %d, %v", code, err)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("the refusal took %v", took)
 	}
 }

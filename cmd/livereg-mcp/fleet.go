@@ -8,17 +8,13 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/fileutil"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
-
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/etcdfleet"
+	"github.com/livereg/livereg/etcdfleet/embedded"
 	"github.com/livereg/livereg/mcpserve"
 )
 
@@ -178,8 +174,7 @@ func toolNameChars(s string) string {
 // one) and do nothing then.
 type fleet struct {
 	rep       *etcdfleet.Replica
-	etcd      *embed.Etcd          // nil unless embedded
-	lock      *fileutil.LockedFile // the embedded etcd's directory, held while it runs
+	etcd      *embedded.Etcd // nil unless embedded
 	advertise string
 	log       *slog.Logger
 }
@@ -198,20 +193,20 @@ func joinFleet(ctx context.Context, cfg config, addr net.Addr, log *slog.Logger)
 	}
 	endpoints := splitEndpoints(cfg.etcd)
 	if cfg.etcdEmbedded != "" {
-		lock, e, err := startEtcd(ctx, cfg.etcdEmbedded, cfg.etcdListen)
+		e, err := startEtcd(ctx, cfg.etcdEmbedded, cfg.etcdListen)
 		if err != nil {
 			return nil, err
 		}
-		f.lock, f.etcd = lock, e
+		f.etcd = e
 		go func() {
 			// Err is closed when the etcd stops.
 			for err := range e.Err() {
 				log.Error("embedded etcd failed", "err", err)
 			}
 		}()
-		client := "http://" + e.Clients[0].Addr().String()
+		client := e.Endpoint()
 		endpoints = []string{client}
-		if err := secureEtcd(ctx, e, client, cfg, log); err != nil {
+		if err := secureEtcd(ctx, e, cfg.joinConfig, log); err != nil {
 			f.stopEtcd()
 			return nil, err
 		}
@@ -243,70 +238,30 @@ func splitEndpoints(list string) []string {
 	return out
 }
 
-// etcdLockFile, in the embedded etcd's directory, is locked while an etcd
-// runs there: a second one would wait for etcd's own locks forever.
-const etcdLockFile = "livereg-mcp.lock"
-
-// startEtcd starts a single-node etcd with its data in dir, serving
-// clients at listen (a loopback URL; port 0 picks one) and its peer port
-// on a loopback port the kernel picks: a single member never dials it.
-// The lock it returns is to be closed once the etcd has stopped.
-func startEtcd(ctx context.Context, dir, listen string) (*fileutil.LockedFile, *embed.Etcd, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
+// startEtcd starts the single-node etcd of -etcd-embedded, with its data
+// in dir, serving clients at listen (a loopback URL; port 0 picks one),
+// hardened (package embedded's Config.Hardened): no CORS grant, loopback
+// Host names only, mutual TLS on the peer port. Auth is secureEtcd's.
+func startEtcd(ctx context.Context, dir, listen string) (*embedded.Etcd, error) {
+	e, err := embedded.Start(ctx, embedded.Config{
+		Dir: dir, Name: "livereg-mcp", ClientURL: listen, Hardened: true,
+		// A single member has no peer to hear from: short ticks cost
+		// nothing, and etcd raises a lease TTL below 1.5 election
+		// timeouts, which would make -fleet-ttl 1s mean 2s with the
+		// default 1 s elections.
+		TickMs: 50, ElectionMs: 500,
+		// bcrypt's cost slows the guessing of weak passwords; root's is
+		// 256 bits from an HMAC, which no cost makes weaker or stronger,
+		// so the lowest (bcrypt.MinCost) spares each login the default's
+		// tens of milliseconds of CPU, which the etcd that keeps the
+		// leases alive shares with the logins of every replica.
+		BcryptCost:   4,
+		ReadyTimeout: etcdReadyTimeout,
+	})
+	if errors.Is(err, embedded.ErrLocked) {
+		return nil, errors.New("embedded etcd: another process runs an etcd in the -etcd-embedded directory; join it with -etcd, or choose another directory")
 	}
-	lock, err := fileutil.TryLockFile(filepath.Join(dir, etcdLockFile), os.O_WRONLY|os.O_CREATE, 0o600)
-	if errors.Is(err, fileutil.ErrLocked) {
-		return nil, nil, errors.New("embedded etcd: another process runs an etcd in the -etcd-embedded directory; join it with -etcd, or choose another directory")
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("embedded etcd: %w", err)
-	}
-	e, err := runEtcd(ctx, dir, listen)
-	if err != nil {
-		_ = lock.Close()
-		return nil, nil, err
-	}
-	return lock, e, nil
-}
-
-func runEtcd(ctx context.Context, dir, listen string) (*embed.Etcd, error) {
-	cfg := embed.NewConfig()
-	cfg.Name = "livereg-mcp"
-	cfg.Dir = dir
-	// Its log is not this command's (JSON, with benign errors on a first
-	// start); what stops it comes on Err, which startEtcd's caller logs.
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	// A single member has no peer to hear from: short ticks cost nothing,
-	// and etcd raises a lease TTL below 1.5 election timeouts, which
-	// would make -fleet-ttl 1s mean 2s with the default 1 s elections.
-	cfg.TickMs, cfg.ElectionMs = 50, 500
-	client, _ := url.Parse(listen)
-	client.Path = ""
-	peer := url.URL{Scheme: "http", Host: net.JoinHostPort(client.Hostname(), "0")}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	if err := hardenEtcd(cfg, client); err != nil {
-		return nil, fmt.Errorf("embedded etcd: %w", err)
-	}
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("embedded etcd: %w", err)
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-		return e, nil
-	case err := <-e.Err():
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: %w", err)
-	case <-ctx.Done():
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: %w", context.Cause(ctx))
-	case <-time.After(etcdReadyTimeout):
-		e.Close()
-		return nil, fmt.Errorf("embedded etcd: not ready after %v", etcdReadyTimeout)
-	}
+	return e, err
 }
 
 // leave leaves the fleet: the replica's Close kills its consumers and
@@ -332,7 +287,6 @@ func (f *fleet) stopEtcd() {
 		return
 	}
 	f.etcd.Close()
-	_ = f.lock.Close()
 	f.log.Info("embedded etcd stopped")
 }
 

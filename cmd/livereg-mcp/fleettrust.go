@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"strings"
 
@@ -21,19 +20,6 @@ const fleetTokenPreviousEnv = "LIVEREG_FLEET_TOKEN_PREVIOUS"
 // forwards to unless -fleet-peers says otherwise: the embedded etcd
 // listens on loopback only, so every replica is on this machine.
 var embeddedPeers = []string{"127.0.0.0/8", "::1/128", "localhost"}
-
-// fleetTrust is what a replica believes of the fleet's records (package
-// etcdfleet's doc, "What a replica trusts").
-type fleetTrust struct {
-	fleetPeersFlag string   // -fleet-peers, as given
-	fleetPeers     []string // parsed, or the default
-	fleetPrevious  []string // from $LIVEREG_FLEET_TOKEN_PREVIOUS
-}
-
-func (ft *fleetTrust) flags(fs *flag.FlagSet) {
-	fs.StringVar(&ft.fleetPeersFlag, "fleet-peers", "", "hosts the replicas may advertise, comma-separated CIDRs or host names: "+
-		"records naming another are ignored (default: any; with -etcd-embedded "+strings.Join(embeddedPeers, ",")+")")
-}
 
 // checkFleetTrust parses the fleet trust settings of cfg, which joins a
 // fleet, and checks them against the rest as Join would, so that a

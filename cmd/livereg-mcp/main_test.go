@@ -88,6 +88,14 @@ type started struct {
 	errc   chan error
 }
 
+// localConfig serves HTTP at /mcp on a free loopback port, with the
+// bearer tokens of spec.
+func localConfig(spec string) config {
+	var cfg config
+	cfg.addr, cfg.path, cfg.tokens = "127.0.0.1:0", "/mcp", spec
+	return cfg
+}
+
 func startRun(t *testing.T, cfg config) *started {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -156,7 +164,9 @@ func firstText(t *testing.T, r *mcp.CallToolResult) string {
 func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	dir := t.TempDir()
 	urlFile := filepath.Join(dir, "url")
-	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", conformance: true, tokens: aliceToken + "@alice:admin", urlFile: urlFile})
+	cfg := localConfig(aliceToken + "@alice:admin")
+	cfg.conformance, cfg.urlFile = true, urlFile
+	s := startRun(t, cfg)
 	if b, err := os.ReadFile(urlFile); err != nil || strings.TrimSpace(string(b)) != s.url {
 		t.Errorf("url file = %q, %v; want %q", b, err, s.url)
 	}
@@ -253,7 +263,9 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 }
 
 func TestRefusesExposedAddressWithoutTokens(t *testing.T) {
-	err := run(context.Background(), config{addr: "0.0.0.0:0", path: "/mcp"}, quiet(), nil)
+	cfg := localConfig("")
+	cfg.addr = "0.0.0.0:0"
+	err := run(context.Background(), cfg, quiet(), nil)
 	if !errors.Is(err, mcpserve.ErrExposed) {
 		t.Fatalf("run on 0.0.0.0 without tokens = %v, want ErrExposed", err)
 	}

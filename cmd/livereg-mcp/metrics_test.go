@@ -16,8 +16,9 @@ import (
 // Prometheus text format.
 func TestMetricsEndpoint(t *testing.T) {
 	murl := make(chan string, 1)
-	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", metricsAddr: "127.0.0.1:0",
-		onMetrics: func(u string) { murl <- u }})
+	cfg := localConfig("")
+	cfg.metricsAddr, cfg.onMetrics = "127.0.0.1:0", func(u string) { murl <- u }
+	s := startRun(t, cfg)
 	var url string
 	select {
 	case url = <-murl:

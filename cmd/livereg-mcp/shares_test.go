@@ -138,8 +138,9 @@ func TestGreedyClientCannotStarveAnother(t *testing.T) {
 			name = "stateless"
 		}
 		t.Run(name, func(t *testing.T) {
-			s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", stateless: stateless,
-				maxListens: mcpserve.DefaultMaxListenStreams, tokens: aliceToken + "@alice:admin"})
+			cfg := localConfig(aliceToken + "@alice:admin")
+			cfg.stateless, cfg.maxListens = stateless, mcpserve.DefaultMaxListenStreams
+			s := startRun(t, cfg)
 			tr := &http.Transport{MaxIdleConnsPerHost: 64}
 			hc := &http.Client{Transport: tr}
 			var held []io.Closer

@@ -82,8 +82,9 @@ func next(t *testing.T, ch <-chan string, what string) string {
 // current revision, and every death of fortune, and its restart, reaches a
 // subscriptions/listen stream as tools/list_changed.
 func TestStatelessServesCurrentRevision(t *testing.T) {
-	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", stateless: true, maxListens: 4,
-		tokens: aliceToken + "@alice:admin"})
+	cfg := localConfig(aliceToken + "@alice:admin")
+	cfg.stateless, cfg.maxListens = true, 4
+	s := startRun(t, cfg)
 
 	disc := next(t, events(postCurrent(t, s.url, "server/discover", "", map[string]any{})), "the discover result")
 	if !strings.Contains(disc, `"supportedVersions":["2026-07-28"`) || !strings.Contains(disc, `"name":"livereg-mcp"`) {

@@ -212,9 +212,12 @@ func (b block) source(mdName string, n int) (string, []string, error) {
 		fmt.Fprintf(&body, "//line %s:%d:1\n%s\n", mdName, b.declLn, strings.Join(b.decls, "; "))
 	}
 	fmt.Fprintf(&body, "//line %s:%d:1\n%s", mdName, b.line, b.src)
-	// Parsed once without imports to learn which packages it names.
+	// Parsed once without imports to learn which packages it names. The
+	// file has no name: a //line directive's relative file name is read
+	// relative to the directory of the file that holds it, which would
+	// turn docs/x.md into docs/docs/x.md.
 	probe := fmt.Sprintf("package p\nfunc _() {\n%s\n}\n", body.String())
-	f, err := parser.ParseFile(token.NewFileSet(), mdName, probe, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(token.NewFileSet(), "", probe, parser.SkipObjectResolution)
 	if err != nil {
 		return "", nil, err
 	}

@@ -168,7 +168,9 @@ func checkMarkdown(name string, md []byte) (checked, error) {
 		} else {
 			res.fragments++
 		}
-		f, err := parser.ParseFile(fset, name, u.src, parser.SkipObjectResolution)
+		// Unnamed, as in block.source: the //line directives name the
+		// Markdown file, relative to the repository root.
+		f, err := parser.ParseFile(fset, "", u.src, parser.SkipObjectResolution)
 		if err != nil {
 			res.errs = append(res.errs, err)
 			continue

@@ -1,7 +1,18 @@
-// Package readme holds the test that keeps every Go code block of the
-// repository's README.md compiling against the code beside it, so that a
-// renamed or removed API cannot leave the README stale. It has no code of
-// its own.
+// Package readme holds the tests that keep the repository's README.md and
+// the documents under docs/ true to the code beside them, so that a
+// renamed or removed API, or a moved section, cannot leave them stale. It
+// has no code of its own.
+//
+//   - TestDocsGoBlocksCompile type-checks every Go code block of README.md
+//     and of every .md file under docs/ but the decision records in
+//     docs/adr, which state a decision as it was taken.
+//   - TestHelloWorldRuns builds the README's first complete program, the
+//     hello world, from the README's text as written, serves one MCP
+//     session to the SDK's client through it, and stops it with an
+//     interrupt: it must call, refuse bad arguments and exit 0.
+//   - TestDocsLinksResolve follows every relative link of those documents
+//     and of the decision records: its file or folder must exist, and its
+//     fragment must name a heading of the Markdown file it points to.
 //
 // # Which blocks
 //
@@ -46,7 +57,8 @@
 // fragments may declare the same names), against the export data of the
 // packages as this tree builds them: one go list -export per module for
 // all blocks, which the build cache makes cheap after go test has built
-// the same packages. Errors name the README's line and column.
+// the same packages. Errors name the document, from the repository root,
+// and its line and column.
 //
 // In a fragment, and only there, go/types' soft errors "declared and not
 // used" and "imported and not used" are ignored: a fragment shows a call's

@@ -2,37 +2,50 @@ package readme
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// Every Go code block of README.md compiles against this module as it
-// stands: a complete program as it is, a fragment inside a function with
-// the declarations of its go:vars directive (see the package doc). A
-// renamed or removed API, or a fragment that no longer fits the one
-// before it, fails here with the README line that uses it.
-func TestReadmeGoBlocksCompile(t *testing.T) {
+// Every Go code block of README.md and of the documents under docs/
+// compiles against the modules as they stand: a complete program as it
+// is, a fragment inside a function with the declarations of its go:vars
+// directive (see the package doc). A renamed or removed API, or a
+// fragment that no longer fits the one before it, fails here with the
+// document and line that use it.
+func TestDocsGoBlocksCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds with the go command")
 	}
-	md, err := os.ReadFile(repoRoot + "/README.md")
+	docs, err := documents(repoRoot, decisionRecords)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := checkMarkdown("README.md", md)
-	if err != nil {
-		t.Fatal(err)
+	var programs, fragments int
+	for _, name := range docs {
+		md, err := os.ReadFile(filepath.Join(repoRoot, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := checkMarkdown(name, md)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, err := range res.errs {
+			t.Error(err)
+		}
+		if name == "README.md" && res.programs == 0 {
+			t.Error("README.md has no complete program: the hello world is gone")
+		}
+		programs += res.programs
+		fragments += res.fragments
+		t.Logf("%s: %d programs and %d fragments type-checked", name, res.programs, res.fragments)
 	}
-	for _, err := range res.errs {
-		t.Error(err)
+	if fragments == 0 {
+		t.Error("the documents have no Go fragment: the test would check only programs")
 	}
-	if res.programs == 0 {
-		t.Error("README.md has no complete program: the server example is gone")
-	}
-	if res.fragments == 0 {
-		t.Error("README.md has no Go fragment: the test would check only the program")
-	}
-	t.Logf("%d programs and %d fragments type-checked", res.programs, res.fragments)
+	t.Logf("%d documents: %d programs and %d fragments type-checked", len(docs), programs, fragments)
 }
 
 // The checker itself: what it must refuse and what it must let through,
@@ -65,6 +78,27 @@ func TestCheckMarkdown(t *testing.T) {
 		{"a program without main", open + "package main\n\nfunc Main() {}\n" + end, "func main"},
 		{"a syntax error", open + "cat.ListTools(\n" + end, "x.md:"},
 		{"other languages are not Go", "```sh\nmake test(\n```\n```json\n{\n```\n", ""},
+	}
+	// A document in a folder is named by its path from the repository
+	// root, as written, in the errors of fragments and programs alike.
+	for _, name := range []string{"docs/x.md", "docs/deep/x.md"} {
+		t.Run(name, func(t *testing.T) {
+			md := "<!-- go:vars ctx context.Context -->\n" + open + "cat.ListTools()\n" + end +
+				open + "package main\n\nfunc main() { x := 1 }\n" + end
+			res, err := checkMarkdown(name, []byte(md))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{name + ":3:1: undefined: cat", name + ":8:15: declared and not used: x"}
+			if len(res.errs) != len(want) {
+				t.Fatalf("errors %v, want %q", res.errs, want)
+			}
+			for i, err := range res.errs {
+				if err.Error() != want[i] {
+					t.Errorf("error %q, want %q", err, want[i])
+				}
+			}
+		})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

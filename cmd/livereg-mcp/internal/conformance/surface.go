@@ -1,4 +1,4 @@
-package main
+package conformance
 
 import (
 	"context"
@@ -6,35 +6,21 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 )
 
-// prompt starts a prompt consumer, as tool and resource do.
-func (s *starter) prompt(p catalog.Prompt, plan bindsec.Plan, h catalog.PromptHandler, opts ...catalog.StartOption) {
-	s.start("prompt", p.Name, func() (*catalog.Consumer, error) { return s.cat.StartPrompt(s.ctx, p, plan, h, opts...) })
-}
-
-// template starts a resource template consumer.
-func (s *starter) template(t catalog.ResourceTemplate, plan bindsec.Plan, rd catalog.ResourceReader, opts ...catalog.StartOption) {
-	s.start("resource template", t.URITemplate, func() (*catalog.Consumer, error) {
-		return s.cat.StartResourceTemplate(s.ctx, t, plan, rd, opts...)
-	})
-}
-
-// conformanceWords are what the completer of test_prompt_with_arguments
+// completionWords are what the completer of test_prompt_with_arguments
 // suggests from.
-var conformanceWords = []string{"paris", "park", "party", "test", "testing", "testValue1", "testValue2"}
+var completionWords = []string{"paris", "park", "party", "test", "testing", "testValue1", "testValue2"}
 
-// startSurfaceConformance starts the prompts, resource template and
-// watched resource of the conformance suite's scenarios prompts-*,
-// resources-templates-read, resources-subscribe, resources-unsubscribe and
-// completion-complete, as ordinary public consumers.
-func startSurfaceConformance(s *starter) {
+// surface adds the prompts, resource template and watched resource of the
+// conformance suite's scenarios prompts-*, resources-templates-read,
+// resources-subscribe, resources-unsubscribe and completion-complete.
+func (s *set) surface() {
 	user := func(c catalog.Content) catalog.PromptMessage { return catalog.PromptMessage{Role: "user", Content: c} }
 	text := func(t string) catalog.Content { return catalog.Content{Type: "text", Text: t} }
 	fixed := func(p catalog.Prompt, msgs ...catalog.PromptMessage) {
-		s.prompt(p, public, func(context.Context, catalog.PromptGet) (catalog.PromptResult, error) {
+		s.prompt(p, func(context.Context, catalog.PromptGet) (catalog.PromptResult, error) {
 			return catalog.PromptResult{Messages: msgs}, nil
 		})
 	}
@@ -46,13 +32,13 @@ func startSurfaceConformance(s *starter) {
 			{Name: "arg1", Description: "First test argument", Required: true},
 			{Name: "arg2", Description: "Second test argument", Required: true},
 		},
-	}, public, func(_ context.Context, g catalog.PromptGet) (catalog.PromptResult, error) {
+	}, func(_ context.Context, g catalog.PromptGet) (catalog.PromptResult, error) {
 		return catalog.PromptResult{Messages: []catalog.PromptMessage{
 			user(text(fmt.Sprintf("Prompt with arguments: arg1='%s', arg2='%s'", g.Arguments["arg1"], g.Arguments["arg2"]))),
 		}}, nil
 	}, catalog.WithCompleter(func(_ context.Context, r catalog.CompletionRequest) (catalog.Completion, error) {
 		var out []string
-		for _, w := range conformanceWords {
+		for _, w := range completionWords {
 			if strings.HasPrefix(w, r.Value) {
 				out = append(out, w)
 			}
@@ -62,7 +48,7 @@ func startSurfaceConformance(s *starter) {
 	s.prompt(catalog.Prompt{
 		Name: "test_prompt_with_embedded_resource", Description: "A prompt that embeds a resource.",
 		Arguments: []catalog.PromptArgument{{Name: "resourceUri", Description: "URI of the resource to embed", Required: true}},
-	}, public, func(_ context.Context, g catalog.PromptGet) (catalog.PromptResult, error) {
+	}, func(_ context.Context, g catalog.PromptGet) (catalog.PromptResult, error) {
 		return catalog.PromptResult{Messages: []catalog.PromptMessage{
 			user(catalog.Content{Type: "resource", Resource: &catalog.Contents{
 				URI: g.Arguments["resourceUri"], MIMEType: "text/plain", Text: "Embedded resource content for testing.",
@@ -76,7 +62,7 @@ func startSurfaceConformance(s *starter) {
 	s.template(catalog.ResourceTemplate{
 		URITemplate: "test://template/{id}/data", Name: "template-data", MIMEType: "application/json",
 		Description: "Data for an ID, from a template.",
-	}, public, func(_ context.Context, r catalog.Read) (catalog.Contents, error) {
+	}, func(_ context.Context, r catalog.Read) (catalog.Contents, error) {
 		id := r.Vars["id"]
 		b, err := json.Marshal(map[string]any{"id": id, "templateTest": true, "data": "Data for ID: " + id})
 		return catalog.Contents{Text: string(b)}, err
@@ -84,7 +70,7 @@ func startSurfaceConformance(s *starter) {
 	s.resource(catalog.Resource{
 		URI: "test://watched-resource", Name: "watched-resource", MIMEType: "text/plain",
 		Description: "A resource to subscribe to.",
-	}, public, func(context.Context, catalog.Read) (catalog.Contents, error) {
+	}, func(context.Context, catalog.Read) (catalog.Contents, error) {
 		return catalog.Contents{MIMEType: "text/plain", Text: "Watched resource content."}, nil
 	})
 }

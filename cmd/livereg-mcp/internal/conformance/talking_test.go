@@ -1,20 +1,112 @@
 //lint:file-ignore SA1019 these tests check MCP logging and sampling, deprecated as of protocol 2026-07-28 but still served.
 
-package main
+package conformance_test
 
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/livereg-mcp/internal/conformance"
+	"github.com/livereg/livereg/mcpserve"
 )
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func ctxGuard(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// serve starts every fixture in a catalog of its own and serves it over
+// streamable HTTP on loopback, all stopped when the test ends (a consumer
+// dropped without Stop dies at garbage collection); it returns the
+// endpoint.
+func serve(t *testing.T) string {
+	t.Helper()
+	routes, err := conformance.Routes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.New(catalog.Config{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	life, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	for _, r := range routes {
+		k, err := r.Start(life, cat)
+		if err != nil {
+			t.Fatalf("%s %s: %v", r.Kind, r.Name, err)
+		}
+		t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	}
+	srv, err := mcpserve.New(cat, mcpserve.Options{Name: "conformance", Version: "1", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { h.Close(); _ = srv.Close() })
+	return h.URL
+}
+
+// text is the text of r's content, its text items joined.
+func text(r *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// Each fixture is claimed under its kind and name, and no two share one:
+// a fleet adopts fixtures by these.
+func TestRoutesNamed(t *testing.T) {
+	routes, err := conformance.Routes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	kinds := map[string]int{}
+	for _, r := range routes {
+		key := r.Kind + " " + r.Name
+		if r.Name == "" || seen[key] {
+			t.Errorf("route %q: empty or seen twice", key)
+		}
+		seen[key] = true
+		kinds[r.Kind]++
+	}
+	want := map[string]int{"tool": 13, "resource": 3, "prompt": 4, "resource template": 1}
+	for k, n := range want {
+		if kinds[k] != n {
+			t.Errorf("%d routes of kind %q, want %d", kinds[k], k, n)
+		}
+	}
+	if len(kinds) != len(want) {
+		t.Errorf("kinds %v, want %v", kinds, want)
+	}
+	for _, name := range []string{"tool test_simple_text", "resource test://static-text", "prompt test_simple_prompt", "resource template test://template/{id}/data"} {
+		if !seen[name] {
+			t.Errorf("no route %q", name)
+		}
+	}
+}
 
 // TestTalkingFixtures calls the conformance fixtures that talk back to
 // their client with the SDK's client, the way the suite's scenarios do.
 func TestTalkingFixtures(t *testing.T) {
-	s := startRun(t, config{addr: "127.0.0.1:0", path: "/mcp", conformance: true})
+	url := serve(t)
 	logs := make(chan string, 16)
 	progress := make(chan float64, 16)
 	elicited := make(chan *mcp.ElicitParams, 4)
@@ -35,7 +127,7 @@ func TestTalkingFixtures(t *testing.T) {
 		},
 	})
 	ctx := ctxGuard(t)
-	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, MaxRetries: -1}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +144,7 @@ func TestTalkingFixtures(t *testing.T) {
 		if err != nil || res.IsError {
 			t.Fatalf("%s: %v %+v", name, err, res)
 		}
-		return firstText(t, res)
+		return text(res)
 	}
 
 	call("test_tool_with_logging", nil)

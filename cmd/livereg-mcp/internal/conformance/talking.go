@@ -1,4 +1,4 @@
-package main
+package conformance
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 // step is the pause between a fixture's reports, as the suite describes.
 const step = 50 * time.Millisecond
 
-// startTalkingTools starts the fixtures above on s.
-func startTalkingTools(s *starter) {
-	s.tool(catalog.Tool{Name: "test_tool_with_logging", Description: "Sends three log messages at info level while it runs."}, public,
+// talking adds the fixtures above.
+func (s *set) talking() {
+	s.tool(catalog.Tool{Name: "test_tool_with_logging", Description: "Sends three log messages at info level while it runs."},
 		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
 			for i, msg := range []string{"Tool execution started", "Tool processing data", "Tool execution completed"} {
 				if i > 0 {
@@ -36,7 +36,7 @@ func startTalkingTools(s *starter) {
 			}
 			return catalog.TextResult("Tool with logging executed successfully"), nil
 		})
-	s.tool(catalog.Tool{Name: "test_tool_with_progress", Description: "Reports progress 0, 50 and 100 of 100 while it runs."}, public,
+	s.tool(catalog.Tool{Name: "test_tool_with_progress", Description: "Reports progress 0, 50 and 100 of 100 while it runs."},
 		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
 			for i, p := range []float64{0, 50, 100} {
 				if i > 0 {
@@ -52,26 +52,22 @@ func startTalkingTools(s *starter) {
 		})
 	s.typed(catalog.TypedTool(catalog.Tool{Name: "test_sampling", Description: "Asks the client's LLM to answer a prompt."}, sampleFixture))
 	s.typed(catalog.TypedTool(catalog.Tool{Name: "test_elicitation", Description: "Asks the user for a username and an email address."}, elicitFixture))
-	s.tool(catalog.Tool{Name: "test_elicitation_sep1034_defaults", Description: "Asks the user for a form whose fields all have defaults (SEP-1034)."}, public,
+	s.tool(catalog.Tool{Name: "test_elicitation_sep1034_defaults", Description: "Asks the user for a form whose fields all have defaults (SEP-1034)."},
 		elicitForm(sep1034Schema))
-	s.tool(catalog.Tool{Name: "test_elicitation_sep1330_enums", Description: "Asks the user for a form with each kind of enum (SEP-1330)."}, public,
+	s.tool(catalog.Tool{Name: "test_elicitation_sep1330_enums", Description: "Asks the user for a form with each kind of enum (SEP-1330)."},
 		elicitForm(sep1330Schema))
 	s.tool(catalog.Tool{
 		Name: "json_schema_2020_12_tool", Description: "Tool with JSON Schema 2020-12 features",
 		InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
 			`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
 			`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`),
-	}, public, func(_ context.Context, c catalog.Call) (catalog.Result, error) {
-		return catalog.TextResult("Received: " + string(orEmptyObject(c.Arguments))), nil
+	}, func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+		args := string(c.Arguments)
+		if args == "" {
+			args = "{}"
+		}
+		return catalog.TextResult("Received: " + args), nil
 	})
-}
-
-// typed starts a public typed tool, or records why TypedTool refused it.
-func (s *starter) typed(t catalog.Tool, h catalog.ToolHandler, err error) {
-	if err != nil && s.err == nil {
-		s.err = err
-	}
-	s.tool(t, public, h)
 }
 
 type samplingIn struct {
