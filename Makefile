@@ -55,8 +55,8 @@ fuzz:
 ## each case at -cpu $(BENCHCPU), enough for benchstat's confidence
 ## intervals. Writes $(RESULTS)/latest.txt (raw), benchstat.txt (the
 ## implementations side by side), table.md (ratios and the performance goals) and
-## chart.svg. Memory per entry does not depend on GOMAXPROCS, so it runs
-## once, at -cpu 1. About 14 minutes on 2 quiet cores; -large=false in BENCHFLAGS
+## chart.svg, the last two by cmd/benchreport (built into bin/). Memory per
+## entry does not depend on GOMAXPROCS, so it runs once, at -cpu 1. About 14 minutes on 2 quiet cores; -large=false in BENCHFLAGS
 ## drops the 1,000,000-entry cases.
 bench: $(BENCHSTAT)
 	mkdir -p $(RESULTS)
@@ -64,7 +64,8 @@ bench: $(BENCHSTAT)
 	$(GO) test -run '^$$' -bench Memory -count 3 -cpu 1 -timeout 30m ./bench $(BENCHFLAGS) 2>&1 | tee -a $(RESULTS)/latest.txt
 	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/latest.txt
 	$(BENCHSTAT) -col /impl $(RESULTS)/latest.txt > $(RESULTS)/benchstat.txt
-	$(GO) run ./bench/cmd/report -in $(RESULTS)/latest.txt -md $(RESULTS)/table.md -svg $(RESULTS)/chart.svg \
+	cd cmd && $(GO) build -o ../bin/benchreport ./benchreport
+	bin/benchreport -in $(RESULTS)/latest.txt -md $(RESULTS)/table.md -svg $(RESULTS)/chart.svg \
 		-cmd 'make bench BENCHCOUNT=$(BENCHCOUNT) BENCHTIME=$(BENCHTIME) BENCHCPU=$(BENCHCPU)'
 
 ## bench-quick: about a minute; one sample of the cases behind the performance
@@ -75,7 +76,8 @@ bench-quick:
 	$(GO) test -run '^$$' -bench 'ResolveHit/n=(128|10000)$$|RegisterFullCap/|Mixed/mix=90-5-5|PlanFor/|Dispatch/plan=public|SlowBody|SDKCall|Consumers' -skip RegisterFullCapDead \
 		-short -count 1 -benchtime 300ms -cpu $(BENCHCPU) ./bench 2>&1 | tee $(RESULTS)/quick.txt
 	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/quick.txt
-	$(GO) run ./bench/cmd/report -in $(RESULTS)/quick.txt -cmd 'make bench-quick'
+	cd cmd && $(GO) build -o ../bin/benchreport ./benchreport
+	bin/benchreport -in $(RESULTS)/quick.txt -cmd 'make bench-quick'
 
 $(BENCHSTAT):
 	$(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da

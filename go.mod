@@ -11,7 +11,6 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/yosida95/uritemplate/v3 v3.0.2
 	go.uber.org/goleak v1.3.0
-	golang.org/x/term v0.44.0
 	pgregory.net/rapid v1.3.0
 )
 

@@ -7,7 +7,7 @@ import (
 )
 
 // Every workload is named Benchmark<Workload>/<parameters>/impl=<name>, with
-// the implementation last, so that benchstat -col /impl and cmd/report can
+// the implementation last, so that benchstat -col /impl and cmd/benchreport can
 // set implementations side by side. Fixtures are built outside the timing
 // (see run); each benchmark reports allocations. Read ratios between
 // implementations within one run: absolute times on a shared machine are

@@ -6,7 +6,7 @@
 #   usage: scripts/scaling.sh [OUTDIR]
 #   env:   CPUS (1,2,4,8,16)  COUNT (6)  BENCHTIME (200ms)  GO (go)
 # Writes OUTDIR/scaling.txt (raw benchmark output, both packages),
-# OUTDIR/table.md (bench/cmd/report: every ratio and goal, per -cpu) and
+# OUTDIR/table.md (cmd/benchreport: every ratio and goal, per -cpu) and
 # OUTDIR/curve.txt (median ns/op per -cpu, and its ratio to -cpu 1).
 # OUTDIR defaults to bench/results/scaling. Read the ratios within one run.
 # Exit status: 0 when every run completed, 1 otherwise.
@@ -36,7 +36,8 @@ echo "# $(date -u +%FT%TZ) $(nproc) CPUs; -cpu $cpus, -count $count, -benchtime 
 "$go" test -run '^$' -count "$count" -benchtime "$benchtime" -cpu "$cpus" -timeout 30m \
 	-bench '^Benchmark(Churn|Resolve)$' ./shardreg 2>&1 | tee -a "$raw"
 
-"$go" run ./bench/cmd/report -in "$raw" -md "$out/table.md" -cmd "scripts/scaling.sh (CPUS=$cpus COUNT=$count BENCHTIME=$benchtime)"
+(cd cmd && "$go" build -o ../bin/benchreport ./benchreport)
+bin/benchreport -in "$raw" -md "$out/table.md" -cmd "scripts/scaling.sh (CPUS=$cpus COUNT=$count BENCHTIME=$benchtime)"
 
 # Median ns/op per benchmark and -cpu, and the ratio to -cpu 1: below 1
 # means more cores made each op cheaper.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/livereg/livereg/internal/quote"
 )
 
 // The demo of what livereg is for: a consumer that clients can watch die
@@ -122,7 +121,10 @@ func (v *victim) crash(ctx context.Context, how string) error {
 		v.log.Warn("demo: dropping the fortune consumer without stopping it", "tool", victimName)
 		k = nil
 	default:
-		return fmt.Errorf("how %s: must be stop, cancel, panic or drop", quote.Name(how))
+		// %.64q quotes at most 64 runes of the client's string, so that a
+		// long one cannot blow up the answer (the core's internal/quote is
+		// not the cmd module's to import).
+		return fmt.Errorf("how %.64q: must be stop, cancel, panic or drop", how)
 	}
 	v.k = nil
 	wait := time.NewTimer(deathWait)

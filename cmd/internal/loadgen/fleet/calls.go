@@ -1,0 +1,231 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/mcpserve"
+)
+
+// outcome classifies an MCP tools/call answer.
+type outcome int
+
+const (
+	outcomeOK outcome = iota
+	outcomeDenied
+	outcomeUnknown
+	outcomeGone
+	outcomePeerUnavailable
+	outcomeReplicaDown // the replica called crashed during the call
+	outcomeOther
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"ok", "denied", "unknown", "gone", "peer_unavailable", "replica_down", "other"}
+
+func (o outcome) String() string { return outcomeNames[o] }
+
+func classify(res *mcp.CallToolResult, err error) (outcome, string) {
+	var werr *jsonrpc.Error
+	switch {
+	case err == nil && res != nil:
+		text := ""
+		if len(res.Content) > 0 {
+			if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+				text = tc.Text
+			}
+		}
+		switch {
+		case !res.IsError:
+			return outcomeOK, text
+		case strings.Contains(text, "access denied"):
+			return outcomeDenied, text
+		}
+		return outcomeOther, "tool error: " + text
+	case errors.As(err, &werr) && werr.Code == jsonrpc.CodeInvalidParams:
+		if strings.Contains(string(werr.Data), "route_gone") {
+			return outcomeGone, ""
+		}
+		return outcomeUnknown, ""
+	case errors.As(err, &werr) && werr.Code == mcpserve.CodePeerUnavailable:
+		return outcomePeerUnavailable, ""
+	case err != nil:
+		return outcomeOther, err.Error()
+	}
+	return outcomeOther, "no result"
+}
+
+// resolver calls tools and lists them through random replicas' clients
+// until stop is closed.
+func (w *world) resolver(ctx context.Context, index int, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(2000+index)))
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		r := w.f.pick(rng)
+		if r == nil {
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		if rng.IntN(100) < 10 {
+			w.list(ctx, r)
+			continue
+		}
+		ci := 0
+		if rng.IntN(100) < 20 {
+			ci = 1
+		}
+		w.call(ctx, r, ci, w.names[rng.IntN(len(w.names))].name)
+	}
+}
+
+// call calls name through r's client of credential class ci.
+func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
+	cs := r.clients[ci]
+	if cs == nil {
+		return // crashed meanwhile
+	}
+	peer, located := r.rep.Peer("tool", name)
+	var holder *record
+	if located {
+		holder = w.holderAt(name, peer)
+	}
+	a := callArgs{Seq: w.tick(), Cred: creds[ci], Via: r.id}
+	lost := r.rep.SessionsLost()
+	t0 := time.Now()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
+	d := time.Since(t0)
+	// A replica that loses its session hides the fleet's routes until it
+	// has listed them under the next: a call through it in that time may
+	// rightly be unknown.
+	hidden := r.rep.SessionsLost() != lost || r.rep.Lease() == 0
+	o, text := classify(res, err)
+	if o == outcomePeerUnavailable {
+		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
+			// The replica located before the call is up and serving: it
+			// should have answered.
+			w.t.Unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up: %s", name, r.name, p.name, errText(err))
+		}
+	}
+	if o == outcomeOther && (r.down.Load() || ctx.Err() != nil) {
+		o = outcomeReplicaDown
+	}
+	w.outcomes[o].Add(1)
+	if holder != nil {
+		w.forward.answered(holder, r, creds[ci], o, text, hidden)
+	}
+	switch o {
+	case outcomeOK:
+		if rec := w.lookup(text); rec != nil {
+			if rec.rep == r {
+				w.lat.Record(opCallLocal, d)
+			} else {
+				w.lat.Record(opCallForward, d)
+			}
+		}
+	case outcomeOther:
+		w.t.Unexpected("tools/call %s on %s: %s", name, r.name, text)
+	}
+}
+
+// holderAt returns the one consumer of name that lives, has not begun to
+// stop, and whose claim is known, on the replica whose fleet endpoint is
+// peer; nil if there is not exactly one.
+func (w *world) holderAt(name, peer string) *record {
+	ns := w.byName[name]
+	if ns == nil {
+		return nil
+	}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	var h *record
+	for _, rec := range ns.winners {
+		if rec.rep.fleetURL != peer || !rec.alive() || rec.stopping.Load() || rec.lease.Load() == 0 {
+			continue
+		}
+		if h != nil {
+			return nil
+		}
+		h = rec
+	}
+	return h
+}
+
+// liveOn returns the consumers of name on replica r whose starts succeeded
+// and that still live.
+func (w *world) liveOn(name string, r *replica) []*record {
+	ns := w.byName[name]
+	if ns == nil {
+		return nil
+	}
+	ns.mu.Lock()
+	defer ns.mu.Unlock()
+	var out []*record
+	for _, rec := range ns.winners {
+		if rec.rep == r && rec.alive() {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// list walks every page of tools/list on r.
+func (w *world) list(ctx context.Context, r *replica) {
+	cs := r.clients[0]
+	if cs == nil {
+		return
+	}
+	t0 := time.Now()
+	cursor := ""
+	var tools []listed
+	for {
+		res, err := cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			if !r.down.Load() && ctx.Err() == nil {
+				w.t.Unexpected("tools/list on %s: %v", r.name, err)
+			}
+			return
+		}
+		for _, t := range res.Tools {
+			tools = append(tools, listed{t.Name, t.Title, t.Description})
+		}
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	w.lat.Record(opList, time.Since(t0))
+	if w.fg != nil {
+		w.fg.check.listing(r.name+" tools/list", tools)
+	}
+}
+
+// listings returns every up replica's tool listing as sorted name=title
+// strings, for the convergence check.
+func (w *world) listings() [][]string {
+	var out [][]string
+	for _, r := range w.f.up() {
+		tools := r.cat.ListTools()
+		l := make([]string, len(tools))
+		for i, t := range tools {
+			l[i] = t.Name + "=" + t.Title
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "no error"
+	}
+	return err.Error()
+}

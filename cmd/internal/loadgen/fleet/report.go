@@ -1,0 +1,216 @@
+package fleet
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
+	"github.com/livereg/livereg/cmd/internal/loadgen/report"
+)
+
+// Report is what a fleet run saw. Its JSON form is what -json writes.
+type Report struct {
+	report.Head // Mode: "fleet"
+	Config      struct {
+		Fleet      int     `json:"fleet"`
+		Consumers  int     `json:"consumers"`
+		Resolvers  int     `json:"resolvers"`
+		Names      int     `json:"names"`
+		TTLS       float64 `json:"ttl_s"`
+		ChaosEvery float64 `json:"chaos_every_s"`
+		Etcd       string  `json:"etcd"` // "embedded" or the URLs
+	} `json:"config"`
+
+	// Ops maps call_local, call_forward, list, start and stop to their
+	// count and latency, as inproc's report does. call_local and
+	// call_forward count successful tools/calls only, by whether the
+	// replica called held the route.
+	Ops map[string]latency.Stats `json:"ops"`
+	// ForwardOverheadP50 is quiet_call_forward's p50 less
+	// quiet_call_local's, in ns, measured with churn stopped, one call at
+	// a time; LoadedOverheadP50 the same of call_forward and call_local,
+	// measured under the load. ForwardTargetMet: ForwardOverheadP50 is at
+	// most ForwardTarget.
+	ForwardOverheadP50 int64 `json:"forward_overhead_p50_ns"`
+	LoadedOverheadP50  int64 `json:"loaded_forward_overhead_p50_ns"`
+	ForwardTargetMet   bool  `json:"forward_target_met"`
+
+	Starts       int64            `json:"starts"`
+	Claims       int64            `json:"claims"` // starts that claimed their name
+	ClaimsPerSec float64          `json:"claims_per_sec"`
+	Duplicates   int64            `json:"duplicates"`
+	Refused      int64            `json:"refused_between_sessions"`
+	LateStops    int64            `json:"late_stops"`
+	Deaths       map[string]int64 `json:"deaths"`
+	CallOutcomes map[string]int64 `json:"call_outcomes"`
+
+	Crashes       int64 `json:"crashes"`
+	SessionLosses struct {
+		Revoked  int64 `json:"revoked"`
+		Cut      int64 `json:"cut"`
+		Observed int64 `json:"observed"` // sessions the replicas lost, however
+	} `json:"session_losses"`
+	// ConvergenceNs is how long after churn stopped every replica listed
+	// the same (-1: never); SettledNs how long until that listing was the
+	// live consumers' routes.
+	ConvergenceNs int64 `json:"convergence_ns"`
+	SettledNs     int64 `json:"settled_ns"`
+	// CrashFreeNs is, for each crash probe, how long after the crash its
+	// name was claimed on another replica.
+	CrashFreeNs []int64 `json:"crash_free_ns"`
+	// CrashLeaseGoneNs is, for each crash probe, how long after the crash
+	// etcd no longer had the crashed replica's lease (polled every 2 ms).
+	CrashLeaseGoneNs []int64 `json:"crash_lease_gone_ns"`
+
+	// Forge is what the forger wrote and what reached its trap; absent
+	// with -forge=false.
+	Forge *ForgeReport `json:"forge,omitempty"`
+
+	report.Findings
+	// Inconclusive maps every invariant's name to its suspect cases that a
+	// lost session explains, zeros included.
+	Inconclusive map[string]int64 `json:"inconclusive"`
+}
+
+// ForgeReport is the forger's part of a Report.
+type ForgeReport struct {
+	// Written counts the forged records put, by kind (no_mac, bad_mac,
+	// bad_schema, copy, endpoint, tool).
+	Written map[string]int64 `json:"written"`
+	// SignedRecords and UnsignedRecords count the genuine records the
+	// forger copied by whether they carried a "mac".
+	SignedRecords   int64 `json:"signed_records"`
+	UnsignedRecords int64 `json:"unsigned_records"`
+	// TrapHits counts the requests that reached the trap, and of them the
+	// ones that carried the run's fleet token and a caller's credential.
+	TrapHits       int64 `json:"trap_hits"`
+	TrapFleetToken int64 `json:"trap_fleet_token"`
+	TrapCallerCred int64 `json:"trap_caller_credential"`
+}
+
+// Verdict is what decides how the run ends: its violations and unexpected
+// errors, and whether a signal cut it short.
+func (r *Report) Verdict() report.Verdict { return r.Findings.Verdict(r.Head) }
+
+func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled time.Duration) *Report {
+	r := &Report{Head: report.Head{Seed: w.cfg.Seed, DurationS: elapsed.Seconds(), Interrupted: interrupted, Mode: "fleet"},
+		Ops: map[string]latency.Stats{}, Deaths: map[string]int64{}, CallOutcomes: map[string]int64{},
+		Inconclusive: map[string]int64{}}
+	c := &r.Config
+	c.Fleet, c.Consumers, c.Resolvers, c.Names = w.cfg.Fleet, w.cfg.Consumers, w.cfg.Resolvers, w.cfg.Names
+	c.TTLS, c.ChaosEvery = w.cfg.TTL.Seconds(), w.cfg.ChaosEvery.Seconds()
+	c.Etcd = "embedded"
+	if len(w.cfg.Etcd) > 0 {
+		c.Etcd = strings.Join(w.cfg.Etcd, ",")
+	}
+	hists := w.lats.Merged()
+	for o := range numOps {
+		r.Ops[o.String()] = latency.StatsOf(hists[o], elapsed)
+	}
+	if l, f := r.Ops[opCallLocal.String()], r.Ops[opCallForward.String()]; l.Count > 0 && f.Count > 0 {
+		r.LoadedOverheadP50 = f.P50 - l.P50
+	}
+	if l, f := r.Ops[opQuietLocal.String()], r.Ops[opQuietForward.String()]; l.Count > 0 && f.Count > 0 {
+		r.ForwardOverheadP50 = f.P50 - l.P50
+		r.ForwardTargetMet = r.ForwardOverheadP50 <= int64(ForwardTarget)
+	}
+	r.Starts, r.Claims, r.Duplicates, r.Refused, r.LateStops = w.starts.Load(), w.claimsWon.Load(), w.duplicates.Load(), w.startRefused.Load(), w.lateStops.Load()
+	if elapsed > 0 {
+		r.ClaimsPerSec = float64(r.Claims) / elapsed.Seconds()
+	}
+	for s := range numShapes {
+		r.Deaths[s.String()] = w.deaths[s].Load()
+	}
+	for o := range numOutcomes {
+		r.CallOutcomes[o.String()] = w.outcomes[o].Load()
+	}
+	r.Crashes = w.crashes.Load()
+	r.SessionLosses.Revoked, r.SessionLosses.Cut = w.revokeLosses.Load(), w.cutLosses.Load()
+	w.f.mu.Lock()
+	for _, rep := range w.f.all {
+		r.SessionLosses.Observed += int64(rep.rep.SessionsLost())
+	}
+	w.f.mu.Unlock()
+	r.ConvergenceNs, r.SettledNs = int64(conv), int64(settled)
+	w.freeMu.Lock()
+	for i, d := range w.freeTimes {
+		r.CrashFreeNs = append(r.CrashFreeNs, int64(d))
+		r.CrashLeaseGoneNs = append(r.CrashLeaseGoneNs, int64(w.leaseTimes[i]))
+	}
+	w.freeMu.Unlock()
+	if fg := w.fg; fg != nil {
+		r.Forge = &ForgeReport{Written: map[string]int64{}, SignedRecords: fg.signed.Load(), UnsignedRecords: fg.unsigned.Load(),
+			TrapHits: fg.trap.hits.Load(), TrapFleetToken: fg.trap.fleetToken.Load(), TrapCallerCred: fg.trap.callerCred.Load()}
+		for k := range numForgeKinds {
+			r.Forge.Written[k.String()] = fg.written[k].Load()
+		}
+	}
+	r.Violations, r.Checks, r.ViolationExamples = w.t.Summary(Invariants)
+	for _, inv := range Invariants {
+		r.Inconclusive[inv.String()] = w.t.inconclusive[inv].Load()
+	}
+	r.Errors, r.ErrorExamples = w.t.Errors(), w.t.ErrorExamples()
+	return r
+}
+
+// WriteText writes the human report.
+func (r *Report) WriteText(out io.Writer) {
+	fmt.Fprintf(out, "loadgen: fleet of %d replicas over %s etcd, TTL %gs, %d consumers, %d resolvers, %d names, seed %d\n",
+		r.Config.Fleet, r.Config.Etcd, r.Config.TTLS, r.Config.Consumers, r.Config.Resolvers, r.Config.Names, r.Seed)
+	status := "ran"
+	if r.Interrupted {
+		status = "interrupted after"
+	}
+	fmt.Fprintf(out, "%s %.2fs\n\n", status, r.DurationS)
+	latency.WriteTable(out, opNames[:], r.Ops)
+	switch {
+	case r.Ops[opQuietForward.String()].Count == 0:
+		fmt.Fprintf(out, "\nforward overhead: not measured (it takes two replicas up at the end)\n")
+	default:
+		met := "met"
+		if !r.ForwardTargetMet {
+			met = "NOT met"
+		}
+		fmt.Fprintf(out, "\nforward overhead at p50, churn stopped: %s (forwarded %s, local %s; target %s %s); under load: %s\n",
+			latency.Format(r.ForwardOverheadP50), latency.Format(r.Ops[opQuietForward.String()].P50), latency.Format(r.Ops[opQuietLocal.String()].P50),
+			latency.Format(int64(ForwardTarget)), met, latency.Format(r.LoadedOverheadP50))
+	}
+	fmt.Fprintf(out, "claims: %d of %d starts (%.0f/s), %d duplicates, %d refused between sessions, %d late stops\n",
+		r.Claims, r.Starts, r.ClaimsPerSec, r.Duplicates, r.Refused, r.LateStops)
+	fmt.Fprintf(out, "deaths: %s\n", report.Counts(r.Deaths, shapeNames[:]))
+	fmt.Fprintf(out, "call outcomes: %s\n", report.Counts(r.CallOutcomes, outcomeNames[:]))
+	fmt.Fprintf(out, "failures: %d crashes, %d leases revoked, %d cuts from etcd; %d sessions lost in all\n",
+		r.Crashes, r.SessionLosses.Revoked, r.SessionLosses.Cut, r.SessionLosses.Observed)
+	free := make([]string, len(r.CrashFreeNs))
+	for i, d := range r.CrashFreeNs {
+		free[i] = latency.Format(d)
+		if i < len(r.CrashLeaseGoneNs) {
+			free[i] += " (lease gone " + latency.Format(r.CrashLeaseGoneNs[i]) + ")"
+		}
+	}
+	fmt.Fprintf(out, "crashed replicas' names claimed elsewhere after: [%s]\n", strings.Join(free, ", "))
+	fmt.Fprintf(out, "listings the same %s after churn stopped, the live routes after %s\n", latency.Format(r.ConvergenceNs), latency.Format(r.SettledNs))
+	if f := r.Forge; f != nil {
+		var n int64
+		for _, c := range f.Written {
+			n += c
+		}
+		fmt.Fprintf(out, "forger: %d forged records written (%s); genuine records it copied: %d signed, %d unsigned; the trap received %d requests (%d with the fleet token, %d with a caller's credential)\n",
+			n, report.Counts(f.Written, forgeKindNames[:]), f.SignedRecords, f.UnsignedRecords, f.TrapHits, f.TrapFleetToken, f.TrapCallerCred)
+	}
+	fmt.Fprintln(out)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "invariant\tchecks\tinconclusive\tviolations")
+	for _, inv := range Invariants {
+		fmt.Fprintf(tw, "%d %s\t%d\t%d\t%d\n", inv.Number(), inv, r.Checks[inv.String()], r.Inconclusive[inv.String()], r.Violations[inv.String()])
+	}
+	tw.Flush()
+	report.WriteEnd(out, Invariants, r.ViolationExamples, r.ErrorExamples, r.Verdict())
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(out io.Writer) error { return report.WriteJSON(out, r) }
