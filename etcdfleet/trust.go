@@ -11,8 +11,6 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
-
-	"github.com/livereg/livereg/internal/quote"
 )
 
 // trust is what a replica needs to believe a record: the MAC keys, the
@@ -110,7 +108,7 @@ func (l *rejectLog) note(log *zap.Logger, key string, err error) {
 	l.suppressed = 0
 	l.mu.Unlock()
 	log.Warn("etcdfleet: dropped a record: neither listed nor forwarded to",
-		zap.String("key", quote.Name(key)), zap.String("reason", err.Error()), zap.Int("unlogged_since_last", n))
+		zap.String("key", quoted(key)), zap.String("reason", err.Error()), zap.Int("unlogged_since_last", n))
 }
 
 // track indexes c, a claim this replica now holds; r.mu is held.
@@ -184,7 +182,7 @@ func (r *Replica) repair(c *claim) {
 		Commit()
 	switch {
 	case err == nil && resp.Succeeded:
-		r.cfg.Logger.Warn("etcdfleet: a held claim was overwritten; its record was put back", zap.String("key", quote.Name(c.key)))
+		r.cfg.Logger.Warn("etcdfleet: a held claim was overwritten; its record was put back", zap.String("key", quoted(c.key)))
 		return
 	case errors.Is(err, rpctypes.ErrLeaseNotFound) || r.ctx.Err() != nil:
 		return
@@ -203,7 +201,7 @@ func (r *Replica) repair(c *claim) {
 	r.mu.Unlock()
 	if held {
 		r.cfg.Logger.Warn("etcdfleet: a held claim was deleted or taken behind this replica's back; its consumer is killed",
-			zap.String("key", quote.Name(c.key)), zap.Error(err))
+			zap.String("key", quoted(c.key)), zap.Error(err))
 		c.kill()
 	}
 }

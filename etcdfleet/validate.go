@@ -9,7 +9,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/livereg/livereg/internal/quote"
 	"github.com/livereg/livereg/shardreg"
 )
 
@@ -44,7 +43,7 @@ func parsePeers(list []string) (peers, error) {
 			continue
 		}
 		if !hostName(s) {
-			return peers{}, fmt.Errorf("peer %s: neither a CIDR, an IP address nor a host name", quote.Name(s))
+			return peers{}, fmt.Errorf("peer %s: neither a CIDR, an IP address nor a host name", quoted(s))
 		}
 		p.names[strings.ToLower(strings.TrimSuffix(s, "."))] = true
 	}
@@ -163,7 +162,7 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 		return bad("a key whose name is not canonically escaped")
 	}
 	if rec.Kind != kind {
-		return bad("kind %s in a %s key", quote.Name(rec.Kind), kind)
+		return bad("kind %s in a %s key", quoted(rec.Kind), kind)
 	}
 	if rec.Replica == "" || len(rec.Replica) > maxReplicaBytes || !printable(rec.Replica) {
 		return bad("a replica name that is not printable UTF-8 of at most %d bytes", maxReplicaBytes)
@@ -242,7 +241,7 @@ func (cfg *Config) checkTrust() error {
 	}
 	pp := cfg.PeerPath
 	if pp[0] != '/' || len(pp) > maxPrefixBytes || !printable(pp) || strings.ContainsAny(pp, "?#%") {
-		return fmt.Errorf("%w: PeerPath %s: want an absolute URL path", ErrInvalidConfig, quote.Name(pp))
+		return fmt.Errorf("%w: PeerPath %s: want an absolute URL path", ErrInvalidConfig, quoted(pp))
 	}
 	p, err := parsePeers(cfg.Peers)
 	if err != nil {
@@ -254,4 +253,16 @@ func (cfg *Config) checkTrust() error {
 		return fmt.Errorf("%w: advertised %s", ErrInvalidConfig, err)
 	}
 	return nil
+}
+
+// quoted quotes s for an error or a log line, cut to 64 bytes: keys, kinds
+// and names come from etcd, where any holder of write access may put them.
+// The same rule as the core's, restated: a module may not import another
+// module's internal packages.
+func quoted(s string) string {
+	const most = 64
+	if len(s) > most {
+		return fmt.Sprintf("%q...(%d bytes)", s[:most], len(s))
+	}
+	return fmt.Sprintf("%q", s)
 }

@@ -1,7 +1,7 @@
 package fleet
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -9,8 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
+	"github.com/livereg/livereg/etcdfleet/embedded"
 )
 
 // startEtcd runs a single-node etcd in dir for one run: loopback on ports
@@ -18,31 +17,13 @@ import (
 // TTL is not raised: the floor is 1.5 elections), no fsync. It returns the
 // client endpoint and a function that stops the server.
 func startEtcd(dir string) (string, func(), error) {
-	cfg := embed.NewConfig()
-	cfg.Name = "loadgen"
-	cfg.Dir = dir
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
-	cfg.TickMs, cfg.ElectionMs = 10, 100
-	cfg.UnsafeNoFsync = true
-	client := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	peer := url.URL{Scheme: "http", Host: "127.0.0.1:0"}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.InitialCluster = cfg.InitialClusterFromName(cfg.Name)
-	e, err := embed.StartEtcd(cfg)
+	e, err := embedded.Start(context.Background(), embedded.Config{
+		Dir: dir, Name: "loadgen", TickMs: 10, ElectionMs: 100, NoFsync: true,
+	})
 	if err != nil {
 		return "", nil, fmt.Errorf("embedded etcd: %w", err)
 	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case err := <-e.Err():
-		e.Close()
-		return "", nil, fmt.Errorf("embedded etcd: %w", err)
-	case <-time.After(30 * time.Second):
-		e.Close()
-		return "", nil, errors.New("embedded etcd: not ready after 30 s")
-	}
-	return "http://" + e.Clients[0].Addr().String(), e.Close, nil
+	return e.Endpoint(), e.Close, nil
 }
 
 // proxy is a loopback TCP proxy between one replica's etcd client and one
