@@ -38,7 +38,7 @@ func TestTrackRacingADeathInItsWindow(t *testing.T) {
 		t.Fatal("settled = false, want true")
 	}
 	if tracked {
-		if completed != uint64(1) {
+		if completed != 1 {
 			t.Errorf("Track reported true for a token whose death never ticked its clock: completed = %v, want 1", completed)
 		}
 	}
@@ -71,7 +71,7 @@ func TestTrackRefusesDyingTokenOnEveryPath(t *testing.T) {
 	waitFor(t, released, "the death")
 	for _, k := range []*owner.DeathClock{&first, &second} {
 		completed, settled := k.Read()
-		if completed != uint64(1) {
+		if completed != 1 {
 			t.Errorf("completed = %v, want 1", completed)
 		}
 		if !settled {

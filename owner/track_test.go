@@ -48,7 +48,7 @@ func TestTrackTicksOnlyTrackedClocks(t *testing.T) {
 	}
 	stranger.Release()
 	completed, _ := readClock(&both)
-	if completed != uint64(2) {
+	if completed != 2 {
 		t.Errorf("completed = %v, want 2", completed)
 	}
 }
@@ -167,7 +167,7 @@ func TestTrackRefusesDyingAndDead(t *testing.T) {
 				t.Error("zero Ref: owner.Ref{}.Track(&late) = true, want false")
 			}
 			completed, settled := late.Read()
-			if completed != uint64(0) {
+			if completed != 0 {
 				t.Errorf("a token tracked after its death ticked the clock: completed = %v, want 0", completed)
 			}
 			if !settled {
@@ -214,7 +214,7 @@ func TestTrackRacingDeath(t *testing.T) {
 		}
 		if tracked {
 			attached.Add(1)
-			if completed != uint64(1) {
+			if completed != 1 {
 				t.Fatalf("Track reported the clock attached, but the death did not tick it: completed = %v, want 1", completed)
 			}
 		} else {
