@@ -40,10 +40,10 @@ func TestTrackTicksOnlyTrackedClocks(t *testing.T) {
 	}{{"mine", &mine, 1}, {"both", &both, 1}, {"other", &other, 0}} {
 		completed, settled := readClock(tc.k)
 		if completed != tc.want {
-			t.Errorf("%q: completed = %v, want %v", tc.name, completed, tc.want)
+			t.Errorf("%s: completed = %v, want %v", tc.name, completed, tc.want)
 		}
 		if !settled {
-			t.Errorf("%q: settled = false, want true", tc.name)
+			t.Errorf("%s: settled = false, want true", tc.name)
 		}
 	}
 	stranger.Release()

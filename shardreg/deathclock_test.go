@@ -44,7 +44,7 @@ func TestUnrelatedDeathsLeaveTheSweepCurrent(t *testing.T) {
 	if err := r.Register("new", "", newcomer.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
 		t.Fatalf(`r.Register("new", "", newcomer.Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
 	}
-	if got := sweeps.Load(); got != int32(1) {
+	if got := sweeps.Load(); got != 1 {
 		t.Fatalf("the first full register sweeps: sweeps.Load() = %v, want 1", got)
 	}
 	if !r.SweepIsCurrent() {
@@ -66,11 +66,11 @@ func TestUnrelatedDeathsLeaveTheSweepCurrent(t *testing.T) {
 			t.Fatalf(`r.Register("new", "", newcomer.Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
 		}
 	}
-	if got := sweeps.Load(); got != int32(1) {
+	if got := sweeps.Load(); got != 1 {
 		t.Errorf("unrelated deaths made a full register sweep: sweeps.Load() = %v, want 1", got)
 	}
 	completed, settled := r.OwnerDeaths()
-	if completed != uint64(0) {
+	if completed != 0 {
 		t.Errorf("unrelated deaths ticked the registry's clock: completed = %v, want 0", completed)
 	}
 	if !settled {
@@ -80,7 +80,7 @@ func TestUnrelatedDeathsLeaveTheSweepCurrent(t *testing.T) {
 	// A death of one of its own owners does tick it.
 	toks[3].Release()
 	completed, settled = r.OwnerDeaths()
-	if completed != uint64(1) {
+	if completed != 1 {
 		t.Errorf("completed = %v, want 1", completed)
 	}
 	if !settled {
@@ -92,7 +92,7 @@ func TestUnrelatedDeathsLeaveTheSweepCurrent(t *testing.T) {
 	if err := r.Register("new", "", newcomer.Ref()); err != nil {
 		t.Fatalf("the dead owner's slot is reclaimed: %v", err)
 	}
-	if got := sweeps.Load(); got != int32(2) {
+	if got := sweeps.Load(); got != 2 {
 		t.Errorf("sweeps.Load() = %v, want 2", got)
 	}
 }
@@ -115,7 +115,7 @@ func TestAnOwnerTicksTheClockOnce(t *testing.T) {
 	}
 	tok.Release()
 	completed, settled := r.OwnerDeaths()
-	if completed != uint64(1) {
+	if completed != 1 {
 		t.Errorf("completed = %v, want 1", completed)
 	}
 	if !settled {
@@ -141,7 +141,7 @@ func TestDeathBetweenSweepAndRefusalIsSeen(t *testing.T) {
 	if err := r.Register("new", "", live(t).Ref()); err != nil {
 		t.Fatalf("the owner that died after the sweep must free its slot: %v", err)
 	}
-	if got := sweeps.Load(); got != int32(2) {
+	if got := sweeps.Load(); got != 2 {
 		t.Errorf("a sweep before the death, one after: sweeps.Load() = %v, want 2", got)
 	}
 	_, ok := r.Resolve("t2")

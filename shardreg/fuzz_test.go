@@ -136,8 +136,8 @@ func requireSortedLive(t rapid.TB, list []shardreg.Entry[string]) {
 			t.Fatalf("listed a dead owner's entry %q: e.Owner.Alive() = false, want true", e.Name)
 		}
 		if i > 0 {
-			if got := list[i-1].Name; got >= e.Name {
-				t.Fatalf("ListReady is not strictly sorted: list[i-1].Name = %v, want < %q", got, e.Name)
+			if prev := list[i-1].Name; prev >= e.Name {
+				t.Fatalf("ListReady is not strictly sorted: %q before %q", prev, e.Name)
 			}
 		}
 	}
@@ -232,7 +232,7 @@ func FuzzPageCursor(f *testing.F) {
 			return
 		}
 		if len(next) == 0 {
-			t.Fatal("next is empty, want at least one element")
+			t.Fatal("a page short of the end returned no next cursor")
 		}
 		rest, _, err := r.Page(next, 1)
 		if err != nil {

@@ -33,7 +33,7 @@ func TestLinearizabilityModelRejectsMutants(t *testing.T) {
 	}
 	for i, h := range histories {
 		if got := checkHistory(t, linModel(capacity), h, fmt.Sprintf("sequential history %d", i)); got != porcupine.Ok {
-			t.Fatalf(`checkHistory(t, linModel(capacity), h, fmt.Sprintf("sequential history %%d", i)) = %q, want %q`, got, porcupine.Ok)
+			t.Fatalf("sequential history %d: the checker returned %q, want %q", i, got, porcupine.Ok)
 		}
 	}
 	step := func(s linState, in linInput, out linOutput) (bool, linState) { return linStep(capacity, s, in, out) }
@@ -92,7 +92,7 @@ func TestLinearizabilityModelRejectsMutants(t *testing.T) {
 			}
 			t.Logf("%d of %d histories reject the mutant", caught, len(histories))
 			if caught == 0 {
-				t.Error("no history tells the mutant from the model: caught = 0, want non-zero")
+				t.Error("no history tells the mutant from the model")
 			}
 		})
 	}

@@ -109,7 +109,7 @@ func TestLinearizabilityRaceForFreeNameIsNeverCapReached(t *testing.T) {
 				continue
 			}
 			if !errors.Is(err, shardreg.ErrDuplicate) {
-				t.Fatalf("round %d: a loser of the race for a free name got %v: err = %v, want %v", round, err, err, shardreg.ErrDuplicate)
+				t.Fatalf("round %d: a loser of the race for a free name got %v, want %v", round, err, shardreg.ErrDuplicate)
 			}
 		}
 		if wins != 1 {
@@ -298,7 +298,7 @@ func withOutput(history []porcupine.Operation, op linOp, edit func(*linOutput)) 
 func requireRejected(t *testing.T, model porcupine.Model, history []porcupine.Operation, what string) {
 	t.Helper()
 	if got := porcupine.CheckOperationsTimeout(model, history, 10*time.Second); got != porcupine.Illegal {
-		t.Fatalf("%s: the model accepts it: porcupine.CheckOperationsTimeout(model, history, 10*time.Second) = %q, want %q", what, got, porcupine.Illegal)
+		t.Fatalf("%s: the checker returned %q, want %q: the model accepts the history", what, got, porcupine.Illegal)
 	}
 }
 
@@ -465,7 +465,7 @@ func TestLinearizabilityRegistrantDiesBeforeItsEntryIsVisible(t *testing.T) {
 		t.Fatalf("Overwrite(a, o1): got.err = %v, want %v", got.err, errNone)
 	}
 	if !(seen.ok && seen.entry.owner == 0) {
-		t.Error("the Resolve inside the Overwrite sees o0's entry: seen.ok && seen.entry.owner == 0 = false, want true")
+		t.Errorf("the Resolve inside the Overwrite saw ok = %v, owner o%d; want o0's entry", seen.ok, seen.entry.owner)
 	}
 	for _, op := range released {
 		op.ClientId, op.Metadata = 1, len(s.ops)
@@ -549,7 +549,7 @@ func TestLinearizabilityResolveRacingReplacementAndDeath(t *testing.T) {
 	wg.Wait()
 	cur.Release()
 	if got := misses.Load(); got != 0 {
-		t.Errorf("%d of %d Resolves missed, over %d replacements, while the name always held a live, ready entry: misses.Load() = %v, want 0", misses.Load(), calls.Load(), cycles, got)
+		t.Errorf("%d of %d Resolves missed over %d replacements, want 0: the name always held a live, ready entry", got, calls.Load(), cycles)
 	}
 }
 

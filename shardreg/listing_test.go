@@ -53,11 +53,11 @@ func TestListingCompletesWhileTheDeathClockTicks(t *testing.T) {
 	if got := names(got); !slices.Equal(got, want) {
 		t.Errorf("the live, ready entries: names(got) = %v, want %v", got, want)
 	}
-	if got := scans.Load(); got != int32(1) {
+	if got := scans.Load(); got != 1 {
 		t.Errorf("one scan: no write landed: scans.Load() = %v, want 1", got)
 	}
-	if got := reads(); got >= uint64(10) {
-		t.Errorf("the listing read the death clock %d times: reads() = %v, want < 10", reads(), got)
+	if got := reads(); got >= 10 {
+		t.Errorf("the listing read the death clock %d times, want < 10", got)
 	}
 	if got := r.Len(); got != 301 {
 		t.Errorf("the dead entry was reclaimed: r.Len() = %v, want 301", got)
@@ -69,11 +69,11 @@ func TestListingCompletesWhileTheDeathClockTicks(t *testing.T) {
 			t.Errorf("no listed owner died: the cache serves: &again[0] = %p, want the same pointer as &got[0] = %p", &again[0], &got[0])
 		}
 	}
-	if got := scans.Load(); got != int32(1) {
+	if got := scans.Load(); got != 1 {
 		t.Errorf("deaths elsewhere do not make the cache rebuild: scans.Load() = %v, want 1", got)
 	}
 	if got := reads(); got >= uint64(bound) {
-		t.Errorf("the clock was still ticking: reads() = %v, want < %v", got, uint64(bound))
+		t.Errorf("the clock was still ticking: %d reads, want < %d", got, bound)
 	}
 }
 
@@ -254,12 +254,12 @@ func TestListersShareOneRebuild(t *testing.T) {
 	}
 	wg.Wait()
 	r.SetHook(nil)
-	if got := scans.Load(); got != int32(1) {
+	if got := scans.Load(); got != 1 {
 		t.Errorf("one rebuild for every waiting lister: scans.Load() = %v, want 1", got)
 	}
 	for _, l := range lists {
 		if len(l) == 0 {
-			t.Fatal("l is empty, want at least one element")
+			t.Fatal("a waiting lister got an empty listing, want the rebuild's")
 		}
 		if &l[0] != &lists[0][0] {
 			t.Errorf("&l[0] = %p, want the same pointer as &lists[0][0] = %p", &l[0], &lists[0][0])
@@ -305,7 +305,7 @@ func TestListerArrivingMidRebuildTakesItsCache(t *testing.T) {
 	first := r.ListReady()
 	wg.Wait()
 	r.SetHook(nil)
-	if got := scans.Load(); got != int32(1) {
+	if got := scans.Load(); got != 1 {
 		t.Errorf("the late lister rebuilt what was cached: scans.Load() = %v, want 1", got)
 	}
 	if &late[0] != &first[0] {

@@ -301,7 +301,7 @@ func requireErrorKind(t rapid.TB, want, got error, format string, args ...any) {
 
 func (d *duo) markReady(t rapid.TB, name string, o int) {
 	if got, want := d.r.MarkReady(name, d.ref(o)), d.m.markReady(name, o); got != want {
-		t.Fatalf("MarkReady(%q, o%d): d.r.MarkReady(name, d.ref(o)) = %v, want %v", name, o, got, want)
+		t.Fatalf("MarkReady(%q, o%d) = %v, the model says %v", name, o, got, want)
 	}
 }
 
@@ -336,7 +336,7 @@ func (d *duo) resolve(t rapid.TB, name string) {
 
 func (d *duo) unregisterOwned(t rapid.TB, name string, o int) {
 	if got, want := d.r.UnregisterOwned(name, d.ref(o)), d.m.unregisterOwned(name, o); got != want {
-		t.Fatalf("UnregisterOwned(%q, o%d): d.r.UnregisterOwned(name, d.ref(o)) = %v, want %v", name, o, got, want)
+		t.Fatalf("UnregisterOwned(%q, o%d) = %v, the model says %v", name, o, got, want)
 	}
 }
 
@@ -368,7 +368,7 @@ func (d *duo) validate(t rapid.TB, name string) {
 
 func (d *duo) requireList(t rapid.TB, want []refItem, got []shardreg.Entry[string], what string) {
 	if got, want := entryNames(got), itemNames(want); !slices.Equal(got, want) {
-		t.Fatalf("%q: entryNames(got) = %v, want %v", what, got, want)
+		t.Fatalf("%s: entryNames(got) = %v, want %v", what, got, want)
 	}
 	for i, e := range got {
 		if e.Value != want[i].value {
@@ -418,7 +418,7 @@ func (d *duo) walk(t rapid.TB, limit int) {
 		}
 		wantPage, more := d.m.page(after, limit)
 		if got := next != ""; got != more {
-			t.Fatalf(`Page(%q, %d): next: next != "" = %v, want %v`, after, limit, got, more)
+			t.Fatalf("Page(%q, %d): a next cursor is %v, the model says %v", after, limit, got, more)
 		}
 		if limit > 0 {
 			if got := len(page); got > limit {
@@ -444,7 +444,7 @@ func (d *duo) pageStep(t rapid.TB, limit int) {
 	want, more := d.m.page(d.after, limit)
 	d.requireList(t, want, page, "Page step after "+d.after)
 	if got := next != ""; got != more {
-		t.Fatalf(`Page step after %q: next: next != "" = %v, want %v`, d.after, got, more)
+		t.Fatalf("Page step after %q: a next cursor is %v, the model says %v", d.after, got, more)
 	}
 	d.cursor, d.after = next, ""
 	if more {

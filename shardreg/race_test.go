@@ -256,7 +256,7 @@ func TestSweepSkippedWhileClockUnchanged(t *testing.T) {
 	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
 		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
 	}
-	if got := sweeps.Load(); got != int32(1) {
+	if got := sweeps.Load(); got != 1 {
 		t.Fatalf("the first full register sweeps: sweeps.Load() = %v, want 1", got)
 	}
 	for range 100 {
@@ -264,7 +264,7 @@ func TestSweepSkippedWhileClockUnchanged(t *testing.T) {
 			t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
 		}
 	}
-	if got := sweeps.Load(); got != int32(1) {
+	if got := sweeps.Load(); got != 1 {
 		t.Errorf("no owner died since: no further sweep: sweeps.Load() = %v, want 1", got)
 	}
 }
@@ -283,7 +283,7 @@ func TestSweepWhenDeathInProgress(t *testing.T) {
 	if err := r.Register("x", "", live(t).Ref()); err != nil {
 		t.Fatalf("the dead entry's slot must be reclaimed: %v", err)
 	}
-	if got := sweeps.Load(); got != int32(2) {
+	if got := sweeps.Load(); got != 2 {
 		t.Errorf("sweeps.Load() = %v, want 2", got)
 	}
 }
@@ -298,7 +298,7 @@ func TestSweepWhenDeathCompleted(t *testing.T) {
 	if err := r.Register("x", "", live(t).Ref()); err != nil {
 		t.Fatalf(`r.Register("x", "", live(t).Ref()): %v`, err)
 	}
-	if got := sweeps.Load(); got != int32(2) {
+	if got := sweeps.Load(); got != 2 {
 		t.Errorf("sweeps.Load() = %v, want 2", got)
 	}
 }
@@ -313,20 +313,20 @@ func TestUnsettledSweepIsNotTrusted(t *testing.T) {
 	}
 	// Each unsettled sweep leaves the next one due; one register sweeps
 	// at most twice.
-	if got := sweeps.Load(); got != int32(2) {
+	if got := sweeps.Load(); got != 2 {
 		t.Fatalf("sweeps.Load() = %v, want 2", got)
 	}
 	clock.set(5, true)
 	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
 		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
 	}
-	if got := sweeps.Load(); got != int32(3) {
+	if got := sweeps.Load(); got != 3 {
 		t.Errorf("the next register must sweep again: sweeps.Load() = %v, want 3", got)
 	}
 	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
 		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
 	}
-	if got := sweeps.Load(); got != int32(3) {
+	if got := sweeps.Load(); got != 3 {
 		t.Errorf("the settled sweep is trusted: sweeps.Load() = %v, want 3", got)
 	}
 }
@@ -343,14 +343,15 @@ func TestConcurrentFullRegistersSweepOnce(t *testing.T) {
 		wg.Go(func() {
 			tok := live(t)
 			<-barrier
-			if err := r.Register(fmt.Sprintf("new-%d", tok.ID()), "", tok.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
-				t.Errorf(`r.Register(fmt.Sprintf("new-%%d", tok.ID()), "", tok.Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+			name := fmt.Sprintf("new-%d", tok.ID())
+			if err := r.Register(name, "", tok.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+				t.Errorf("Register(%q) = %v, want %v", name, err, shardreg.ErrCapReached)
 			}
 		})
 	}
 	close(barrier)
 	wg.Wait()
-	if got := sweeps.Load(); got != int32(1) {
+	if got := sweeps.Load(); got != 1 {
 		t.Errorf("sweeps.Load() = %v, want 1", got)
 	}
 }
@@ -493,7 +494,7 @@ func TestStressCapAndListing(t *testing.T) {
 	if got := r.Len(); got != 0 {
 		t.Errorf("every owner is dead: r.Len() = %v, want 0", got)
 	}
-	if len(r.ListReady()) != 0 {
-		t.Errorf("r.ListReady() = %v, want empty", r.ListReady())
+	if l := r.ListReady(); len(l) != 0 {
+		t.Errorf("every owner is dead: ListReady() = %v, want empty", l)
 	}
 }

@@ -93,7 +93,7 @@ func TestLiveDuplicateRejected(t *testing.T) {
 	}{{"another owner", live(t).Ref()}, {"the same owner", a.Ref()}} {
 		err := r.Register("tool", "x", who.ref)
 		if !errors.Is(err, shardreg.ErrDuplicate) {
-			t.Errorf("%q: err = %v, want %v", who.name, err, shardreg.ErrDuplicate)
+			t.Errorf("%s: err = %v, want %v", who.name, err, shardreg.ErrDuplicate)
 		}
 		if err != nil && !strings.Contains(err.Error(), `"tool"`) {
 			t.Errorf("%s: the error %q does not name the route \"tool\"", who.name, err)
@@ -444,7 +444,7 @@ func TestBadNames(t *testing.T) {
 	}
 	for _, g := range good {
 		if err := g.reg.Register(g.key, "", live(t).Ref()); err != nil {
-			t.Errorf("%q: %v", g.key, err)
+			t.Errorf("%s: %v", g.key, err)
 		}
 	}
 }
@@ -505,7 +505,7 @@ func TestListReadyCachedUntilChange(t *testing.T) {
 		ch.change()
 		after := r.ListReady()
 		if got := names(after); !slices.Equal(got, ch.want) {
-			t.Errorf("%q: names(after) = %v, want %v", ch.name, got, ch.want)
+			t.Errorf("%s: names(after) = %v, want %v", ch.name, got, ch.want)
 		}
 		if &after[0] == &before[0] {
 			t.Errorf("%s: a change must not be served from the cache: &after[0] and &before[0] are the same pointer %p, want distinct", ch.name, &before[0])
@@ -527,8 +527,8 @@ func TestListReadyCachedUntilChange(t *testing.T) {
 	if &after[0] != &before[0] {
 		t.Errorf("deaths of owners with no listed entry: the cached slice is returned: &after[0] = %p, want the same pointer as &before[0] = %p", &after[0], &before[0])
 	}
-	if got := (testing.AllocsPerRun(100, func() { _ = r.ListReady() })); got != 0 {
-		t.Errorf("testing.AllocsPerRun(100, func() { _ = r.ListReady() }) = %v, want 0", got)
+	if allocs := testing.AllocsPerRun(100, func() { _ = r.ListReady() }); allocs != 0 {
+		t.Errorf("ListReady allocates %v times per call, want 0", allocs)
 	}
 }
 
@@ -578,7 +578,7 @@ func TestPage(t *testing.T) {
 	for _, bad := range []string{"!!!", "bm90LW91cnM", "lr1:tool-001"} {
 		_, _, err := r.Page(bad, 10)
 		if !errors.Is(err, shardreg.ErrInvalidCursor) {
-			t.Errorf("%q: err = %v, want %v", bad, err, shardreg.ErrInvalidCursor)
+			t.Errorf("%s: err = %v, want %v", bad, err, shardreg.ErrInvalidCursor)
 		}
 	}
 }
@@ -681,7 +681,7 @@ func TestConcurrentRestartOneWinner(t *testing.T) {
 		}
 		close(barrier)
 		wg.Wait()
-		if got := wins.Load(); got != int32(1) {
+		if got := wins.Load(); got != 1 {
 			t.Fatalf("round %d: wins.Load() = %v, want 1", round, got)
 		}
 		if got, want := dups.Load(), int32(racers-1); got != want {
@@ -720,8 +720,8 @@ func TestLookup(t *testing.T) {
 	if ok {
 		t.Error("ok = true, want false")
 	}
-	if got := (testing.AllocsPerRun(100, func() { _, _, _ = r.Lookup("tool") })); got != 0 {
-		t.Errorf(`testing.AllocsPerRun(100, func() { _, _, _ = r.Lookup("tool") }) = %v, want 0`, got)
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = r.Lookup("tool") }); allocs != 0 {
+		t.Errorf("Lookup allocates %v times per call, want 0", allocs)
 	}
 
 	d := owner.New()
