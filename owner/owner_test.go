@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -267,7 +266,7 @@ func TestSameIsIdentity(t *testing.T) {
 	if !ra.Same(a.Ref()) {
 		t.Error("Refs of one token are Same: ra.Same(a.Ref()) = false, want true")
 	}
-	if got := a.Ref(); !reflect.DeepEqual(got, ra) {
+	if got := a.Ref(); got != ra {
 		t.Errorf("Refs of one token are equal values: a.Ref() = %+v, want %+v", got, ra)
 	}
 	if ra.Same(rb) {

@@ -219,13 +219,13 @@ func TestLinearizabilityListReadyReclaimsAfterItsInstant(t *testing.T) {
 	if w.r.Cached() {
 		t.Fatal("a snapshot that a write overtook before it was cached stays cached: w.r.Cached() = true, want false")
 	}
-	if !(s.do(0, linInput{op: linList}).list[2].present) {
+	if !s.do(0, linInput{op: linList}).list[2].present {
 		t.Fatal("the next listing sees c: s.do(0, linInput{op: linList}).list[2].present = false, want true")
 	}
 
 	model := linModel(3)
 	if got := checkHistory(t, model, s.ops, "ListReady's reclaim and its listing"); got != porcupine.Ok {
-		t.Fatalf(`checkHistory(t, model, s.ops, "ListReady's reclaim and its listing") = %q, want %q`, got, porcupine.Ok)
+		t.Fatalf("ListReady's reclaim and its listing: the checker returned %q, want %q", got, porcupine.Ok)
 	}
 
 	// b's owner died before the listing began: listing b is wrong, at any
@@ -270,7 +270,7 @@ func TestLinearizabilityRegisterMaySweepFirst(t *testing.T) {
 
 	model := linModel(2)
 	if got := checkHistory(t, model, s.ops, "a register's sweep and its insert"); got != porcupine.Ok {
-		t.Fatalf(`checkHistory(t, model, s.ops, "a register's sweep and its insert") = %q, want %q`, got, porcupine.Ok)
+		t.Fatalf("a register's sweep and its insert: the checker returned %q, want %q", got, porcupine.Ok)
 	}
 
 	// b's owner died before the register began, so b's slot was never a
