@@ -194,7 +194,7 @@ func (m *refModel) prune() int { return m.sweep() }
 func (m *refModel) len() int { return len(m.entries) }
 
 // duo drives a real registry and the model in lockstep and compares every
-// result. Its methods take the TestingT so that rapid's T and the fuzzer's
+// result. Its methods take a rapid.TB so that rapid's T and the fuzzer's
 // T can both drive it.
 type duo struct {
 	r       *shardreg.Registry[string]

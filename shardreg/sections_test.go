@@ -97,15 +97,16 @@ func TestVersionCountsWritesOnAllStripes(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				name := fmt.Sprintf("w%d-%d", w, i)
+				// Three changes: a register, a mark, an unregister.
 				if err := r.Register(name, "", tok.Ref()); err != nil {
-					t.Fatalf(`r.Register(name, "", tok.Ref()): %v`, err)
-				} // a change
+					t.Fatalf("Register(%q): %v", name, err)
+				}
 				if !r.MarkReady(name, tok.Ref()) {
-					t.Fatal("r.MarkReady(name, tok.Ref()) = false, want true")
-				} // a change
+					t.Fatalf("MarkReady(%q) by its owner = false, want true", name)
+				}
 				if !r.UnregisterOwned(name, tok.Ref()) {
-					t.Fatal("r.UnregisterOwned(name, tok.Ref()) = false, want true")
-				} // a change
+					t.Fatalf("UnregisterOwned(%q) by its owner = false, want true", name)
+				}
 				runtime.Gosched()
 			}
 		})
