@@ -453,10 +453,10 @@ func TestInvalidOptions(t *testing.T) {
 	for _, opt := range []shardreg.Option{shardreg.WithCap(0), shardreg.WithCap(-5), shardreg.WithValidator(nil)} {
 		r, err := shardreg.New[int](opt)
 		if !errors.Is(err, shardreg.ErrInvalidOption) {
-			t.Errorf("err = %v, want %v", err, shardreg.ErrInvalidOption)
+			t.Errorf("New with a bad option: err = %v, want %v", err, shardreg.ErrInvalidOption)
 		}
 		if r != nil {
-			t.Errorf("r = %v, want nil", r)
+			t.Errorf("New with a bad option returned a registry %p, want nil", r)
 		}
 	}
 }
