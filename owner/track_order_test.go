@@ -35,7 +35,7 @@ func TestTrackRacingADeathInItsWindow(t *testing.T) {
 	waitFor(t, released, "the death")
 	completed, settled := k.Read()
 	if !settled {
-		t.Fatal("settled = false, want true")
+		t.Fatal("k.Read(): settled = false, want true")
 	}
 	if tracked {
 		if completed != 1 {

@@ -210,7 +210,7 @@ func TestTrackRacingDeath(t *testing.T) {
 		wg.Wait()
 		completed, settled := k.Read()
 		if !settled {
-			t.Fatal("settled = false, want true")
+			t.Fatal("k.Read(): settled = false, want true")
 		}
 		if tracked {
 			attached.Add(1)

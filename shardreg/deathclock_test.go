@@ -146,7 +146,7 @@ func TestDeathBetweenSweepAndRefusalIsSeen(t *testing.T) {
 	}
 	_, ok := r.Resolve("t2")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("t2"): ok = true, want false`)
 	}
 	if got := r.Len(); got != 4 {
 		t.Errorf("r.Len() = %v, want 4", got)

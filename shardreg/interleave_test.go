@@ -153,7 +153,7 @@ func TestTwoTakeoversReadTheSameDeadIncumbent(t *testing.T) {
 			}
 			e, ok := r.Resolve("tool")
 			if !ok {
-				t.Fatal("ok = false, want true")
+				t.Fatal(`r.Resolve("tool"): ok = false, want true`)
 			}
 			if !e.Owner.Same(second.Ref()) {
 				t.Error("e.Owner.Same(second.Ref()) = false, want true")

@@ -41,7 +41,7 @@ func TestCachedListingDropsAnOwnerWhoseDeathIsInProgress(t *testing.T) {
 	}
 	c, settled := r.OwnerDeaths()
 	if !settled {
-		t.Fatal("settled = false, want true")
+		t.Fatal("r.OwnerDeaths(): settled = false, want true")
 	}
 	if got := names(r.ListReady()); !slices.Equal(got, []string{"a", "b"}) {
 		t.Fatalf("served from the cache: names(r.ListReady()) = %v, want %v", got, []string{"a", "b"})
@@ -151,7 +151,7 @@ func TestSweepReadsTheDeathClockBeforeItsScan(t *testing.T) {
 	}
 	_, ok := r.Resolve("t1")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("t1"): ok = true, want false`)
 	}
 	if got := r.Len(); got != 4 {
 		t.Errorf("r.Len() = %v, want 4", got)

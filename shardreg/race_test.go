@@ -75,7 +75,7 @@ func TestOwnerDiesInsideInsert(t *testing.T) {
 	}
 	_, ok := r.Resolve("tool")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
 	}
 	if err := r.Register("other", "", live(t).Ref()); err != nil {
 		t.Fatalf("the full register reclaims the dead entry's slot: %v", err)

@@ -67,7 +67,7 @@ func TestTakeoverAfterDrop(t *testing.T) {
 	}
 	e, ok := r.Resolve("tool")
 	if !ok {
-		t.Fatal("ok = false, want true")
+		t.Fatal(`r.Resolve("tool"): ok = false, want true`)
 	}
 	if e.Value != "b" {
 		t.Errorf(`e.Value = %q, want "b"`, e.Value)
@@ -101,7 +101,7 @@ func TestLiveDuplicateRejected(t *testing.T) {
 	}
 	e, ok := r.Resolve("tool")
 	if !ok {
-		t.Fatal("ok = false, want true")
+		t.Fatal(`r.Resolve("tool"): ok = false, want true`)
 	}
 	if e.Value != "v:tool" {
 		t.Errorf(`the incumbent is untouched: e.Value = %q, want "v:tool"`, e.Value)
@@ -125,7 +125,7 @@ func TestLateStopKeepsReplacement(t *testing.T) {
 	}
 	e, ok := r.Resolve("tool")
 	if !ok {
-		t.Fatal("ok = false, want true")
+		t.Fatal(`r.Resolve("tool"): ok = false, want true`)
 	}
 	if !e.Owner.Same(b.Ref()) {
 		t.Error("e.Owner.Same(b.Ref()) = false, want true")
@@ -136,7 +136,7 @@ func TestLateStopKeepsReplacement(t *testing.T) {
 	}
 	_, ok = r.Resolve("tool")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
 	}
 	if got := r.Len(); got != 0 {
 		t.Errorf("r.Len() = %v, want 0", got)
@@ -203,7 +203,7 @@ func TestDeadEntryUnderAnotherNameReleasesSlot(t *testing.T) {
 	}
 	_, ok := r.Resolve("old")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("old"): ok = true, want false`)
 	}
 }
 
@@ -247,7 +247,7 @@ func TestListingHidesDeadAndNotReady(t *testing.T) {
 	}
 	_, ok = r.Resolve("d-dead")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("d-dead"): ok = true, want false`)
 	}
 }
 
@@ -259,7 +259,7 @@ func TestResolveRemovesDeadEntry(t *testing.T) {
 	v := r.Version()
 	_, ok := r.Resolve("tool")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
 	}
 	if got := r.Len(); got != 0 {
 		t.Errorf("r.Len() = %v, want 0", got)
@@ -320,7 +320,7 @@ func TestMarkReadyIsOwnerConditional(t *testing.T) {
 	}
 	_, ok := r.Resolve("tool")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
 	}
 
 	v := r.Version()
@@ -708,7 +708,7 @@ func TestLookup(t *testing.T) {
 	}
 	v, o, ok := r.Lookup("tool")
 	if !ok {
-		t.Fatal("ok = false, want true")
+		t.Fatal(`r.Lookup("tool"): ok = false, want true`)
 	}
 	if v != "v" {
 		t.Errorf(`v = %q, want "v"`, v)
@@ -718,7 +718,7 @@ func TestLookup(t *testing.T) {
 	}
 	_, _, ok = r.Lookup("missing")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Lookup("missing"): ok = true, want false`)
 	}
 	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = r.Lookup("tool") }); allocs != 0 {
 		t.Errorf("Lookup allocates %v times per call, want 0", allocs)
@@ -729,7 +729,7 @@ func TestLookup(t *testing.T) {
 	d.Release()
 	_, _, ok = r.Lookup("dead")
 	if ok {
-		t.Error("ok = true, want false")
+		t.Error(`r.Lookup("dead"): ok = true, want false`)
 	}
 	if got := r.Len(); got != 1 {
 		t.Errorf("Lookup reclaims the dead entry it meets: r.Len() = %v, want 1", got)

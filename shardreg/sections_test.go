@@ -34,7 +34,7 @@ func TestEveryStripeIsValidated(t *testing.T) {
 			for i := range r.Stripes() {
 				v, settled := r.SettledVersion()
 				if !settled {
-					t.Fatal("settled = false, want true")
+					t.Fatal("r.SettledVersion(): settled = false, want true")
 				}
 				end := r.OpenSectionOn(i)
 				_, settled = r.SettledVersion()
