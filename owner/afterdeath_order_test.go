@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // quiet is how long a test gives a goroutine that must not run yet to show
@@ -40,7 +38,9 @@ func TestAfterDeathOnDyingTokenRunsAfterTheDeath(t *testing.T) {
 	tok := owner.New()
 	ref := tok.Ref()
 	h := newFlagHolder()
-	require.True(t, ref.Hold(h))
+	if !ref.Hold(h) {
+		t.Fatal("ref.Hold(h) = false, want true")
+	}
 	h.held.Store(true)
 	released := make(chan struct{})
 	go func() { tok.Release(); close(released) }()
@@ -55,12 +55,16 @@ func TestAfterDeathOnDyingTokenRunsAfterTheDeath(t *testing.T) {
 		t.Fatalf("an after-death function registered on a dying token ran before the death completed (token read alive: %v)", alive)
 	case <-time.After(quiet):
 	}
-	assert.True(t, ref.Alive(), "held: the token still reads alive")
+	if !ref.Alive() {
+		t.Error("held: the token still reads alive: ref.Alive() = false, want true")
+	}
 	h.held.Store(false)
 	waitFor(t, released, "the death")
 	select {
 	case alive := <-ran:
-		assert.False(t, alive, "ran while the token read alive")
+		if alive {
+			t.Error("ran while the token read alive: alive = true, want false")
+		}
 	case <-time.After(guard):
 		t.Fatal("an after-death function registered on a dying token never ran")
 	}
@@ -88,11 +92,15 @@ func TestAfterDeathFunctionsStartAfterTheFlip(t *testing.T) {
 	})
 	tok.Release()
 	restore()
-	require.Zero(t, early, "an after-death function ran before the token read dead")
+	if early != 0 {
+		t.Fatalf("an after-death function ran before the token read dead: early = %v, want 0", early)
+	}
 	for range 2 {
 		select {
 		case alive := <-ran:
-			assert.False(t, alive, "ran while the token read alive")
+			if alive {
+				t.Error("ran while the token read alive: alive = true, want false")
+			}
 		case <-time.After(guard):
 			t.Fatal("an after-death function never ran")
 		}

@@ -2,8 +2,6 @@ package owner
 
 import (
 	"testing"
-
-	"github.com/stretchr/testify/assert"
 )
 
 // The cause of a death is recorded before the token reads dead: a reader
@@ -18,5 +16,7 @@ func TestCauseIsRecordedBeforeTheFlip(t *testing.T) {
 	testHookBeforeFlip = func() { atFlip = Cause(c.cause.Load()) }
 	defer func() { testHookBeforeFlip = nil }()
 	c.kill(Cancelled)
-	assert.Equal(t, Cancelled, atFlip, "the cause was not recorded when the token was about to read dead")
+	if atFlip != Cancelled {
+		t.Errorf("the cause was not recorded when the token was about to read dead: atFlip = %v, want %v", atFlip, Cancelled)
+	}
 }

@@ -2,9 +2,6 @@ package owner
 
 import (
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // When a death closes Done, the cell must already read dead: whatever a
@@ -30,7 +27,10 @@ func TestDoneClosesOnlyAfterTheCellReadsDead(t *testing.T) {
 	// take it off the process-wide clock, or the clock never settles again.
 	clock.Add(^deathStarted + 1) // two's complement: minus one started
 
-	require.NotNil(t, atClose, "kill did not close Done")
-	assert.Equal(t, stateDead, c.state.Load(),
-		"Done was closed while the cell was still %d (alive 0, dying 1, dead 2)", c.state.Load())
+	if atClose == nil {
+		t.Fatal("kill did not close Done")
+	}
+	if got := c.state.Load(); got != stateDead {
+		t.Errorf("Done was closed while the cell was still in state %d, want %d (alive 0, dying 1, dead 2)", got, stateDead)
+	}
 }

@@ -4,8 +4,6 @@ import (
 	"testing"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 const unmatchedExit = "owner: Exit without a matching Enter"
@@ -28,13 +26,17 @@ func TestUnmatchedExitPanicsAndHarmsNothing(t *testing.T) {
 	}{
 		{"never entered", func(t *testing.T, r owner.Ref) func() { return r.Exit }},
 		{"one Exit too many", func(t *testing.T, r owner.Ref) func() {
-			require.True(t, r.Enter())
+			if !r.Enter() {
+				t.Fatal("r.Enter() = false, want true")
+			}
 			r.Exit()
 			return r.Exit
 		}},
 		{"after several holds", func(t *testing.T, r owner.Ref) func() {
 			for range 3 {
-				require.True(t, r.Enter())
+				if !r.Enter() {
+					t.Fatal("r.Enter() = false, want true")
+				}
 			}
 			for range 3 {
 				r.Exit()
@@ -47,15 +49,27 @@ func TestUnmatchedExitPanicsAndHarmsNothing(t *testing.T) {
 			before := completed(t)
 			tok := owner.New()
 			r := tok.Ref()
-			require.PanicsWithValue(t, unmatchedExit, tt.misuse(t, r))
-			require.True(t, r.Alive(), "the misuse must not touch the token's state")
+			if v := recovered(tt.misuse(t, r)); v != unmatchedExit {
+				t.Fatalf("the misuse panicked with %v, want %q", v, unmatchedExit)
+			}
+			if !r.Alive() {
+				t.Fatal("the misuse must not touch the token's state: r.Alive() = false, want true")
+			}
 
-			require.True(t, r.Enter(), "a hold after the misuse")
-			require.NotPanics(t, r.Exit, "the misuse left the count below zero")
+			if !r.Enter() {
+				t.Fatal("a hold after the misuse: r.Enter() = false, want true")
+			}
+			if v := recovered(r.Exit); v != nil {
+				t.Fatalf("Exit after a matched Enter panicked with %v: the misuse left the count below zero", v)
+			}
 
 			tok.Release() // would wait forever on a count below zero
-			assert.False(t, r.Alive())
-			assert.Equal(t, before+1, completed(t), "the death clock settles")
+			if r.Alive() {
+				t.Error("r.Alive() = true, want false")
+			}
+			if got := completed(t); got != before+1 {
+				t.Errorf("the death clock settles: completed(t) = %v, want %v", got, before+1)
+			}
 		})
 	}
 }
@@ -67,11 +81,22 @@ func TestExitAfterRefusedEnterPanics(t *testing.T) {
 	tok := owner.New()
 	r := tok.Ref()
 	tok.Release()
-	require.False(t, r.Enter())
-	assert.PanicsWithValue(t, unmatchedExit, r.Exit)
-	assert.Equal(t, before+1, completed(t), "the misuse moved the death clock")
+	if r.Enter() {
+		t.Fatal("r.Enter() = true, want false")
+	}
+	if v := recovered(r.Exit); v != unmatchedExit {
+		t.Errorf("Exit after a refused Enter on a dead token panicked with %v, want %q", v, unmatchedExit)
+	}
+	if got := completed(t); got != before+1 {
+		t.Errorf("the misuse moved the death clock: completed(t) = %v, want %v", got, before+1)
+	}
 
 	var zero owner.Ref
-	require.False(t, zero.Enter())
-	assert.PanicsWithValue(t, "owner: Exit on the zero Ref, which cannot be entered", zero.Exit)
+	if zero.Enter() {
+		t.Fatal("zero.Enter() = true, want false")
+	}
+	const zeroExit = "owner: Exit on the zero Ref, which cannot be entered"
+	if v := recovered(zero.Exit); v != zeroExit {
+		t.Errorf("Exit on the zero Ref panicked with %v, want %q", v, zeroExit)
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // heldDeath starts the death of a fresh token held off by a holder, and
@@ -21,7 +19,9 @@ func heldDeath(t *testing.T, setup ...func(owner.Ref)) (tok *owner.Token, let fu
 		f(tok.Ref())
 	}
 	h := newFlagHolder()
-	require.True(t, tok.Ref().Hold(h))
+	if !tok.Ref().Hold(h) {
+		t.Fatal("tok.Ref().Hold(h) = false, want true")
+	}
 	h.held.Store(true)
 	done := make(chan struct{})
 	go func() { tok.Release(); close(done) }()
@@ -44,14 +44,18 @@ func TestLosingReleaseWaitsForAHeldDeath(t *testing.T) {
 	case alive := <-second:
 		let()
 		<-released
-		require.False(t, alive, "a losing Release returned while the token still read alive")
+		if alive {
+			t.Fatal("a losing Release returned while the token still read alive: alive = true, want false")
+		}
 	case <-time.After(quiet):
 	}
 	let()
 	waitFor(t, released, "the death")
 	select {
 	case alive := <-second:
-		assert.False(t, alive, "a losing Release returned while the token still read alive")
+		if alive {
+			t.Error("a losing Release returned while the token still read alive: alive = true, want false")
+		}
 	case <-time.After(guard):
 		t.Fatal("a losing Release never returned")
 	}
@@ -63,7 +67,9 @@ func TestLosingReleaseWaitsForAHeldDeath(t *testing.T) {
 // checks only for a dead token.
 func TestHoldRefusesDyingToken(t *testing.T) {
 	tok, let, released := heldDeath(t)
-	assert.False(t, tok.Ref().Hold(newFlagHolder()), "Hold attached a holder to a dying token")
+	if tok.Ref().Hold(newFlagHolder()) {
+		t.Error("Hold attached a holder to a dying token: tok.Ref().Hold(newFlagHolder()) = true, want false")
+	}
 	let()
 	waitFor(t, released, "the death")
 }
@@ -75,8 +81,12 @@ func TestDeathWaitsForEveryHolder(t *testing.T) {
 	tok := owner.New()
 	ref := tok.Ref()
 	first, second := newFlagHolder(), newFlagHolder()
-	require.True(t, ref.Hold(first))
-	require.True(t, ref.Hold(second))
+	if !ref.Hold(first) {
+		t.Fatal("ref.Hold(first) = false, want true")
+	}
+	if !ref.Hold(second) {
+		t.Fatal("ref.Hold(second) = false, want true")
+	}
 	second.held.Store(true)
 	released := make(chan struct{})
 	go func() { tok.Release(); close(released) }()
@@ -87,7 +97,9 @@ func TestDeathWaitsForEveryHolder(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("the death never asked its second holder")
 	}
-	assert.True(t, ref.Alive(), "held by the second holder: the token still reads alive")
+	if !ref.Alive() {
+		t.Error("held by the second holder: the token still reads alive: ref.Alive() = false, want true")
+	}
 	second.held.Store(false)
 	waitFor(t, released, "the death")
 }
@@ -119,9 +131,13 @@ func TestEnterRacingADeathInItsWindow(t *testing.T) {
 	entered := ref.Enter()
 	restore()
 	if entered {
-		assert.True(t, ref.Alive(), "Enter took a hold that the death did not wait for: the token is dead under it")
+		if !ref.Alive() {
+			t.Error("Enter took a hold that the death did not wait for: the token is dead under it: ref.Alive() = false, want true")
+		}
 		ref.Exit()
 	}
 	waitFor(t, released, "the death")
-	assert.False(t, ref.Alive())
+	if ref.Alive() {
+		t.Error("ref.Alive() = true, want false")
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // flagHolder is held while its flag is set, and tells the test the first
@@ -35,7 +33,9 @@ func (h *flagHolder) Held() bool {
 func TestHoldDelaysDeath(t *testing.T) {
 	tok := owner.New()
 	h := newFlagHolder()
-	require.True(t, tok.Ref().Hold(h))
+	if !tok.Ref().Hold(h) {
+		t.Fatal("tok.Ref().Hold(h) = false, want true")
+	}
 	h.held.Store(true)
 
 	released := make(chan struct{})
@@ -48,11 +48,17 @@ func TestHoldDelaysDeath(t *testing.T) {
 	case <-released:
 		t.Fatal("Release completed while a holder was held")
 	}
-	assert.True(t, tok.Ref().Alive(), "a held death must not be visible yet")
-	assert.False(t, isClosed(tok.Done()))
+	if !tok.Ref().Alive() {
+		t.Error("a held death must not be visible yet: tok.Ref().Alive() = false, want true")
+	}
+	if isClosed(tok.Done()) {
+		t.Error("isClosed(tok.Done()) = true, want false")
+	}
 	h.held.Store(false)
 	<-released
-	assert.False(t, tok.Ref().Alive())
+	if tok.Ref().Alive() {
+		t.Error("tok.Ref().Alive() = true, want false")
+	}
 }
 
 // Hold refuses a dead token and attaches nothing to it.
@@ -61,8 +67,12 @@ func TestHoldRefusesDeadToken(t *testing.T) {
 	tok.Release()
 	h := newFlagHolder()
 	h.held.Store(true)
-	assert.False(t, tok.Ref().Hold(h))
-	assert.False(t, owner.Ref{}.Hold(h))
+	if tok.Ref().Hold(h) {
+		t.Error("tok.Ref().Hold(h) = true, want false")
+	}
+	if (owner.Ref{}.Hold(h)) {
+		t.Error("owner.Ref{}.Hold(h) = true, want false")
+	}
 }
 
 // AfterDeath runs its function once per registration, after the token reads
@@ -94,14 +104,20 @@ func TestAfterDeathEveryPath(t *testing.T) {
 			for range 2 {
 				select {
 				case alive := <-ran:
-					assert.False(t, alive, "ran before the token read dead")
+					if alive {
+						t.Error("ran before the token read dead: alive = true, want false")
+					}
 				case <-time.After(10 * time.Second):
 					t.Fatal("an after-death function never ran")
 				}
 			}
 			ref.AfterDeath(func() { ran <- ref.Alive() })
-			assert.False(t, <-ran)
-			assert.Empty(t, ran, "a function ran twice")
+			if <-ran {
+				t.Error("received true from ran, want false")
+			}
+			if n := len(ran); n != 0 {
+				t.Errorf("a function ran twice: len(ran) = %d, want 0", n)
+			}
 		})
 	}
 }
@@ -126,7 +142,9 @@ func TestAfterDeathRacingRelease(t *testing.T) {
 		for range n {
 			<-done
 		}
-		require.EqualValues(t, n, runs.Load())
+		if got := runs.Load(); got != n {
+			t.Fatalf("%d after-death functions ran, want %d: each runs exactly once", got, n)
+		}
 	}
 }
 
@@ -134,25 +152,41 @@ func TestAfterDeathRacingRelease(t *testing.T) {
 // a Cause that a Ref reports alongside Alive() == false is the winner's.
 func TestCauseRecordsThePath(t *testing.T) {
 	rel := owner.New()
-	assert.Equal(t, owner.Alive, rel.Ref().Cause())
+	if got := rel.Ref().Cause(); got != owner.Alive {
+		t.Errorf("rel.Ref().Cause() = %v, want %v", got, owner.Alive)
+	}
 	rel.Release()
-	assert.Equal(t, owner.Released, rel.Ref().Cause())
+	if got := rel.Ref().Cause(); got != owner.Released {
+		t.Errorf("rel.Ref().Cause() = %v, want %v", got, owner.Released)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	can := owner.NewContext(ctx)
 	cancel()
 	<-can.Done()
-	assert.Equal(t, owner.Cancelled, can.Ref().Cause())
+	if got := can.Ref().Cause(); got != owner.Cancelled {
+		t.Errorf("can.Ref().Cause() = %v, want %v", got, owner.Cancelled)
+	}
 	can.Release() // a later Release does not rewrite the cause
-	assert.Equal(t, owner.Cancelled, can.Ref().Cause())
+	if got := can.Ref().Cause(); got != owner.Cancelled {
+		t.Errorf("can.Ref().Cause() = %v, want %v", got, owner.Cancelled)
+	}
 
 	pre := owner.NewContext(ctx) // minted from a context already done
-	assert.Equal(t, owner.Cancelled, pre.Ref().Cause())
+	if got := pre.Ref().Cause(); got != owner.Cancelled {
+		t.Errorf("pre.Ref().Cause() = %v, want %v", got, owner.Cancelled)
+	}
 
 	dropped := owner.New().Ref()
 	awaitDeath(t, dropped)
-	assert.Equal(t, owner.Dropped, dropped.Cause())
+	if got := dropped.Cause(); got != owner.Dropped {
+		t.Errorf("dropped.Cause() = %v, want %v", got, owner.Dropped)
+	}
 
-	assert.Equal(t, owner.Released, owner.Ref{}.Cause())
-	assert.Equal(t, "dropped", owner.Dropped.String())
+	if got := (owner.Ref{}.Cause()); got != owner.Released {
+		t.Errorf("owner.Ref{}.Cause() = %v, want %v", got, owner.Released)
+	}
+	if got := owner.Dropped.String(); got != "dropped" {
+		t.Errorf(`owner.Dropped.String() = %q, want "dropped"`, got)
+	}
 }

@@ -3,6 +3,7 @@ package owner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -10,55 +11,10 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// completed reads the completed half of the death clock once it settles.
-// Tests in this package never run in parallel and wait for every token
-// they drop, so the clock moves only by the deaths each test causes; but a
-// death counts itself completed a moment after its token reads dead (on
-// the cleanup goroutine, for a dropped one), so the read waits for that,
-// within a bound.
-func completed(t *testing.T) uint64 {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
-		c, settled := owner.Deaths()
-		if settled {
-			return c
-		}
-		require.False(t, time.Now().After(deadline), "a death stays in progress")
-	}
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// awaitDeath collects garbage until r reads dead, and fails the test if it
-// never does. Cleanups run asynchronously after a collection, so one GC is
-// not enough; the bound is generous because CI machines are slow.
-func awaitDeath(t *testing.T, r owner.Ref) {
-	t.Helper()
-	for range 1000 {
-		runtime.GC()
-		select {
-		case <-r.Done():
-			require.False(t, r.Alive(), "Done closed but Ref reads alive")
-			return
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	t.Fatal("a dropped token's Ref still reads alive after 1000 garbage collections")
-}
 
 func TestDeathPaths(t *testing.T) {
 	tests := []struct {
@@ -69,7 +25,9 @@ func TestDeathPaths(t *testing.T) {
 		{"release", func(t *testing.T) owner.Ref {
 			tok := owner.New()
 			r := tok.Ref()
-			require.True(t, r.Alive())
+			if !r.Alive() {
+				t.Fatal("r.Alive() = false, want true")
+			}
 			tok.Release()
 			return r
 		}},
@@ -77,7 +35,9 @@ func TestDeathPaths(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			tok := owner.NewContext(ctx)
 			r := tok.Ref()
-			require.True(t, r.Alive())
+			if !r.Alive() {
+				t.Fatal("r.Alive() = false, want true")
+			}
 			cancel()
 			// AfterFunc runs the death on its own goroutine.
 			<-r.Done()
@@ -88,18 +48,25 @@ func TestDeathPaths(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
 			tok := owner.NewContext(ctx)
-			require.False(t, tok.Alive(), "a token minted from a done context must be dead on return")
+			if tok.Alive() {
+				t.Fatal("a token minted from a done context must be dead on return: tok.Alive() = true, want false")
+			}
 			return tok.Ref()
 		}},
 		{"panic unwinds Run", func(t *testing.T) owner.Ref {
 			var r owner.Ref
-			require.PanicsWithValue(t, "boom", func() {
+			v := recovered(func() {
 				_ = owner.Run(context.Background(), func(_ context.Context, tok *owner.Token) error {
 					r = tok.Ref()
-					require.True(t, r.Alive())
+					if !r.Alive() {
+						t.Fatal("the token reads dead inside Run")
+					}
 					panic("boom")
 				})
 			})
+			if v != "boom" {
+				t.Fatalf("Run panicked with %v, want the body's panic \"boom\" to unwind through it", v)
+			}
 			return r
 		}},
 		{"Run returns", func(t *testing.T) owner.Ref {
@@ -107,10 +74,14 @@ func TestDeathPaths(t *testing.T) {
 			errFn := errors.New("fn failed")
 			err := owner.Run(context.Background(), func(_ context.Context, tok *owner.Token) error {
 				r = tok.Ref()
-				require.True(t, r.Alive())
+				if !r.Alive() {
+					t.Fatal("r.Alive() = false, want true")
+				}
 				return errFn
 			})
-			require.ErrorIs(t, err, errFn)
+			if !errors.Is(err, errFn) {
+				t.Fatalf("err = %v, want %v", err, errFn)
+			}
 			return r
 		}},
 		{"releaser", func(t *testing.T) owner.Ref {
@@ -143,9 +114,15 @@ func TestDeathPaths(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := completed(t)
 			r := tt.kill(t)
-			assert.False(t, r.Alive(), "Ref reads alive after death")
-			assert.True(t, isClosed(r.Done()), "Done not closed after death")
-			assert.Equal(t, before+1, completed(t), "the death clock must count this death exactly once")
+			if r.Alive() {
+				t.Error("Ref reads alive after death: r.Alive() = true, want false")
+			}
+			if !isClosed(r.Done()) {
+				t.Error("Done not closed after death: isClosed(r.Done()) = false, want true")
+			}
+			if got := completed(t); got != before+1 {
+				t.Errorf("the death clock must count this death exactly once: completed(t) = %v, want %v", got, before+1)
+			}
 		})
 	}
 }
@@ -178,7 +155,9 @@ func TestRefDoesNotKeepTokenReachable(t *testing.T) {
 		awaitDeath(t, r)
 	}
 	for _, r := range held {
-		assert.False(t, r.Alive())
+		if r.Alive() {
+			t.Error("r.Alive() = true, want false")
+		}
 	}
 }
 
@@ -200,15 +179,19 @@ func TestConcurrentDeathsCountOnce(t *testing.T) {
 		wg.Go(func() { <-start; runtime.GC() })
 		close(start)
 		wg.Wait()
-		require.False(t, r.Alive())
-		require.True(t, isClosed(r.Done()))
+		if r.Alive() {
+			t.Fatal("r.Alive() = true, want false")
+		}
+		if !isClosed(r.Done()) {
+			t.Fatal("isClosed(r.Done()) = false, want true")
+		}
 	}
 	// Cancellation may have won some races; its AfterFunc goroutine has
 	// finished its death before Done closed, but may still be returning.
-	require.Eventually(t, func() bool {
+	eventually(t, 5*time.Second, func() bool {
 		c, settled := owner.Deaths()
 		return settled && c == before+tokens
-	}, 5*time.Second, time.Millisecond, "each of %d tokens must die exactly once", tokens)
+	}, fmt.Sprintf("the death clock settles at %d completed deaths: each of %d tokens dies exactly once", before+tokens, tokens))
 }
 
 // Between a death's flip and its completion, the clock reads unsettled with
@@ -232,8 +215,12 @@ func TestDeathsInProgressWindow(t *testing.T) {
 	tok.Release()
 	restore()
 
-	assert.Equal(t, reading{completed: before, settled: false, alive: false}, inside)
-	assert.Equal(t, before+1, completed(t))
+	if inside != (reading{completed: before, settled: false, alive: false}) {
+		t.Errorf("inside = %v, want %v", inside, reading{completed: before, settled: false, alive: false})
+	}
+	if got := completed(t); got != before+1 {
+		t.Errorf("completed(t) = %v, want %v", got, before+1)
+	}
 }
 
 // A second death held in the window keeps the clock unsettled even after
@@ -256,38 +243,68 @@ func TestDeathsSettledNeedsEveryDeathDone(t *testing.T) {
 	<-entered
 	other.Release()
 	c, settled := owner.Deaths()
-	assert.Equal(t, before+1, c, "the other death completed")
-	assert.False(t, settled, "the held death is still in progress")
+	if c != before+1 {
+		t.Errorf("the other death completed: c = %v, want %v", c, before+1)
+	}
+	if settled {
+		t.Error("the held death is still in progress: settled = true, want false")
+	}
 	close(resume)
 	<-done
 	c, settled = owner.Deaths()
-	assert.Equal(t, before+2, c)
-	assert.True(t, settled)
+	if c != before+2 {
+		t.Errorf("c = %v, want %v", c, before+2)
+	}
+	if !settled {
+		t.Error("settled = false, want true")
+	}
 }
 
 func TestSameIsIdentity(t *testing.T) {
 	a, b := owner.New(), owner.New()
 	ra, rb := a.Ref(), b.Ref()
-	assert.True(t, ra.Same(a.Ref()), "Refs of one token are Same")
-	assert.Equal(t, ra, a.Ref(), "Refs of one token are equal values")
-	assert.False(t, ra.Same(rb))
+	if !ra.Same(a.Ref()) {
+		t.Error("Refs of one token are Same: ra.Same(a.Ref()) = false, want true")
+	}
+	if got := a.Ref(); got != ra {
+		t.Errorf("Refs of one token are equal values: a.Ref() = %+v, want %+v", got, ra)
+	}
+	if ra.Same(rb) {
+		t.Error("ra.Same(rb) = true, want false")
+	}
 
 	a.Release()
 	b.Release()
-	assert.True(t, ra.Same(ra), "a Ref is Same as itself after death")
-	assert.False(t, ra.Same(rb), "two dead tokens' Refs are not Same")
+	if !ra.Same(ra) {
+		t.Error("a Ref is Same as itself after death: ra.Same(ra) = false, want true")
+	}
+	if ra.Same(rb) {
+		t.Error("two dead tokens' Refs are not Same: ra.Same(rb) = true, want false")
+	}
 
 	var zero owner.Ref
-	assert.False(t, zero.Same(zero), "the zero Ref is Same as nothing")
-	assert.False(t, zero.Same(ra))
-	assert.False(t, ra.Same(zero))
+	if zero.Same(zero) {
+		t.Error("the zero Ref is Same as nothing: zero.Same(zero) = true, want false")
+	}
+	if zero.Same(ra) {
+		t.Error("zero.Same(ra) = true, want false")
+	}
+	if ra.Same(zero) {
+		t.Error("ra.Same(zero) = true, want false")
+	}
 }
 
 func TestZeroRef(t *testing.T) {
 	var zero owner.Ref
-	assert.False(t, zero.Alive())
-	assert.True(t, isClosed(zero.Done()))
-	assert.Zero(t, zero.ID())
+	if zero.Alive() {
+		t.Error("zero.Alive() = true, want false")
+	}
+	if !isClosed(zero.Done()) {
+		t.Error("isClosed(zero.Done()) = false, want true")
+	}
+	if got := zero.ID(); got != 0 {
+		t.Errorf("zero.ID() = %v, want 0", got)
+	}
 }
 
 func TestIDsAreUniqueAndMonotonic(t *testing.T) {
@@ -295,11 +312,17 @@ func TestIDsAreUniqueAndMonotonic(t *testing.T) {
 	for range 100 {
 		tok := owner.New()
 		id := tok.Ref().ID()
-		assert.Equal(t, id, tok.ID())
-		assert.Greater(t, id, last)
+		if got := tok.ID(); got != id {
+			t.Errorf("tok.ID() = %v, want %v", got, id)
+		}
+		if id <= last {
+			t.Errorf("id = %v, want > %v", id, last)
+		}
 		last = id
 		tok.Release()
-		assert.Equal(t, id, tok.Ref().ID(), "the ID survives death")
+		if got := tok.Ref().ID(); got != id {
+			t.Errorf("the ID survives death: tok.Ref().ID() = %v, want %v", got, id)
+		}
 	}
 }
 
@@ -309,9 +332,15 @@ func TestReleaseIsIdempotent(t *testing.T) {
 	for range 3 {
 		tok.Release()
 	}
-	assert.False(t, tok.Alive())
-	assert.True(t, isClosed(tok.Done()))
-	assert.Equal(t, before+1, completed(t))
+	if tok.Alive() {
+		t.Error("tok.Alive() = true, want false")
+	}
+	if !isClosed(tok.Done()) {
+		t.Error("isClosed(tok.Done()) = false, want true")
+	}
+	if got := completed(t); got != before+1 {
+		t.Errorf("completed(t) = %v, want %v", got, before+1)
+	}
 }
 
 // Cancelling the context of a token that was already released is not a
@@ -322,18 +351,24 @@ func TestCancelAfterRelease(t *testing.T) {
 	tok := owner.NewContext(ctx)
 	tok.Release()
 	cancel()
-	assert.Equal(t, before+1, completed(t))
+	if got := completed(t); got != before+1 {
+		t.Errorf("completed(t) = %v, want %v", got, before+1)
+	}
 }
 
 func TestRunGivesTheTokenTheContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	err := owner.Run(ctx, func(ctx context.Context, tok *owner.Token) error {
-		require.True(t, tok.Alive())
+		if !tok.Alive() {
+			t.Fatal("tok.Alive() = false, want true")
+		}
 		cancel() // a supervisor aborting the consumer
 		<-tok.Done()
 		return ctx.Err()
 	})
-	assert.ErrorIs(t, err, context.Canceled)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want %v", err, context.Canceled)
+	}
 }
 
 func TestRefAliveDoesNotAllocate(t *testing.T) {
@@ -342,8 +377,12 @@ func TestRefAliveDoesNotAllocate(t *testing.T) {
 	r := tok.Ref()
 	var sink bool
 	allocs := testing.AllocsPerRun(1000, func() { sink = r.Alive() && r.Same(r) })
-	assert.Zero(t, allocs)
-	assert.True(t, sink)
+	if allocs != 0 {
+		t.Errorf("allocs = %v, want 0", allocs)
+	}
+	if !sink {
+		t.Error("sink = false, want true")
+	}
 }
 
 // A Release that loses the race to another returns only once the token
@@ -372,20 +411,26 @@ func TestLosingReleaseReturnsDead(t *testing.T) {
 func TestEnterHoldsDeathOff(t *testing.T) {
 	tok := owner.New()
 	r := tok.Ref()
-	require.True(t, r.Enter())
+	if !r.Enter() {
+		t.Fatal("r.Enter() = false, want true")
+	}
 	released := make(chan struct{})
 	go func() { tok.Release(); close(released) }()
 	// A dying token cannot be entered: wait until Enter refuses.
-	require.Eventually(t, func() bool {
+	eventually(t, 5*time.Second, func() bool {
 		if r.Enter() {
 			r.Exit()
 			return false
 		}
 		return true
-	}, 5*time.Second, time.Millisecond, "the death has begun")
+	}, "Enter is refused once the death has begun")
 	_, settled := owner.Deaths()
-	assert.False(t, settled, "the death is in progress on the clock")
-	assert.True(t, r.Alive(), "held: the token still reads alive")
+	if settled {
+		t.Error("the death is in progress on the clock: settled = true, want false")
+	}
+	if !r.Alive() {
+		t.Error("held: the token still reads alive: r.Alive() = false, want true")
+	}
 	select {
 	case <-released:
 		t.Fatal("the death completed while held")
@@ -393,7 +438,13 @@ func TestEnterHoldsDeathOff(t *testing.T) {
 	}
 	r.Exit()
 	<-released
-	assert.False(t, r.Alive())
-	assert.False(t, r.Enter(), "a dead token cannot be entered")
-	assert.False(t, owner.Ref{}.Enter())
+	if r.Alive() {
+		t.Error("r.Alive() = true, want false")
+	}
+	if r.Enter() {
+		t.Error("a dead token cannot be entered: r.Enter() = true, want false")
+	}
+	if (owner.Ref{}.Enter()) {
+		t.Error("owner.Ref{}.Enter() = true, want false")
+	}
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Track attaches its clock and then reads the token's state; a death flips
@@ -36,11 +34,17 @@ func TestTrackRacingADeathInItsWindow(t *testing.T) {
 	restore()
 	waitFor(t, released, "the death")
 	completed, settled := k.Read()
-	require.True(t, settled)
-	if tracked {
-		assert.Equal(t, uint64(1), completed, "Track reported true for a token whose death never ticked its clock")
+	if !settled {
+		t.Fatal("k.Read(): settled = false, want true")
 	}
-	assert.False(t, tracked, "Track reported a dead token alive")
+	if tracked {
+		if completed != 1 {
+			t.Errorf("Track reported true for a token whose death never ticked its clock: completed = %v, want 1", completed)
+		}
+	}
+	if tracked {
+		t.Error("Track reported a dead token alive: tracked = true, want false")
+	}
 }
 
 // Track refuses a dying token on every path, its own clock's and a further
@@ -50,16 +54,28 @@ func TestTrackRacingADeathInItsWindow(t *testing.T) {
 func TestTrackRefusesDyingTokenOnEveryPath(t *testing.T) {
 	var first, second owner.DeathClock
 	tok, let, released := heldDeath(t, func(r owner.Ref) {
-		require.True(t, r.Track(&first))
-		require.True(t, r.Track(&second))
+		if !r.Track(&first) {
+			t.Fatal("r.Track(&first) = false, want true")
+		}
+		if !r.Track(&second) {
+			t.Fatal("r.Track(&second) = false, want true")
+		}
 	})
-	assert.False(t, tok.Ref().Track(&first), "the token's own clock")
-	assert.False(t, tok.Ref().Track(&second), "a further clock it is tracked on")
+	if tok.Ref().Track(&first) {
+		t.Error("the token's own clock: tok.Ref().Track(&first) = true, want false")
+	}
+	if tok.Ref().Track(&second) {
+		t.Error("a further clock it is tracked on: tok.Ref().Track(&second) = true, want false")
+	}
 	let()
 	waitFor(t, released, "the death")
 	for _, k := range []*owner.DeathClock{&first, &second} {
 		completed, settled := k.Read()
-		assert.Equal(t, uint64(1), completed)
-		assert.True(t, settled)
+		if completed != 1 {
+			t.Errorf("completed = %v, want 1", completed)
+		}
+		if !settled {
+			t.Error("settled = false, want true")
+		}
 	}
 }

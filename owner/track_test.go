@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func readClock(k *owner.DeathClock) (uint64, bool) { return k.Read() }
@@ -19,11 +17,19 @@ func TestTrackTicksOnlyTrackedClocks(t *testing.T) {
 	var mine, both, other owner.DeathClock
 	tok, stranger := owner.New(), owner.New()
 	for range 3 {
-		require.True(t, tok.Ref().Track(&mine))
-		require.True(t, tok.Ref().Track(&both))
+		if !tok.Ref().Track(&mine) {
+			t.Fatal("tok.Ref().Track(&mine) = false, want true")
+		}
+		if !tok.Ref().Track(&both) {
+			t.Fatal("tok.Ref().Track(&both) = false, want true")
+		}
 	}
-	require.True(t, stranger.Ref().Track(&both))
-	require.True(t, stranger.Ref().Track(&other))
+	if !stranger.Ref().Track(&both) {
+		t.Fatal("stranger.Ref().Track(&both) = false, want true")
+	}
+	if !stranger.Ref().Track(&other) {
+		t.Fatal("stranger.Ref().Track(&other) = false, want true")
+	}
 	owner.New().Release() // tracked nowhere
 
 	tok.Release()
@@ -33,12 +39,18 @@ func TestTrackTicksOnlyTrackedClocks(t *testing.T) {
 		want uint64
 	}{{"mine", &mine, 1}, {"both", &both, 1}, {"other", &other, 0}} {
 		completed, settled := readClock(tc.k)
-		assert.Equal(t, tc.want, completed, tc.name)
-		assert.True(t, settled, tc.name)
+		if completed != tc.want {
+			t.Errorf("%s: completed = %v, want %v", tc.name, completed, tc.want)
+		}
+		if !settled {
+			t.Errorf("%s: settled = false, want true", tc.name)
+		}
 	}
 	stranger.Release()
 	completed, _ := readClock(&both)
-	assert.Equal(t, uint64(2), completed)
+	if completed != 2 {
+		t.Errorf("completed = %v, want 2", completed)
+	}
 }
 
 // askHolder reads a clock and its token's liveness the first time a death
@@ -69,9 +81,13 @@ func TestTrackedDeathInProgressAroundTheFlip(t *testing.T) {
 	var k owner.DeathClock
 	for i := range uint64(32) {
 		tok := owner.New()
-		require.True(t, tok.Ref().Track(&k))
+		if !tok.Ref().Track(&k) {
+			t.Fatal("tok.Ref().Track(&k) = false, want true")
+		}
 		h := &askHolder{k: &k, ref: tok.Ref()}
-		require.True(t, tok.Ref().Hold(h))
+		if !tok.Ref().Hold(h) {
+			t.Fatal("tok.Ref().Hold(h) = false, want true")
+		}
 
 		var atFlip struct{ settled, alive bool }
 		restore := owner.SetDeathFlippedHook(func() {
@@ -81,13 +97,25 @@ func TestTrackedDeathInProgressAroundTheFlip(t *testing.T) {
 		tok.Release()
 		restore()
 
-		assert.True(t, h.alive, "token %d: before the flip the token reads alive", i)
-		assert.False(t, h.settled, "token %d: the death must be in progress on the clock before the token reads dead", i)
-		assert.False(t, atFlip.alive, "token %d: after the flip the token reads dead", i)
-		assert.False(t, atFlip.settled, "token %d: the death must not count as completed before the token reads dead", i)
+		if !h.alive {
+			t.Errorf("token %d: before the flip the token reads alive: h.alive = false, want true", i)
+		}
+		if h.settled {
+			t.Errorf("token %d: the death must be in progress on the clock before the token reads dead: h.settled = true, want false", i)
+		}
+		if atFlip.alive {
+			t.Errorf("token %d: after the flip the token reads dead: atFlip.alive = true, want false", i)
+		}
+		if atFlip.settled {
+			t.Errorf("token %d: the death must not count as completed before the token reads dead: atFlip.settled = true, want false", i)
+		}
 		completed, settled := k.Read()
-		assert.Equal(t, i+1, completed, "token %d", i)
-		assert.True(t, settled, "token %d", i)
+		if completed != i+1 {
+			t.Errorf("token %d: completed = %v, want %v", i, completed, i+1)
+		}
+		if !settled {
+			t.Errorf("token %d: settled = false, want true", i)
+		}
 	}
 }
 
@@ -105,28 +133,46 @@ func TestTrackRefusesDyingAndDead(t *testing.T) {
 			var other, k owner.DeathClock
 			dying := owner.New()
 			if second {
-				require.True(t, dying.Ref().Track(&other))
+				if !dying.Ref().Track(&other) {
+					t.Fatal("dying.Ref().Track(&other) = false, want true")
+				}
 			}
-			require.True(t, dying.Ref().Enter(), "hold the death in progress")
+			if !dying.Ref().Enter() {
+				t.Fatal("hold the death in progress: dying.Ref().Enter() = false, want true")
+			}
 			var wg sync.WaitGroup
 			wg.Go(dying.Release)
 			for dying.Ref().Enter() { // until the death has begun
 				dying.Ref().Exit()
 			}
-			assert.False(t, dying.Ref().Track(&k), "dying")
-			assert.False(t, dying.Ref().Track(&k), "dying, asked again")
+			if dying.Ref().Track(&k) {
+				t.Error("dying: dying.Ref().Track(&k) = true, want false")
+			}
+			if dying.Ref().Track(&k) {
+				t.Error("dying, asked again: dying.Ref().Track(&k) = true, want false")
+			}
 			dying.Ref().Exit()
 			wg.Wait()
 
 			var late owner.DeathClock
-			assert.False(t, dying.Ref().Track(&late), "dead")
+			if dying.Ref().Track(&late) {
+				t.Error("dead: dying.Ref().Track(&late) = true, want false")
+			}
 			dead := owner.New()
 			dead.Release()
-			assert.False(t, dead.Ref().Track(&late), "dead")
-			assert.False(t, owner.Ref{}.Track(&late), "zero Ref")
+			if dead.Ref().Track(&late) {
+				t.Error("dead: dead.Ref().Track(&late) = true, want false")
+			}
+			if (owner.Ref{}.Track(&late)) {
+				t.Error("zero Ref: owner.Ref{}.Track(&late) = true, want false")
+			}
 			completed, settled := late.Read()
-			assert.Equal(t, uint64(0), completed, "a token tracked after its death ticked the clock")
-			assert.True(t, settled)
+			if completed != 0 {
+				t.Errorf("a token tracked after its death ticked the clock: completed = %v, want 0", completed)
+			}
+			if !settled {
+				t.Error("settled = false, want true")
+			}
 		})
 	}
 }
@@ -143,7 +189,9 @@ func TestTrackRacingDeath(t *testing.T) {
 		var k, other owner.DeathClock
 		tok := owner.New()
 		if round%4 >= 2 { // then k is the token's second clock
-			require.True(t, tok.Ref().Track(&other))
+			if !tok.Ref().Track(&other) {
+				t.Fatal("tok.Ref().Track(&other) = false, want true")
+			}
 		}
 		var tracked bool
 		var wg sync.WaitGroup
@@ -161,12 +209,18 @@ func TestTrackRacingDeath(t *testing.T) {
 		close(barrier)
 		wg.Wait()
 		completed, settled := k.Read()
-		require.True(t, settled)
+		if !settled {
+			t.Fatal("k.Read(): settled = false, want true")
+		}
 		if tracked {
 			attached.Add(1)
-			require.Equal(t, uint64(1), completed, "Track reported the clock attached, but the death did not tick it")
+			if completed != 1 {
+				t.Fatalf("Track reported the clock attached, but the death did not tick it: completed = %v, want 1", completed)
+			}
 		} else {
-			require.LessOrEqual(t, completed, uint64(1), "the death ticked the clock more than once")
+			if completed > uint64(1) {
+				t.Fatalf("the death ticked the clock more than once: completed = %v, want <= 1", completed)
+			}
 		}
 	}
 	t.Logf("%d of %d rounds tracked before the death", attached.Load(), rounds)

@@ -1,6 +1,7 @@
 package shardreg_test
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -9,8 +10,6 @@ import (
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The tests below pin down the registry's own death clock: only the deaths
@@ -42,32 +41,60 @@ func fullOf(t *testing.T, capacity int) (*shardreg.Registry[string], []*owner.To
 func TestUnrelatedDeathsLeaveTheSweepCurrent(t *testing.T) {
 	r, toks, sweeps := fullOf(t, 8)
 	newcomer := live(t)
-	require.ErrorIs(t, r.Register("new", "", newcomer.Ref()), shardreg.ErrCapReached)
-	require.Equal(t, int32(1), sweeps.Load(), "the first full register sweeps")
-	require.True(t, r.SweepIsCurrent())
+	if err := r.Register("new", "", newcomer.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf(`r.Register("new", "", newcomer.Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
+	if got := sweeps.Load(); got != 1 {
+		t.Fatalf("the first full register sweeps: sweeps.Load() = %v, want 1", got)
+	}
+	if !r.SweepIsCurrent() {
+		t.Fatal("r.SweepIsCurrent() = false, want true")
+	}
 
 	other := newReg(t)
 	for i := range 50 {
 		owner.New().Release()
 		tok := owner.New()
-		require.NoError(t, other.RegisterReady(fmt.Sprintf("o%d", i), "", tok.Ref()))
+		if err := other.RegisterReady(fmt.Sprintf("o%d", i), "", tok.Ref()); err != nil {
+			t.Fatalf("other.RegisterReady: %v", err)
+		}
 		tok.Release()
-		require.True(t, r.SweepIsCurrent(), "after %d unrelated deaths", 2*(i+1))
-		require.ErrorIs(t, r.Register("new", "", newcomer.Ref()), shardreg.ErrCapReached)
+		if !r.SweepIsCurrent() {
+			t.Fatalf("after %d unrelated deaths: r.SweepIsCurrent() = false, want true", 2*(i+1))
+		}
+		if err := r.Register("new", "", newcomer.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+			t.Fatalf(`r.Register("new", "", newcomer.Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+		}
 	}
-	assert.Equal(t, int32(1), sweeps.Load(), "unrelated deaths made a full register sweep")
+	if got := sweeps.Load(); got != 1 {
+		t.Errorf("unrelated deaths made a full register sweep: sweeps.Load() = %v, want 1", got)
+	}
 	completed, settled := r.OwnerDeaths()
-	assert.Equal(t, uint64(0), completed, "unrelated deaths ticked the registry's clock")
-	assert.True(t, settled)
+	if completed != 0 {
+		t.Errorf("unrelated deaths ticked the registry's clock: completed = %v, want 0", completed)
+	}
+	if !settled {
+		t.Error("settled = false, want true")
+	}
 
 	// A death of one of its own owners does tick it.
 	toks[3].Release()
 	completed, settled = r.OwnerDeaths()
-	assert.Equal(t, uint64(1), completed)
-	assert.True(t, settled)
-	assert.False(t, r.SweepIsCurrent())
-	require.NoError(t, r.Register("new", "", newcomer.Ref()), "the dead owner's slot is reclaimed")
-	assert.Equal(t, int32(2), sweeps.Load())
+	if completed != 1 {
+		t.Errorf("completed = %v, want 1", completed)
+	}
+	if !settled {
+		t.Error("settled = false, want true")
+	}
+	if r.SweepIsCurrent() {
+		t.Error("r.SweepIsCurrent() = true, want false")
+	}
+	if err := r.Register("new", "", newcomer.Ref()); err != nil {
+		t.Fatalf("the dead owner's slot is reclaimed: %v", err)
+	}
+	if got := sweeps.Load(); got != 2 {
+		t.Errorf("sweeps.Load() = %v, want 2", got)
+	}
 }
 
 // An owner that holds many entries, some of them replaced and removed, is
@@ -76,14 +103,24 @@ func TestAnOwnerTicksTheClockOnce(t *testing.T) {
 	r := newReg(t)
 	tok := owner.New()
 	for i := range 10 {
-		require.NoError(t, r.RegisterReady(fmt.Sprintf("t%d", i), "", tok.Ref()))
-		require.NoError(t, r.Overwrite(fmt.Sprintf("t%d", i), "again", tok.Ref()))
+		if err := r.RegisterReady(fmt.Sprintf("t%d", i), "", tok.Ref()); err != nil {
+			t.Fatalf("r.RegisterReady: %v", err)
+		}
+		if err := r.Overwrite(fmt.Sprintf("t%d", i), "again", tok.Ref()); err != nil {
+			t.Fatalf("r.Overwrite: %v", err)
+		}
 	}
-	require.True(t, r.UnregisterOwned("t0", tok.Ref()))
+	if !r.UnregisterOwned("t0", tok.Ref()) {
+		t.Fatal(`r.UnregisterOwned("t0", tok.Ref()) = false, want true`)
+	}
 	tok.Release()
 	completed, settled := r.OwnerDeaths()
-	assert.Equal(t, uint64(1), completed)
-	assert.True(t, settled)
+	if completed != 1 {
+		t.Errorf("completed = %v, want 1", completed)
+	}
+	if !settled {
+		t.Error("settled = false, want true")
+	}
 }
 
 // One of the registry's owners dies after a full register's sweep has
@@ -101,11 +138,19 @@ func TestDeathBetweenSweepAndRefusalIsSeen(t *testing.T) {
 			once.Do(toks[2].Release)
 		}
 	})
-	require.NoError(t, r.Register("new", "", live(t).Ref()), "the owner that died after the sweep must free its slot")
-	assert.Equal(t, int32(2), sweeps.Load(), "a sweep before the death, one after")
+	if err := r.Register("new", "", live(t).Ref()); err != nil {
+		t.Fatalf("the owner that died after the sweep must free its slot: %v", err)
+	}
+	if got := sweeps.Load(); got != 2 {
+		t.Errorf("a sweep before the death, one after: sweeps.Load() = %v, want 2", got)
+	}
 	_, ok := r.Resolve("t2")
-	assert.False(t, ok)
-	assert.Equal(t, 4, r.Len())
+	if ok {
+		t.Error(`r.Resolve("t2"): ok = true, want false`)
+	}
+	if got := r.Len(); got != 4 {
+		t.Errorf("r.Len() = %v, want 4", got)
+	}
 }
 
 // An owner's entry becomes visible, a sweep passes with the owner alive,
@@ -126,11 +171,19 @@ func TestOwnerDyingRightAfterItsInsertTicksTheClock(t *testing.T) {
 			})
 		}
 	})
-	require.NoError(t, r.Register("b", "", b.Ref()))
+	if err := r.Register("b", "", b.Ref()); err != nil {
+		t.Fatalf(`r.Register("b", "", b.Ref()): %v`, err)
+	}
 	r.SetHook(nil)
-	assert.False(t, r.SweepIsCurrent(), "b's death did not tick the clock")
-	require.NoError(t, r.Register("c", "", live(t).Ref()), "b's dead entry must yield its slot")
-	assert.Equal(t, 2, r.Len())
+	if r.SweepIsCurrent() {
+		t.Error("b's death did not tick the clock: r.SweepIsCurrent() = true, want false")
+	}
+	if err := r.Register("c", "", live(t).Ref()); err != nil {
+		t.Fatalf("b's dead entry must yield its slot: %v", err)
+	}
+	if got := r.Len(); got != 2 {
+		t.Errorf("r.Len() = %v, want 2", got)
+	}
 }
 
 // A register whose owner is dying is refused by the tracking, with
@@ -148,7 +201,9 @@ func TestDyingOwnerRefusedByTracking(t *testing.T) {
 			r := newReg(t)
 			tok := owner.New()
 			if tc.trackedFirst {
-				require.NoError(t, r.Register("first", "", tok.Ref()))
+				if err := r.Register("first", "", tok.Ref()); err != nil {
+					t.Fatalf(`r.Register("first", "", tok.Ref()): %v`, err)
+				}
 			}
 			var refused atomic.Bool
 			r.SetHook(func(p shardreg.HookPoint) {
@@ -156,7 +211,9 @@ func TestDyingOwnerRefusedByTracking(t *testing.T) {
 					refused.Store(true)
 				}
 			})
-			require.True(t, tok.Ref().Enter(), "hold tok, as a concurrent register would")
+			if !tok.Ref().Enter() {
+				t.Fatal("hold tok, as a concurrent register would: tok.Ref().Enter() = false, want true")
+			}
 			var wg sync.WaitGroup
 			wg.Go(tok.Release)
 			waitDying(t, tok.Ref())
@@ -168,16 +225,28 @@ func TestDyingOwnerRefusedByTracking(t *testing.T) {
 			case <-time.After(20 * time.Millisecond):
 			}
 			tok.Ref().Exit()
-			require.ErrorIs(t, <-errc, shardreg.ErrDeadOwner)
-			assert.False(t, tok.Alive())
+			if err := <-errc; !errors.Is(err, shardreg.ErrDeadOwner) {
+				t.Fatalf("<-errc = %v, want %v", err, shardreg.ErrDeadOwner)
+			}
+			if tok.Alive() {
+				t.Error("tok.Alive() = true, want false")
+			}
 			wg.Wait()
-			assert.True(t, refused.Load(), "the tracking refused the dying owner")
+			if !refused.Load() {
+				t.Error("the tracking refused the dying owner: refused.Load() = false, want true")
+			}
 			_, held := r.Resolve("tool")
-			assert.False(t, held)
+			if held {
+				t.Error("held = true, want false")
+			}
 			if tc.trackedFirst {
-				assert.Equal(t, 1, r.Len())
+				if got := r.Len(); got != 1 {
+					t.Errorf("r.Len() = %v, want 1", got)
+				}
 			} else {
-				assert.Equal(t, 0, r.Len())
+				if got := r.Len(); got != 0 {
+					t.Errorf("r.Len() = %v, want 0", got)
+				}
 			}
 		})
 	}
@@ -199,10 +268,20 @@ func TestOwnerDiesAfterItsTracking(t *testing.T) {
 			tok.Release()
 		}
 	})
-	require.ErrorIs(t, r.Register("tool", "", tok.Ref()), shardreg.ErrDeadOwner)
+	if err := r.Register("tool", "", tok.Ref()); !errors.Is(err, shardreg.ErrDeadOwner) {
+		t.Fatalf(`r.Register("tool", "", tok.Ref()) = %v, want %v`, err, shardreg.ErrDeadOwner)
+	}
 	r.SetHook(nil)
-	assert.True(t, tracked.Load())
-	assert.Equal(t, 0, r.Len())
-	assert.Equal(t, 0, r.Entries())
-	require.NoError(t, r.Register("other", "", live(t).Ref()), "the slot was given back")
+	if !tracked.Load() {
+		t.Error("tracked.Load() = false, want true")
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
+	if got := r.Entries(); got != 0 {
+		t.Errorf("r.Entries() = %v, want 0", got)
+	}
+	if err := r.Register("other", "", live(t).Ref()); err != nil {
+		t.Fatalf("the slot was given back: %v", err)
+	}
 }

@@ -2,14 +2,13 @@ package shardreg_test
 
 import (
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // guard bounds every wait for something that must happen, so that a broken
@@ -86,12 +85,20 @@ func TestWriteCannotSlipPastAFreeze(t *testing.T) {
 	}
 	select {
 	case err := <-wrote:
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("err: %v", err)
+		}
 	case <-time.After(guard):
 		t.Fatal("the register never returned")
 	}
 	r.SetHook(nil)
-	require.True(t, sawFrozenScan, "the listing must scan frozen")
-	assert.False(t, slipped, "a write completed while a listing held writes off")
-	assert.Equal(t, []string{"a"}, names(got), "the listing's instant came before the write")
+	if !sawFrozenScan {
+		t.Fatal("the listing must scan frozen: sawFrozenScan = false, want true")
+	}
+	if slipped {
+		t.Error("a write completed while a listing held writes off: slipped = true, want false")
+	}
+	if got := names(got); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("the listing's instant came before the write: names(got) = %v, want %v", got, []string{"a"})
+	}
 }

@@ -2,13 +2,14 @@ package shardreg_test
 
 import (
 	"encoding/base64"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
 )
 
 // fuzzNames adds to the model's pool the names at the length limits, which
@@ -115,17 +116,29 @@ func FuzzOperations(f *testing.F) {
 func requireInvariants(t *testing.T, r *shardreg.Registry[string], capacity int) {
 	t.Helper()
 	n := r.Len()
-	require.Equal(t, int64(n), r.Count(), "Len and the cap counter")
-	require.Equal(t, n, r.Entries(), "Len and the map")
-	require.LessOrEqual(t, r.Count(), int64(capacity), "the cap counter passed the cap")
+	if got := r.Count(); got != int64(n) {
+		t.Fatalf("Len and the cap counter: r.Count() = %v, want %v", got, int64(n))
+	}
+	if got := r.Entries(); got != n {
+		t.Fatalf("Len and the map: r.Entries() = %v, want %v", got, n)
+	}
+	if got := r.Count(); got > int64(capacity) {
+		t.Fatalf("the cap counter passed the cap: r.Count() = %v, want <= %v", got, int64(capacity))
+	}
 }
 
-func requireSortedLive(t require.TestingT, list []shardreg.Entry[string]) {
+func requireSortedLive(t rapid.TB, list []shardreg.Entry[string]) {
 	for i, e := range list {
-		require.True(t, e.Ready, "listed a not-ready entry %q", e.Name)
-		require.True(t, e.Owner.Alive(), "listed a dead owner's entry %q", e.Name)
+		if !e.Ready {
+			t.Fatalf("listed a not-ready entry %q: e.Ready = false, want true", e.Name)
+		}
+		if !e.Owner.Alive() {
+			t.Fatalf("listed a dead owner's entry %q: e.Owner.Alive() = false, want true", e.Name)
+		}
 		if i > 0 {
-			require.Less(t, list[i-1].Name, e.Name, "ListReady is not strictly sorted")
+			if prev := list[i-1].Name; prev >= e.Name {
+				t.Fatalf("ListReady is not strictly sorted: %q before %q", prev, e.Name)
+			}
 		}
 	}
 }
@@ -139,10 +152,14 @@ func FuzzPageCursor(f *testing.F) {
 	for _, name := range []string{"a", "b", "bb", "c", "d", "é", "zz", "\U0001F600"} {
 		tok := owner.New()
 		f.Cleanup(tok.Release)
-		require.NoError(f, r.RegisterReady(name, "v:"+name, tok.Ref()))
+		if err := r.RegisterReady(name, "v:"+name, tok.Ref()); err != nil {
+			f.Fatalf("r.RegisterReady: %v", err)
+		}
 	}
 	dead := owner.New()
-	require.NoError(f, r.RegisterReady("dead", "", dead.Ref()))
+	if err := r.RegisterReady("dead", "", dead.Ref()); err != nil {
+		f.Fatalf(`r.RegisterReady("dead", "", dead.Ref()): %v`, err)
+	}
 	dead.Release()
 
 	cursor := func(last string) string {
@@ -169,9 +186,15 @@ func FuzzPageCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, cursor string, limit int) {
 		page, next, err := r.Page(cursor, limit)
 		if err != nil {
-			require.ErrorIs(t, err, shardreg.ErrInvalidCursor)
-			require.Nil(t, page)
-			require.Empty(t, next)
+			if !errors.Is(err, shardreg.ErrInvalidCursor) {
+				t.Fatalf("err = %v, want %v", err, shardreg.ErrInvalidCursor)
+			}
+			if page != nil {
+				t.Fatalf("page = %v, want nil", page)
+			}
+			if len(next) != 0 {
+				t.Fatalf("next = %q, want empty", next)
+			}
 			return
 		}
 		list := r.ListReady()
@@ -183,23 +206,43 @@ func FuzzPageCursor(f *testing.F) {
 		start := len(list)
 		if len(page) > 0 {
 			start = slices.IndexFunc(list, func(e shardreg.Entry[string]) bool { return e.Name == page[0].Name })
-			require.GreaterOrEqual(t, start, 0, "page starts with %q, which is not listed", page[0].Name)
+			if start < 0 {
+				t.Fatalf("page starts with %q, which is not listed: start = %v, want >= 0", page[0].Name, start)
+			}
 		}
 		end := start + len(page)
-		require.LessOrEqual(t, end, len(list))
-		require.Equal(t, entryNames(list[start:end]), entryNames(page), "a page is a window of the listing")
-		require.Equal(t, min(want, len(list)-start), len(page), "a page is as long as the limit allows")
+		if end > len(list) {
+			t.Fatalf("a page of %d from index %d runs past the listing's %d entries", len(page), start, len(list))
+		}
+		if got, want := entryNames(page), entryNames(list[start:end]); !slices.Equal(got, want) {
+			t.Fatalf("a page is a window of the listing: entryNames(page) = %v, want %v", got, want)
+		}
+		if got := len(page); got != min(want, len(list)-start) {
+			t.Fatalf("a page is as long as the limit allows: len(page) = %v, want %v", got, min(want, len(list)-start))
+		}
 		if cursor == "" {
-			require.Zero(t, start, "the empty cursor starts at the beginning")
+			if start != 0 {
+				t.Fatalf("the empty cursor starts at the beginning: start = %v, want 0", start)
+			}
 		}
 		if end == len(list) {
-			require.Empty(t, next, "the last page has no next cursor")
+			if len(next) != 0 {
+				t.Fatalf("the last page has no next cursor: next = %q, want empty", next)
+			}
 			return
 		}
-		require.NotEmpty(t, next)
+		if len(next) == 0 {
+			t.Fatal("a page short of the end returned no next cursor")
+		}
 		rest, _, err := r.Page(next, 1)
-		require.NoError(t, err, "a cursor Page made must be accepted")
-		require.Len(t, rest, 1)
-		require.Equal(t, list[end].Name, rest[0].Name, "the next cursor resumes right after the page")
+		if err != nil {
+			t.Fatalf("a cursor Page made must be accepted: err: %v", err)
+		}
+		if got := len(rest); got != 1 {
+			t.Fatalf("len(rest) = %d, want 1", got)
+		}
+		if got := rest[0].Name; got != list[end].Name {
+			t.Fatalf("the next cursor resumes right after the page: rest[0].Name = %q, want %q", got, list[end].Name)
+		}
 	})
 }

@@ -1,12 +1,11 @@
 package shardreg_test
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // Races between a name's old owner and its successor, scripted with the
@@ -37,13 +36,23 @@ func TestLateStopPausedWhileSuccessorTakesName(t *testing.T) {
 	})
 	removed := r.UnregisterOwned("tool", old.Ref())
 	r.SetHook(nil)
-	require.True(t, paused, "the stop never reached the point between its check and its removal")
+	if !paused {
+		t.Fatal("the stop never reached the point between its check and its removal: paused = false, want true")
+	}
 
-	assert.False(t, removed, "the late stop removed an entry that was no longer its owner's")
+	if removed {
+		t.Error("the late stop removed an entry that was no longer its owner's: removed = true, want false")
+	}
 	e, ok := r.Resolve("tool")
-	require.True(t, ok, "the successor's entry is gone")
-	assert.True(t, e.Owner.Same(successor.Ref()))
-	assert.Equal(t, 1, r.Len())
+	if !ok {
+		t.Fatal("the successor's entry is gone: ok = false, want true")
+	}
+	if !e.Owner.Same(successor.Ref()) {
+		t.Error("e.Owner.Same(successor.Ref()) = false, want true")
+	}
+	if got := r.Len(); got != 1 {
+		t.Errorf("r.Len() = %v, want 1", got)
+	}
 }
 
 // The same pause with the owner dead from the start, as in a consumer's
@@ -66,17 +75,31 @@ func TestStopOfDeadOwnerPausedWhileSuccessorTakesName(t *testing.T) {
 	})
 	removed := r.UnregisterOwned("tool", old.Ref())
 	r.SetHook(nil)
-	require.True(t, paused)
+	if !paused {
+		t.Fatal("paused = false, want true")
+	}
 
-	assert.False(t, removed, "the dead owner's stop removed its successor's entry")
+	if removed {
+		t.Error("the dead owner's stop removed its successor's entry: removed = true, want false")
+	}
 	e, ok := r.Resolve("tool")
-	require.True(t, ok, "the successor's entry is gone")
-	assert.True(t, e.Owner.Same(successor.Ref()))
+	if !ok {
+		t.Fatal("the successor's entry is gone: ok = false, want true")
+	}
+	if !e.Owner.Same(successor.Ref()) {
+		t.Error("e.Owner.Same(successor.Ref()) = false, want true")
+	}
 	// Once the successor holds the name, the old owner's stop has nothing
 	// left to remove, and the successor's own stop still works.
-	assert.False(t, r.UnregisterOwned("tool", old.Ref()))
-	assert.True(t, r.UnregisterOwned("tool", successor.Ref()))
-	assert.Equal(t, 0, r.Len())
+	if r.UnregisterOwned("tool", old.Ref()) {
+		t.Error(`r.UnregisterOwned("tool", old.Ref()) = true, want false`)
+	}
+	if !r.UnregisterOwned("tool", successor.Ref()) {
+		t.Error(`r.UnregisterOwned("tool", successor.Ref()) = false, want true`)
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
 }
 
 // Two consumers restart the same dead route, and both read the dead
@@ -109,20 +132,38 @@ func TestTwoTakeoversReadTheSameDeadIncumbent(t *testing.T) {
 					return
 				}
 				paused = true // the first's pre-check has read the incumbent dead
-				require.NoError(t, register(r, "second", second.Ref()), "the second takeover")
+				if err := register(r, "second", second.Ref()); err != nil {
+					t.Fatalf("the second takeover: %v", err)
+				}
 			})
 			err := register(r, "first", first.Ref())
 			r.SetHook(nil)
-			require.True(t, paused)
+			if !paused {
+				t.Fatal("paused = false, want true")
+			}
 
-			require.ErrorIs(t, err, shardreg.ErrDuplicate, "the first takeover replaced a live owner's entry")
-			assert.False(t, r.MarkReady("tool", first.Ref()), "the first owns the name")
-			require.True(t, r.MarkReady("tool", second.Ref()), "the second lost the name")
+			if !errors.Is(err, shardreg.ErrDuplicate) {
+				t.Fatalf("the first takeover replaced a live owner's entry: err = %v, want %v", err, shardreg.ErrDuplicate)
+			}
+			if r.MarkReady("tool", first.Ref()) {
+				t.Error(`the first owns the name: r.MarkReady("tool", first.Ref()) = true, want false`)
+			}
+			if !r.MarkReady("tool", second.Ref()) {
+				t.Fatal(`the second lost the name: r.MarkReady("tool", second.Ref()) = false, want true`)
+			}
 			e, ok := r.Resolve("tool")
-			require.True(t, ok)
-			assert.True(t, e.Owner.Same(second.Ref()))
-			assert.Equal(t, "second", e.Value)
-			assert.Equal(t, 1, r.Len(), "a takeover takes no second slot")
+			if !ok {
+				t.Fatal(`r.Resolve("tool"): ok = false, want true`)
+			}
+			if !e.Owner.Same(second.Ref()) {
+				t.Error("e.Owner.Same(second.Ref()) = false, want true")
+			}
+			if e.Value != "second" {
+				t.Errorf(`e.Value = %q, want "second"`, e.Value)
+			}
+			if got := r.Len(); got != 1 {
+				t.Errorf("a takeover takes no second slot: r.Len() = %v, want 1", got)
+			}
 		})
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/require"
 )
 
 // The linearizability check: clients on goroutines of their own run random
@@ -121,7 +120,9 @@ type linRun struct {
 // history may use.
 func newLinRun(t *testing.T, capacity int) *linRun {
 	r, err := shardreg.New[string](shardreg.WithCap(capacity))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
 	w := &linRun{r: r, ids: map[uint64]int8{}}
 	for i := range w.toks {
 		w.toks[i] = owner.New()
@@ -162,7 +163,9 @@ func (s *script) do(client int, in linInput) linOutput {
 // records two: a marker stamped at its call, where the model notes which
 // owners are dead already, then the Prune itself.
 func (w *linRun) do(t *testing.T, in linInput) []porcupine.Operation {
-	require.Less(t, int(in.client), linClients)
+	if got := int(in.client); got >= linClients {
+		t.Fatalf("int(in.client) = %v, want < %v", got, linClients)
+	}
 	name := linNameStrs[in.name]
 	var ref owner.Ref
 	if in.owner >= 0 {
@@ -394,5 +397,7 @@ func TestLinearizability(t *testing.T) {
 	t.Logf("%d histories in %v, %d undecided", histories, time.Since(began).Round(time.Millisecond), unknown)
 	// A check that times out proves nothing; a few are tolerable, many mean
 	// the histories are too large for the checker.
-	require.LessOrEqual(t, unknown, histories/20, "histories the checker could not decide in time")
+	if unknown > histories/20 {
+		t.Fatalf("the checker could not decide %d of %d histories in time, want at most %d", unknown, histories, histories/20)
+	}
 }

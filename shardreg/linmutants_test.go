@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/anishathalye/porcupine"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The model must reject histories that break the rules it encodes, or a
@@ -34,7 +32,9 @@ func TestLinearizabilityModelRejectsMutants(t *testing.T) {
 		histories = append(histories, recordHistory(t, seed, linParams{clients: 1, opsPerClient: 100, capacity: capacity}))
 	}
 	for i, h := range histories {
-		require.Equal(t, porcupine.Ok, checkHistory(t, linModel(capacity), h, fmt.Sprintf("sequential history %d", i)))
+		if got := checkHistory(t, linModel(capacity), h, fmt.Sprintf("sequential history %d", i)); got != porcupine.Ok {
+			t.Fatalf("sequential history %d: the checker returned %q, want %q", i, got, porcupine.Ok)
+		}
 	}
 	step := func(s linState, in linInput, out linOutput) (bool, linState) { return linStep(capacity, s, in, out) }
 	bend := func(bent func(s linState, in linInput, out linOutput) (ok, handled bool, next linState)) linSpec {
@@ -91,7 +91,9 @@ func TestLinearizabilityModelRejectsMutants(t *testing.T) {
 				}
 			}
 			t.Logf("%d of %d histories reject the mutant", caught, len(histories))
-			assert.NotZero(t, caught, "no history tells the mutant from the model")
+			if caught == 0 {
+				t.Error("no history tells the mutant from the model")
+			}
 		})
 	}
 
@@ -172,7 +174,9 @@ func TestLinearizabilityModelRejectsMutants(t *testing.T) {
 	for name, m := range loose {
 		t.Run(name, func(t *testing.T) {
 			requireRejected(t, linModel(capacity), m.wrong, name)
-			assert.True(t, porcupine.CheckOperations(linSetModel(m.spec), m.wrong), "the mutant rejects the history too: it tests some other rule")
+			if !porcupine.CheckOperations(linSetModel(m.spec), m.wrong) {
+				t.Error("the mutant rejects the history too: it tests some other rule: porcupine.CheckOperations(linSetModel(m.spec), m.wrong) = false, want true")
+			}
 		})
 	}
 }

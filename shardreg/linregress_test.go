@@ -13,8 +13,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The tests below pin down, each in a small history or a tight race, the
@@ -36,7 +34,9 @@ func TestLinearizabilityRegisterRacingOwnDeath(t *testing.T) {
 	w := newLinRun(t, 1)
 	defer w.close()
 	s := &script{t: t, w: w}
-	require.Equal(t, errNone, s.do(0, linInput{op: linRegisterReady, name: 0, owner: 0}).err)
+	if got := (s.do(0, linInput{op: linRegisterReady, name: 0, owner: 0}).err); got != errNone {
+		t.Fatalf("s.do(0, linInput{op: linRegisterReady, name: 0, owner: 0}).err = %v, want %v", got, errNone)
+	}
 	died := false
 	w.r.SetHook(func(p shardreg.HookPoint) {
 		if p == shardreg.HookSweepBegan && !died {
@@ -46,9 +46,13 @@ func TestLinearizabilityRegisterRacingOwnDeath(t *testing.T) {
 	})
 	got := s.do(0, linInput{op: linRegister, name: 1, owner: 0, value: 1})
 	w.r.SetHook(nil)
-	require.True(t, died, "the register must sweep")
-	assert.Contains(t, []uint8{errCap, errDead}, got.err,
-		"Register(b, o0) returned %s: o0 held the only slot until it died", errNames[got.err])
+	if !died {
+		t.Fatal("the register must sweep: died = false, want true")
+	}
+	if got.err != errCap && got.err != errDead {
+		t.Errorf("Register(b, o0) returned %s, want %s or %s: o0 held the only slot until it died",
+			errNames[got.err], errNames[errCap], errNames[errDead])
+	}
 	checkHistory(t, linModel(1), s.ops, "register racing its own owner's death")
 }
 
@@ -104,9 +108,13 @@ func TestLinearizabilityRaceForFreeNameIsNeverCapReached(t *testing.T) {
 				wins++
 				continue
 			}
-			require.ErrorIs(t, err, shardreg.ErrDuplicate, "round %d: a loser of the race for a free name got %v", round, err)
+			if !errors.Is(err, shardreg.ErrDuplicate) {
+				t.Fatalf("round %d: a loser of the race for a free name got %v, want %v", round, err, shardreg.ErrDuplicate)
+			}
 		}
-		require.Equal(t, 1, wins, "round %d", round)
+		if wins != 1 {
+			t.Fatalf("round %d: wins = %v, want 1", round, wins)
+		}
 	}
 	t.Logf("%d rounds, no wrong refusal", round)
 }
@@ -128,7 +136,9 @@ func TestLinearizabilityUnregisterOwnedRacingOwnOverwrite(t *testing.T) {
 		rounds = 100
 	}
 	for round := 0; round < rounds && time.Now().Before(deadline); round++ {
-		require.NoError(t, r.Overwrite("tool", "0", o.Ref()))
+		if err := r.Overwrite("tool", "0", o.Ref()); err != nil {
+			t.Fatalf(`r.Overwrite("tool", "0", o.Ref()): %v`, err)
+		}
 		var stop atomic.Bool
 		var overwrites atomic.Int32
 		var wg sync.WaitGroup
@@ -144,7 +154,9 @@ func TestLinearizabilityUnregisterOwnedRacingOwnOverwrite(t *testing.T) {
 		removed := r.UnregisterOwned("tool", o.Ref())
 		stop.Store(true)
 		wg.Wait()
-		require.True(t, removed, "round %d: the owner's stop left its entry registered", round)
+		if !removed {
+			t.Fatalf("round %d: the owner's stop left its entry registered: removed = false, want true", round)
+		}
 	}
 }
 
@@ -191,16 +203,30 @@ func TestLinearizabilityListReadyReclaimsAfterItsInstant(t *testing.T) {
 	})
 	list := s.do(0, linInput{op: linList})
 	w.r.SetHook(nil)
-	require.True(t, meddled)
+	if !meddled {
+		t.Fatal("meddled = false, want true")
+	}
 	// What makes the history interesting: the state in between was seen.
-	require.False(t, stop.ok, "the dead owner's stop came after the reclaim")
-	require.Equal(t, 1, length.n, "Len came after the reclaim")
-	require.False(t, list.list[2].present, "the listing's instant came before the register of c")
-	require.False(t, w.r.Cached(), "a snapshot that a write overtook before it was cached stays cached")
-	require.True(t, s.do(0, linInput{op: linList}).list[2].present, "the next listing sees c")
+	if stop.ok {
+		t.Fatal("the dead owner's stop came after the reclaim: stop.ok = true, want false")
+	}
+	if length.n != 1 {
+		t.Fatalf("Len came after the reclaim: length.n = %v, want 1", length.n)
+	}
+	if list.list[2].present {
+		t.Fatal("the listing's instant came before the register of c: list.list[2].present = true, want false")
+	}
+	if w.r.Cached() {
+		t.Fatal("a snapshot that a write overtook before it was cached stays cached: w.r.Cached() = true, want false")
+	}
+	if !s.do(0, linInput{op: linList}).list[2].present {
+		t.Fatal("the next listing sees c: s.do(0, linInput{op: linList}).list[2].present = false, want true")
+	}
 
 	model := linModel(3)
-	require.Equal(t, porcupine.Ok, checkHistory(t, model, s.ops, "ListReady's reclaim and its listing"))
+	if got := checkHistory(t, model, s.ops, "ListReady's reclaim and its listing"); got != porcupine.Ok {
+		t.Fatalf("ListReady's reclaim and its listing: the checker returned %q, want %q", got, porcupine.Ok)
+	}
 
 	// b's owner died before the listing began: listing b is wrong, at any
 	// instant, whatever was reclaimed when.
@@ -228,14 +254,24 @@ func TestLinearizabilityRegisterMaySweepFirst(t *testing.T) {
 			stop = s.do(1, linInput{op: linUnregister, name: 1, owner: 1})
 		}
 	})
-	require.Equal(t, errNone, s.do(0, linInput{op: linRegister, name: 2, owner: 2, value: 2}).err)
+	if got := (s.do(0, linInput{op: linRegister, name: 2, owner: 2, value: 2}).err); got != errNone {
+		t.Fatalf("s.do(0, linInput{op: linRegister, name: 2, owner: 2, value: 2}).err = %v, want %v", got, errNone)
+	}
 	w.r.SetHook(nil)
-	require.True(t, meddled)
-	require.Equal(t, 1, length.n, "Len saw the swept, not yet inserted, state")
-	require.False(t, stop.ok, "the dead owner's stop came after the sweep")
+	if !meddled {
+		t.Fatal("meddled = false, want true")
+	}
+	if length.n != 1 {
+		t.Fatalf("Len saw the swept, not yet inserted, state: length.n = %v, want 1", length.n)
+	}
+	if stop.ok {
+		t.Fatal("the dead owner's stop came after the sweep: stop.ok = true, want false")
+	}
 
 	model := linModel(2)
-	require.Equal(t, porcupine.Ok, checkHistory(t, model, s.ops, "a register's sweep and its insert"))
+	if got := checkHistory(t, model, s.ops, "a register's sweep and its insert"); got != porcupine.Ok {
+		t.Fatalf("a register's sweep and its insert: the checker returned %q, want %q", got, porcupine.Ok)
+	}
 
 	// b's owner died before the register began, so b's slot was never a
 	// live owner's while it ran: refusing with ErrCapReached is wrong.
@@ -261,7 +297,9 @@ func withOutput(history []porcupine.Operation, op linOp, edit func(*linOutput)) 
 // requireRejected fails unless the model finds no linearization of history.
 func requireRejected(t *testing.T, model porcupine.Model, history []porcupine.Operation, what string) {
 	t.Helper()
-	require.Equal(t, porcupine.Illegal, porcupine.CheckOperationsTimeout(model, history, 10*time.Second), "%s: the model accepts it", what)
+	if got := porcupine.CheckOperationsTimeout(model, history, 10*time.Second); got != porcupine.Illegal {
+		t.Fatalf("%s: the checker returned %q, want %q: the model accepts the history", what, got, porcupine.Illegal)
+	}
 }
 
 // linCall is one operation of a hand-written history.
@@ -336,7 +374,9 @@ func TestLinearizabilityMarkReadyRacingOwnOverwrite(t *testing.T) {
 		history, marked := markReadyDuringOwnOverwrite(t)
 		what := fmt.Sprintf("round %d: MarkReady racing its own owner's Overwrite", round)
 		if checkHistory(t, linModel(2), history, what) == porcupine.Illegal {
-			assert.True(t, marked, "MarkReady(a, o0) returned false while o0 held a the whole time")
+			if !marked {
+				t.Error("MarkReady(a, o0) returned false while o0 held a the whole time: marked = false, want true")
+			}
 			return
 		}
 	}
@@ -364,7 +404,9 @@ func markReadyDuringOwnOverwrite(t *testing.T) ([]porcupine.Operation, bool) {
 	s.do(0, linInput{op: linOverwrite, name: 0, owner: 0, value: 1})
 	wg.Wait()
 	w.r.SetHook(nil)
-	require.True(t, fired)
+	if !fired {
+		t.Fatal("fired = false, want true")
+	}
 	// Appended only now: the script is not safe for concurrent use.
 	for _, op := range marked {
 		op.ClientId, op.Metadata = 1, len(s.ops)
@@ -409,20 +451,30 @@ func TestLinearizabilityRegistrantDiesBeforeItsEntryIsVisible(t *testing.T) {
 		// Lock-free operations only: the Overwrite holds a's bucket lock
 		// and has its write section open.
 		seen = w.do(t, linInput{op: linResolve, name: 0, client: 2})[0].Output.(linOutput)
-		assert.True(t, w.refs[1].Alive(), "o1 died while its register held it")
+		if !w.refs[1].Alive() {
+			t.Error("o1 died while its register held it: w.refs[1].Alive() = false, want true")
+		}
 	})
 	got := s.do(0, linInput{op: linOverwrite, name: 0, owner: 1, value: 1})
 	w.r.SetHook(nil)
 	wg.Wait()
-	require.True(t, fired)
-	require.Equal(t, errNone, got.err, "Overwrite(a, o1)")
-	assert.True(t, seen.ok && seen.entry.owner == 0, "the Resolve inside the Overwrite sees o0's entry")
+	if !fired {
+		t.Fatal("fired = false, want true")
+	}
+	if got.err != errNone {
+		t.Fatalf("Overwrite(a, o1): got.err = %v, want %v", got.err, errNone)
+	}
+	if !(seen.ok && seen.entry.owner == 0) {
+		t.Errorf("the Resolve inside the Overwrite saw ok = %v, owner o%d; want o0's entry", seen.ok, seen.entry.owner)
+	}
 	for _, op := range released {
 		op.ClientId, op.Metadata = 1, len(s.ops)
 		s.ops = append(s.ops, op)
 	}
 	after := s.do(2, linInput{op: linResolve, name: 0})
-	assert.False(t, after.ok, "after o1's death the name holds o1's dead entry")
+	if after.ok {
+		t.Error("after o1's death the name holds o1's dead entry: after.ok = true, want false")
+	}
 	checkHistory(t, linModel(2), s.ops, "a registrant dying between its check and its store")
 }
 
@@ -459,7 +511,9 @@ func TestLinearizabilityResolveRacingReplacementAndDeath(t *testing.T) {
 
 	r := newReg(t)
 	cur := owner.New()
-	require.NoError(t, r.RegisterReady("tool", "", cur.Ref()))
+	if err := r.RegisterReady("tool", "", cur.Ref()); err != nil {
+		t.Fatalf(`r.RegisterReady("tool", "", cur.Ref()): %v`, err)
+	}
 	var stop atomic.Bool
 	var misses, calls atomic.Int64
 	var wg sync.WaitGroup
@@ -482,7 +536,9 @@ func TestLinearizabilityResolveRacingReplacementAndDeath(t *testing.T) {
 		// The replacement is live before the old owner dies: the name
 		// never holds a dead or not-ready entry.
 		next := owner.New()
-		require.NoError(t, r.Overwrite("tool", "", next.Ref()))
+		if err := r.Overwrite("tool", "", next.Ref()); err != nil {
+			t.Fatalf(`r.Overwrite("tool", "", next.Ref()): %v`, err)
+		}
 		cur.Release()
 		cur = next
 		if cycles%64 == 0 {
@@ -492,8 +548,9 @@ func TestLinearizabilityResolveRacingReplacementAndDeath(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 	cur.Release()
-	assert.Zero(t, misses.Load(), "%d of %d Resolves missed, over %d replacements, while the name always held a live, ready entry",
-		misses.Load(), calls.Load(), cycles)
+	if got := misses.Load(); got != 0 {
+		t.Errorf("%d of %d Resolves missed over %d replacements, want 0: the name always held a live, ready entry", got, calls.Load(), cycles)
+	}
 }
 
 // A register at full cap reads the name and the count at one instant, then
@@ -523,7 +580,9 @@ func TestLinearizabilityFullRegisterRacingPrune(t *testing.T) {
 	}
 	for ; time.Now().Before(deadline) && wrong == 0; rounds++ {
 		d := owner.New()
-		require.NoError(t, r.Register("dead", "", d.Ref()))
+		if err := r.Register("dead", "", d.Ref()); err != nil {
+			t.Fatalf(`r.Register("dead", "", d.Ref()): %v`, err)
+		}
 		d.Release() // moves the death clock: the next full register must sweep or wait for one
 		var wg sync.WaitGroup
 		var err error
@@ -535,11 +594,15 @@ func TestLinearizabilityFullRegisterRacingPrune(t *testing.T) {
 		if errors.Is(err, shardreg.ErrCapReached) {
 			wrong++
 		} else {
-			require.NoError(t, err, "round %d", rounds)
+			if err != nil {
+				t.Fatalf("round %d: err: %v", rounds, err)
+			}
 		}
 		r.UnregisterOwned("tool", o.Ref())
 	}
-	assert.Zero(t, wrong, "round %d: ErrCapReached while the only slot was held by a dead entry or free", rounds)
+	if wrong != 0 {
+		t.Errorf("round %d: ErrCapReached while the only slot was held by a dead entry or free: wrong = %v, want 0", rounds, wrong)
+	}
 }
 
 // Not the registry's bug but its owners': when two Releases of one token
@@ -567,7 +630,9 @@ func TestLinearizabilityReleaseRacingRelease(t *testing.T) {
 	}
 	for ; time.Now().Before(deadline) && early == 0; rounds++ {
 		tok := owner.New()
-		require.NoError(t, r.RegisterReady("tool", "", tok.Ref()))
+		if err := r.RegisterReady("tool", "", tok.Ref()); err != nil {
+			t.Fatalf(`r.RegisterReady("tool", "", tok.Ref()): %v`, err)
+		}
 		var wg sync.WaitGroup
 		var hit [2]bool
 		barrier := make(chan struct{})
@@ -585,5 +650,7 @@ func TestLinearizabilityReleaseRacingRelease(t *testing.T) {
 		}
 		r.UnregisterOwned("tool", tok.Ref())
 	}
-	assert.Zero(t, early, "round %d: Resolve returned the entry of an owner whose Release had returned", rounds)
+	if early != 0 {
+		t.Errorf("round %d: Resolve returned the entry of an owner whose Release had returned: early = %v, want 0", rounds, early)
+	}
 }

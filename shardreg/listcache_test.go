@@ -1,14 +1,13 @@
 package shardreg_test
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // reading is a death clock reading a test presents to the registry.
@@ -37,14 +36,22 @@ func TestCachedListingDropsAnOwnerWhoseDeathIsInProgress(t *testing.T) {
 		}
 		return r.OwnerDeaths()
 	})
-	require.Equal(t, []string{"a", "b"}, names(r.ListReady()))
+	if got := names(r.ListReady()); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("names(r.ListReady()) = %v, want %v", got, []string{"a", "b"})
+	}
 	c, settled := r.OwnerDeaths()
-	require.True(t, settled)
-	require.Equal(t, []string{"a", "b"}, names(r.ListReady()), "served from the cache")
+	if !settled {
+		t.Fatal("r.OwnerDeaths(): settled = false, want true")
+	}
+	if got := names(r.ListReady()); !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("served from the cache: names(r.ListReady()) = %v, want %v", got, []string{"a", "b"})
+	}
 
 	fake.Store(&reading{completed: c, settled: false})
 	dying.Release()
-	assert.Equal(t, []string{"b"}, names(r.ListReady()), "the cache served an owner that reads dead")
+	if got := names(r.ListReady()); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("the cache served an owner that reads dead: names(r.ListReady()) = %v, want %v", got, []string{"b"})
+	}
 }
 
 // A listing reads the registry's death clock before its liveness pass, so
@@ -69,8 +76,12 @@ func TestListingReadsTheDeathClockBeforeItsPass(t *testing.T) {
 	})
 	kill.Store(true)
 	r.ListReady() // a listing of an instant before or after the death: both are right
-	require.False(t, kill.Load(), "the listing read the death clock")
-	assert.Equal(t, []string{"b"}, names(r.ListReady()), "the cache served an owner that died before it was stamped")
+	if kill.Load() {
+		t.Fatal("the listing read the death clock: kill.Load() = true, want false")
+	}
+	if got := names(r.ListReady()); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("the cache served an owner that died before it was stamped: names(r.ListReady()) = %v, want %v", got, []string{"b"})
+	}
 }
 
 // A lister that finds the cache stale counts itself a waiter before it
@@ -90,7 +101,9 @@ func TestListerCountsItselfBeforeReadingTheRebuilds(t *testing.T) {
 			go func() { other <- names(r.ListReady()) }()
 			select {
 			case got := <-other:
-				assert.Equal(t, []string{"a", "b"}, got, "the rebuild in between")
+				if !slices.Equal(got, []string{"a", "b"}) {
+					t.Errorf("the rebuild in between: got = %v, want %v", got, []string{"a", "b"})
+				}
 			case <-time.After(guard):
 				t.Error("a rebuild run while a lister waits never returned")
 			}
@@ -99,8 +112,12 @@ func TestListerCountsItselfBeforeReadingTheRebuilds(t *testing.T) {
 	armed.Store(true)
 	got := r.ListReady()
 	r.SetHook(nil)
-	require.False(t, armed.Load(), "the lister found the cache stale")
-	assert.Equal(t, []string{"a", "b"}, names(got), "the lister took a listing no rebuild kept for it")
+	if armed.Load() {
+		t.Fatal("the lister found the cache stale: armed.Load() = true, want false")
+	}
+	if got := names(got); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("the lister took a listing no rebuild kept for it: names(got) = %v, want %v", got, []string{"a", "b"})
+	}
 }
 
 // A sweep reads the registry's death clock before it scans, so that the
@@ -126,9 +143,17 @@ func TestSweepReadsTheDeathClockBeforeItsScan(t *testing.T) {
 		}
 		return r.OwnerDeaths()
 	})
-	require.NoError(t, r.Register("new", "", live(t).Ref()), "the dead owner's slot must be swept and taken")
-	require.True(t, killed.Load(), "the owner was killed during the register")
+	if err := r.Register("new", "", live(t).Ref()); err != nil {
+		t.Fatalf("the dead owner's slot must be swept and taken: %v", err)
+	}
+	if !killed.Load() {
+		t.Fatal("the owner was killed during the register: killed.Load() = false, want true")
+	}
 	_, ok := r.Resolve("t1")
-	assert.False(t, ok)
-	assert.Equal(t, 4, r.Len())
+	if ok {
+		t.Error(`r.Resolve("t1"): ok = true, want false`)
+	}
+	if got := r.Len(); got != 4 {
+		t.Errorf("r.Len() = %v, want 4", got)
+	}
 }

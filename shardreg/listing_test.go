@@ -12,8 +12,6 @@ import (
 	"github.com/anishathalye/porcupine"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The tests below pin down what a listing promises under owner deaths and
@@ -38,7 +36,9 @@ func TestListingCompletesWhileTheDeathClockTicks(t *testing.T) {
 		start(t, r, name, toks[i%len(toks)])
 		want = append(want, name)
 	}
-	require.NoError(t, r.Register("starting", "", live(t).Ref()))
+	if err := r.Register("starting", "", live(t).Ref()); err != nil {
+		t.Fatalf("r.Register: %v", err)
+	}
 	dead := owner.New()
 	start(t, r, "dead", dead)
 	dead.Release()
@@ -50,17 +50,31 @@ func TestListingCompletesWhileTheDeathClockTicks(t *testing.T) {
 	})
 
 	got := r.ListReady()
-	assert.Equal(t, want, names(got), "the live, ready entries")
-	assert.Equal(t, int32(1), scans.Load(), "one scan: no write landed")
-	assert.Less(t, reads(), uint64(10), "the listing read the death clock %d times", reads())
-	assert.Equal(t, 301, r.Len(), "the dead entry was reclaimed")
+	if got := names(got); !slices.Equal(got, want) {
+		t.Errorf("the live, ready entries: names(got) = %v, want %v", got, want)
+	}
+	if got := scans.Load(); got != 1 {
+		t.Errorf("one scan: no write landed: scans.Load() = %v, want 1", got)
+	}
+	if got := reads(); got >= 10 {
+		t.Errorf("the listing read the death clock %d times, want < 10", got)
+	}
+	if got := r.Len(); got != 301 {
+		t.Errorf("the dead entry was reclaimed: r.Len() = %v, want 301", got)
+	}
 
 	for range 5 {
 		again := r.ListReady()
-		assert.Same(t, &got[0], &again[0], "no listed owner died: the cache serves")
+		if &again[0] != &got[0] {
+			t.Errorf("no listed owner died: the cache serves: &again[0] = %p, want the same pointer as &got[0] = %p", &again[0], &got[0])
+		}
 	}
-	assert.Equal(t, int32(1), scans.Load(), "deaths elsewhere do not make the cache rebuild")
-	assert.Less(t, reads(), uint64(bound), "the clock was still ticking")
+	if got := scans.Load(); got != 1 {
+		t.Errorf("deaths elsewhere do not make the cache rebuild: scans.Load() = %v, want 1", got)
+	}
+	if got := reads(); got >= uint64(bound) {
+		t.Errorf("the clock was still ticking: %d reads, want < %d", got, bound)
+	}
 }
 
 // Two owners die, one after the other, while a listing scans: the first
@@ -88,8 +102,12 @@ func TestListingOwnersDyingInScanOrder(t *testing.T) {
 	})
 	list := s.do(0, linInput{op: linList})
 	w.r.SetScanHook(nil)
-	require.True(t, fired)
-	assert.Equal(t, [linNames]linSlot{}, list.list, "both owners were dead at the end of the scan")
+	if !fired {
+		t.Fatal("fired = false, want true")
+	}
+	if list.list != ([linNames]linSlot{}) {
+		t.Errorf("both owners were dead at the end of the scan: list.list = %v, want %v", list.list, [linNames]linSlot{})
+	}
 	checkHistory(t, linModel(3), s.ops, "owners dying in scan order")
 }
 
@@ -122,10 +140,18 @@ func TestListingCompletesWhileEveryOwnerDies(t *testing.T) {
 	})
 	got := r.ListReady()
 	r.SetHook(nil)
-	assert.Empty(t, got, "every owner died before the listing's instant")
-	assert.Equal(t, owners, died)
-	assert.LessOrEqual(t, passes, 2*owners+1)
-	assert.Equal(t, 0, r.Len(), "the listing reclaimed every entry")
+	if len(got) != 0 {
+		t.Errorf("every owner died before the listing's instant: got = %v, want empty", got)
+	}
+	if died != owners {
+		t.Errorf("died = %v, want %v", died, owners)
+	}
+	if passes > 2*owners+1 {
+		t.Errorf("passes = %d, want at most %d", passes, 2*owners+1)
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("the listing reclaimed every entry: r.Len() = %v, want 0", got)
+	}
 }
 
 // A lookup that meets a dead entry while a listing holds writes off must
@@ -148,25 +174,43 @@ func TestLookupNeverWaitsForAFrozenListing(t *testing.T) {
 		case !r.Frozen():
 			// Writes during the scans make the listing freeze.
 			scans++
-			require.NoError(t, r.RegisterReady(fmt.Sprintf("w%d", scans), "", live(t).Ref()))
+			if err := r.RegisterReady(fmt.Sprintf("w%d", scans), "", live(t).Ref()); err != nil {
+				t.Fatalf("r.RegisterReady: %v", err)
+			}
 		default:
 			checked, inLookups = true, true
 			_, _, ok := r.Lookup("dead")
-			assert.False(t, ok, "Lookup of the dead entry")
+			if ok {
+				t.Error("Lookup of the dead entry: ok = true, want false")
+			}
 			_, ok = r.Resolve("dead")
-			assert.False(t, ok, "Resolve of the dead entry")
+			if ok {
+				t.Error("Resolve of the dead entry: ok = true, want false")
+			}
 			v, _, ok := r.Lookup("live")
-			assert.True(t, ok, "Lookup of a live entry")
-			assert.Equal(t, "v:live", v)
+			if !ok {
+				t.Error("Lookup of a live entry: ok = false, want true")
+			}
+			if v != "v:live" {
+				t.Errorf(`v = %q, want "v:live"`, v)
+			}
 			inLookups = false
-			assert.Equal(t, 2+scans, r.Entries(), "the dead entry is left for later")
+			if got := r.Entries(); got != 2+scans {
+				t.Errorf("the dead entry is left for later: r.Entries() = %v, want %v", got, 2+scans)
+			}
 		}
 	})
 	got := r.ListReady()
 	r.SetHook(nil)
-	require.True(t, checked, "the listing must freeze")
-	assert.NotContains(t, names(got), "dead")
-	assert.Equal(t, 1+scans, r.Len(), "the listing reclaimed the dead entry after its instant")
+	if !checked {
+		t.Fatal("the listing must freeze: checked = false, want true")
+	}
+	if n := names(got); slices.Contains(n, "dead") {
+		t.Errorf("the listing %v holds \"dead\", whose owner died before its instant", n)
+	}
+	if got := r.Len(); got != 1+scans {
+		t.Errorf("the listing reclaimed the dead entry after its instant: r.Len() = %v, want %v", got, 1+scans)
+	}
 }
 
 // Listers that find the cache stale together share one rebuild: one scans,
@@ -197,7 +241,9 @@ func TestListersShareOneRebuild(t *testing.T) {
 			scans.Add(1)
 		case shardreg.HookBeforeCacheStore:
 			if !wrote.Swap(true) {
-				require.True(t, r.UnregisterOwned("t00", first.Ref()))
+				if !r.UnregisterOwned("t00", first.Ref()) {
+					t.Fatal(`r.UnregisterOwned("t00", first.Ref()) = false, want true`)
+				}
 			}
 		}
 	})
@@ -208,14 +254,26 @@ func TestListersShareOneRebuild(t *testing.T) {
 	}
 	wg.Wait()
 	r.SetHook(nil)
-	assert.Equal(t, int32(1), scans.Load(), "one rebuild for every waiting lister")
-	for _, l := range lists {
-		require.NotEmpty(t, l)
-		assert.Same(t, &lists[0][0], &l[0])
-		assert.Equal(t, "t00", l[0].Name, "the listing of the rebuild's instant")
+	if got := scans.Load(); got != 1 {
+		t.Errorf("one rebuild for every waiting lister: scans.Load() = %v, want 1", got)
 	}
-	assert.False(t, r.SharedListing(), "the last lister served lets go of the shared listing")
-	assert.NotContains(t, names(r.ListReady()), "t00")
+	for _, l := range lists {
+		if len(l) == 0 {
+			t.Fatal("a waiting lister got an empty listing, want the rebuild's")
+		}
+		if &l[0] != &lists[0][0] {
+			t.Errorf("&l[0] = %p, want the same pointer as &lists[0][0] = %p", &l[0], &lists[0][0])
+		}
+		if got := l[0].Name; got != "t00" {
+			t.Errorf(`the listing of the rebuild's instant: l[0].Name = %q, want "t00"`, got)
+		}
+	}
+	if r.SharedListing() {
+		t.Error("the last lister served lets go of the shared listing: r.SharedListing() = true, want false")
+	}
+	if n := names(r.ListReady()); slices.Contains(n, "t00") {
+		t.Errorf("the listing %v holds \"t00\", want it gone", n)
+	}
 }
 
 // A lister that comes to wait while a rebuild is already under way cannot
@@ -247,8 +305,12 @@ func TestListerArrivingMidRebuildTakesItsCache(t *testing.T) {
 	first := r.ListReady()
 	wg.Wait()
 	r.SetHook(nil)
-	assert.Equal(t, int32(1), scans.Load(), "the late lister rebuilt what was cached")
-	assert.Same(t, &first[0], &late[0])
+	if got := scans.Load(); got != 1 {
+		t.Errorf("the late lister rebuilt what was cached: scans.Load() = %v, want 1", got)
+	}
+	if &late[0] != &first[0] {
+		t.Errorf("&late[0] = %p, want the same pointer as &first[0] = %p", &late[0], &first[0])
+	}
 }
 
 // The cached listing keeps the values and owners of its entries reachable.
@@ -261,26 +323,48 @@ func TestCachedListingDropsRemovedEntries(t *testing.T) {
 	start(t, r, "a", a)
 	start(t, r, "b", live(t))
 	_ = r.ListReady()
-	require.True(t, r.Cached())
-	require.False(t, r.MarkReady("zzz", a.Ref()), "a write that changes nothing...")
-	require.True(t, r.Cached(), "...keeps the cache")
-	require.True(t, r.UnregisterOwned("a", a.Ref()))
-	assert.False(t, r.Cached(), "an unregister drops the cache")
+	if !r.Cached() {
+		t.Fatal("r.Cached() = false, want true")
+	}
+	if r.MarkReady("zzz", a.Ref()) {
+		t.Fatal(`a write that changes nothing...: r.MarkReady("zzz", a.Ref()) = true, want false`)
+	}
+	if !r.Cached() {
+		t.Fatal("...keeps the cache: r.Cached() = false, want true")
+	}
+	if !r.UnregisterOwned("a", a.Ref()) {
+		t.Fatal(`r.UnregisterOwned("a", a.Ref()) = false, want true`)
+	}
+	if r.Cached() {
+		t.Error("an unregister drops the cache: r.Cached() = true, want false")
+	}
 
 	fired := false
 	r.SetHook(func(p shardreg.HookPoint) {
 		if p == shardreg.HookBeforeCacheStore && !fired {
 			fired = true
-			require.NoError(t, r.RegisterReady("c", "", live(t).Ref()))
+			if err := r.RegisterReady("c", "", live(t).Ref()); err != nil {
+				t.Fatalf(`r.RegisterReady("c", "", live(t).Ref()): %v`, err)
+			}
 		}
 	})
 	got := r.ListReady()
 	r.SetHook(nil)
-	require.True(t, fired)
-	assert.Equal(t, []string{"b"}, names(got))
-	assert.False(t, r.Cached(), "a write that overtook the listing before it was cached drops it")
-	assert.Equal(t, []string{"b", "c"}, names(r.ListReady()))
-	assert.True(t, r.Cached())
+	if !fired {
+		t.Fatal("fired = false, want true")
+	}
+	if got := names(got); !slices.Equal(got, []string{"b"}) {
+		t.Errorf("names(got) = %v, want %v", got, []string{"b"})
+	}
+	if r.Cached() {
+		t.Error("a write that overtook the listing before it was cached drops it: r.Cached() = true, want false")
+	}
+	if got := names(r.ListReady()); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("names(r.ListReady()) = %v, want %v", got, []string{"b", "c"})
+	}
+	if !r.Cached() {
+		t.Error("r.Cached() = false, want true")
+	}
 }
 
 // The random check with owners dying elsewhere in the process all along,
@@ -319,5 +403,7 @@ func TestLinearizabilityUnrelatedDeaths(t *testing.T) {
 		}
 	}
 	t.Logf("%d histories, %d unrelated deaths, %d undecided", histories, deaths.Load(), unknown)
-	require.LessOrEqual(t, unknown, histories/20, "histories the checker could not decide in time")
+	if unknown > histories/20 {
+		t.Fatalf("the checker could not decide %d of %d histories in time, want at most %d", unknown, histories, histories/20)
+	}
 }

@@ -1,7 +1,9 @@
 package shardreg_test
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -9,8 +11,6 @@ import (
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
 
@@ -194,7 +194,7 @@ func (m *refModel) prune() int { return m.sweep() }
 func (m *refModel) len() int { return len(m.entries) }
 
 // duo drives a real registry and the model in lockstep and compares every
-// result. Its methods take the TestingT so that rapid's T and the fuzzer's
+// result. Its methods take a rapid.TB so that rapid's T and the fuzzer's
 // T can both drive it.
 type duo struct {
 	r       *shardreg.Registry[string]
@@ -208,13 +208,15 @@ type duo struct {
 	cursor, after string
 }
 
-func newDuo(t require.TestingT, capacity int, validate bool) *duo {
+func newDuo(t rapid.TB, capacity int, validate bool) *duo {
 	opts := []shardreg.Option{shardreg.WithCap(capacity)}
 	if validate {
 		opts = append(opts, shardreg.WithValidator(shardreg.ToolName))
 	}
 	r, err := shardreg.New[string](opts...)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
 	return &duo{r: r, m: newRefModel(capacity, validate)}
 }
 
@@ -252,7 +254,7 @@ const (
 
 var kindNames = [...]string{"Register", "RegisterReady", "Overwrite"}
 
-func (d *duo) register(t require.TestingT, kind int, name, value string, o int) {
+func (d *duo) register(t rapid.TB, kind int, name, value string, o int) {
 	var got error
 	switch kind {
 	case kindRegister:
@@ -266,75 +268,121 @@ func (d *duo) register(t require.TestingT, kind int, name, value string, o int) 
 	requireErrorKind(t, want, got, "%s(%q, %q, o%d)", kindNames[kind], name, value, o)
 	if got != nil {
 		var e *shardreg.Error
-		require.ErrorAs(t, got, &e)
-		assert.Equal(t, "register", e.Op)
-		assert.Equal(t, name, e.Name, "the error names the name")
+		if !errors.As(got, &e) {
+			t.Fatalf("%s(%q, %q, o%d) = %v, want a *shardreg.Error", kindNames[kind], name, value, o, got)
+		}
+		if e.Op != "register" {
+			t.Errorf(`e.Op = %q, want "register"`, e.Op)
+		}
+		if e.Name != name {
+			t.Errorf("the error names the name: e.Name = %q, want %q", e.Name, name)
+		}
 	}
 }
 
 // requireErrorKind fails unless got is want as errors.Is sees it, and is
 // none of the other sentinels: a refusal has exactly one reason.
-func requireErrorKind(t require.TestingT, want, got error, format string, args ...any) {
+func requireErrorKind(t rapid.TB, want, got error, format string, args ...any) {
 	if want == nil {
-		require.NoErrorf(t, got, format, args...)
+		if got != nil {
+			t.Fatalf("%s = %v, want nil", fmt.Sprintf(format, args...), got)
+		}
 		return
 	}
-	require.ErrorIsf(t, got, want, format, args...)
+	if !errors.Is(got, want) {
+		t.Fatalf("%s = %v, want %v", fmt.Sprintf(format, args...), got, want)
+	}
 	for _, other := range []error{shardreg.ErrInvalidName, shardreg.ErrDeadOwner, shardreg.ErrDuplicate, shardreg.ErrCapReached} {
-		if other != want {
-			require.NotErrorIsf(t, got, other, format, args...)
+		if other != want && errors.Is(got, other) {
+			t.Fatalf("%s = %v, which is %v as well as %v: a refusal has one reason", fmt.Sprintf(format, args...), got, other, want)
 		}
 	}
 }
 
-func (d *duo) markReady(t require.TestingT, name string, o int) {
-	require.Equal(t, d.m.markReady(name, o), d.r.MarkReady(name, d.ref(o)), "MarkReady(%q, o%d)", name, o)
+func (d *duo) markReady(t rapid.TB, name string, o int) {
+	if got, want := d.r.MarkReady(name, d.ref(o)), d.m.markReady(name, o); got != want {
+		t.Fatalf("MarkReady(%q, o%d) = %v, the model says %v", name, o, got, want)
+	}
 }
 
-func (d *duo) resolve(t require.TestingT, name string) {
+func (d *duo) resolve(t rapid.TB, name string) {
 	e, ok := d.r.Resolve(name)
 	want, wantOK := d.m.resolve(name)
-	require.Equal(t, wantOK, ok, "Resolve(%q)", name)
+	if ok != wantOK {
+		t.Fatalf("Resolve(%q): ok = %v, want %v", name, ok, wantOK)
+	}
 	if !ok {
-		require.Zero(t, e, "a miss returns the zero Entry")
+		if e != (shardreg.Entry[string]{}) {
+			t.Fatalf("Resolve(%q) missed but returned %+v, want the zero Entry", name, e)
+		}
 		return
 	}
-	require.Equal(t, name, e.Name)
-	require.Equal(t, want.value, e.Value)
-	require.True(t, e.Ready)
-	require.True(t, e.Owner.Same(d.ref(want.owner)), "Resolve(%q) owner", name)
-	require.True(t, e.Owner.Alive())
+	if e.Name != name {
+		t.Fatalf("e.Name = %q, want %q", e.Name, name)
+	}
+	if e.Value != want.value {
+		t.Fatalf("e.Value = %q, want %q", e.Value, want.value)
+	}
+	if !e.Ready {
+		t.Fatal("e.Ready = false, want true")
+	}
+	if !e.Owner.Same(d.ref(want.owner)) {
+		t.Fatalf("Resolve(%q) owner: e.Owner.Same(d.ref(want.owner)) = false, want true", name)
+	}
+	if !e.Owner.Alive() {
+		t.Fatal("e.Owner.Alive() = false, want true")
+	}
 }
 
-func (d *duo) unregisterOwned(t require.TestingT, name string, o int) {
-	require.Equal(t, d.m.unregisterOwned(name, o), d.r.UnregisterOwned(name, d.ref(o)), "UnregisterOwned(%q, o%d)", name, o)
+func (d *duo) unregisterOwned(t rapid.TB, name string, o int) {
+	if got, want := d.r.UnregisterOwned(name, d.ref(o)), d.m.unregisterOwned(name, o); got != want {
+		t.Fatalf("UnregisterOwned(%q, o%d) = %v, the model says %v", name, o, got, want)
+	}
 }
 
-func (d *duo) listReady(t require.TestingT) {
+func (d *duo) listReady(t rapid.TB) {
 	got := d.r.ListReady()
 	requireSortedLive(t, got)
 	d.requireList(t, d.m.listReady(), got, "ListReady")
 }
 
-func (d *duo) validate(t require.TestingT, name string) {
+func (d *duo) validate(t rapid.TB, name string) {
 	err := d.r.Validate(name)
 	if d.m.validName(name) {
-		require.NoError(t, err, "Validate(%q)", name)
+		if err != nil {
+			t.Fatalf("Validate(%q): err: %v", name, err)
+		}
 		return
 	}
-	require.ErrorIs(t, err, shardreg.ErrInvalidName, "Validate(%q)", name)
+	if !errors.Is(err, shardreg.ErrInvalidName) {
+		t.Fatalf("Validate(%q): err = %v, want %v", name, err, shardreg.ErrInvalidName)
+	}
 	var e *shardreg.Error
-	require.ErrorAs(t, err, &e)
-	require.Equal(t, name, e.Name)
+	if !errors.As(err, &e) {
+		t.Fatalf("Validate(%q) = %v, want a *shardreg.Error", name, err)
+	}
+	if e.Name != name {
+		t.Fatalf("e.Name = %q, want %q", e.Name, name)
+	}
 }
 
-func (d *duo) requireList(t require.TestingT, want []refItem, got []shardreg.Entry[string], what string) {
-	require.Equal(t, itemNames(want), entryNames(got), what)
+func (d *duo) requireList(t rapid.TB, want []refItem, got []shardreg.Entry[string], what string) {
+	if got, want := entryNames(got), itemNames(want); !slices.Equal(got, want) {
+		t.Fatalf("%s: entryNames(got) = %v, want %v", what, got, want)
+	}
 	for i, e := range got {
-		require.Equal(t, want[i].value, e.Value, "%s: %s", what, e.Name)
-		require.True(t, e.Ready, "%s: %s", what, e.Name)
-		require.True(t, e.Owner.Same(d.ref(want[i].owner)), "%s: owner of %s", what, e.Name)
-		require.True(t, e.Owner.Alive(), "%s: a dead owner's entry is listed", what)
+		if e.Value != want[i].value {
+			t.Fatalf("%s: %s: e.Value = %q, want %q", what, e.Name, e.Value, want[i].value)
+		}
+		if !e.Ready {
+			t.Fatalf("%s: %s: e.Ready = false, want true", what, e.Name)
+		}
+		if !e.Owner.Same(d.ref(want[i].owner)) {
+			t.Fatalf("%s: owner of %s: e.Owner.Same(d.ref(want[i].owner)) = false, want true", what, e.Name)
+		}
+		if !e.Owner.Alive() {
+			t.Fatalf("%s: a dead owner's entry is listed: e.Owner.Alive() = false, want true", what)
+		}
 	}
 }
 
@@ -356,18 +404,26 @@ func entryNames(es []shardreg.Entry[string]) []string {
 
 // walk pages through the whole listing with nothing changing in between:
 // the pages must add up to ListReady.
-func (d *duo) walk(t require.TestingT, limit int) {
+func (d *duo) walk(t rapid.TB, limit int) {
 	var got []shardreg.Entry[string]
 	var want []refItem
 	cursor, after := "", ""
 	for pages := 0; ; pages++ {
-		require.Less(t, pages, 1000, "a walk must end")
+		if pages >= 1000 {
+			t.Fatalf("a walk must end: pages = %v, want < 1000", pages)
+		}
 		page, next, err := d.r.Page(cursor, limit)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("err: %v", err)
+		}
 		wantPage, more := d.m.page(after, limit)
-		require.Equal(t, more, next != "", "Page(%q, %d): next", after, limit)
+		if got := next != ""; got != more {
+			t.Fatalf("Page(%q, %d): a next cursor is %v, the model says %v", after, limit, got, more)
+		}
 		if limit > 0 {
-			require.LessOrEqual(t, len(page), limit)
+			if got := len(page); got > limit {
+				t.Fatalf("len(page) = %v, want <= %v", got, limit)
+			}
 		}
 		got, want = append(got, page...), append(want, wantPage...)
 		if next == "" {
@@ -380,46 +436,70 @@ func (d *duo) walk(t require.TestingT, limit int) {
 
 // pageStep takes one page of a walk that other actions interleave with, so
 // that cursors resume across changes as the Page doc promises.
-func (d *duo) pageStep(t require.TestingT, limit int) {
+func (d *duo) pageStep(t rapid.TB, limit int) {
 	page, next, err := d.r.Page(d.cursor, limit)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
 	want, more := d.m.page(d.after, limit)
 	d.requireList(t, want, page, "Page step after "+d.after)
-	require.Equal(t, more, next != "", "Page step after %q: next", d.after)
+	if got := next != ""; got != more {
+		t.Fatalf("Page step after %q: a next cursor is %v, the model says %v", d.after, got, more)
+	}
 	d.cursor, d.after = next, ""
 	if more {
 		d.after = want[len(want)-1].name
 	}
 }
 
-func (d *duo) badCursor(t require.TestingT, cursor string) {
+func (d *duo) badCursor(t rapid.TB, cursor string) {
 	// A refused cursor changes nothing: Page reads it before listing.
 	page, next, err := d.r.Page(cursor, 1)
-	require.ErrorIs(t, err, shardreg.ErrInvalidCursor, "cursor %q", cursor)
-	require.Nil(t, page)
-	require.Empty(t, next)
+	if !errors.Is(err, shardreg.ErrInvalidCursor) {
+		t.Fatalf("cursor %q: err = %v, want %v", cursor, err, shardreg.ErrInvalidCursor)
+	}
+	if page != nil {
+		t.Fatalf("page = %v, want nil", page)
+	}
+	if len(next) != 0 {
+		t.Fatalf("next = %q, want empty", next)
+	}
 }
 
-func (d *duo) prune(t require.TestingT) {
-	require.Equal(t, d.m.prune(), d.r.Prune(), "Prune")
+func (d *duo) prune(t rapid.TB) {
+	if got, want := d.r.Prune(), d.m.prune(); got != want {
+		t.Fatalf("Prune: d.r.Prune() = %v, want %v", got, want)
+	}
 }
 
-func (d *duo) len(t require.TestingT) {
-	require.Equal(t, d.m.len(), d.r.Len(), "Len")
+func (d *duo) len(t rapid.TB) {
+	if got, want := d.r.Len(), d.m.len(); got != want {
+		t.Fatalf("Len: d.r.Len() = %v, want %v", got, want)
+	}
 }
 
 // check compares what a quiet registry holds with the model, and Version
 // with the model's count of visible changes.
-func (d *duo) check(t require.TestingT) {
+func (d *duo) check(t rapid.TB) {
 	n := d.m.len()
-	require.Equal(t, int64(n), d.r.Count(), "the cap counter")
-	require.Equal(t, n, d.r.Entries(), "the map")
-	require.LessOrEqual(t, n, d.m.cap)
+	if got := d.r.Count(); got != int64(n) {
+		t.Fatalf("the cap counter: d.r.Count() = %v, want %v", got, int64(n))
+	}
+	if got := d.r.Entries(); got != n {
+		t.Fatalf("the map: d.r.Entries() = %v, want %v", got, n)
+	}
+	if n > d.m.cap {
+		t.Fatalf("n = %v, want <= %v", n, d.m.cap)
+	}
 	v := d.r.Version()
 	if d.m.changes != d.changes {
-		require.Greater(t, v, d.version, "a visible change must move Version")
+		if v <= d.version {
+			t.Fatalf("a visible change must move Version: v = %v, want > %v", v, d.version)
+		}
 	} else {
-		require.Equal(t, d.version, v, "Version moved without a visible change")
+		if v != d.version {
+			t.Fatalf("Version moved without a visible change: v = %v, want %v", v, d.version)
+		}
 	}
 	d.version, d.changes = v, d.m.changes
 }
@@ -506,28 +586,66 @@ func TestModel(t *testing.T) {
 func TestModelPinsTheRules(t *testing.T) {
 	m := newRefModel(2, false)
 	a, b := m.mint(), m.mint()
-	require.NoError(t, m.register("x", "1", a, false, false))
-	assert.ErrorIs(t, m.register("x", "2", b, false, false), shardreg.ErrDuplicate)
-	assert.False(t, m.markReady("x", b))
-	assert.True(t, m.markReady("x", a))
+	if err := m.register("x", "1", a, false, false); err != nil {
+		t.Fatalf(`m.register("x", "1", a, false, false): %v`, err)
+	}
+	if err := m.register("x", "2", b, false, false); !errors.Is(err, shardreg.ErrDuplicate) {
+		t.Errorf(`m.register("x", "2", b, false, false) = %v, want %v`, err, shardreg.ErrDuplicate)
+	}
+	if m.markReady("x", b) {
+		t.Error(`m.markReady("x", b) = true, want false`)
+	}
+	if !m.markReady("x", a) {
+		t.Error(`m.markReady("x", a) = false, want true`)
+	}
 	m.release(a)
-	assert.Equal(t, 1, m.len(), "a death reclaims nothing by itself")
-	assert.False(t, m.unregisterOwned("x", b), "only the owner unregisters")
-	require.NoError(t, m.register("y", "3", b, true, false))
+	if got := m.len(); got != 1 {
+		t.Errorf("a death reclaims nothing by itself: m.len() = %v, want 1", got)
+	}
+	if m.unregisterOwned("x", b) {
+		t.Error(`only the owner unregisters: m.unregisterOwned("x", b) = true, want false`)
+	}
+	if err := m.register("y", "3", b, true, false); err != nil {
+		t.Fatalf(`m.register("y", "3", b, true, false): %v`, err)
+	}
 	m.release(b)
 	c := m.mint()
-	require.NoError(t, m.register("z", "4", c, false, false), "a full register sweeps the dead")
-	assert.Equal(t, 1, m.len(), "the sweep took every dead entry, not just one")
-	assert.ErrorIs(t, m.register("w", "5", -1, false, false), shardreg.ErrDeadOwner)
-	assert.ErrorIs(t, m.register("", "5", -1, false, false), shardreg.ErrInvalidName)
-	require.NoError(t, m.register("w", "5", c, false, false))
-	assert.ErrorIs(t, m.register("v", "6", c, false, false), shardreg.ErrCapReached)
+	if err := m.register("z", "4", c, false, false); err != nil {
+		t.Fatalf("a full register sweeps the dead: %v", err)
+	}
+	if got := m.len(); got != 1 {
+		t.Errorf("the sweep took every dead entry, not just one: m.len() = %v, want 1", got)
+	}
+	if err := m.register("w", "5", -1, false, false); !errors.Is(err, shardreg.ErrDeadOwner) {
+		t.Errorf(`m.register("w", "5", -1, false, false) = %v, want %v`, err, shardreg.ErrDeadOwner)
+	}
+	if err := m.register("", "5", -1, false, false); !errors.Is(err, shardreg.ErrInvalidName) {
+		t.Errorf(`m.register("", "5", -1, false, false) = %v, want %v`, err, shardreg.ErrInvalidName)
+	}
+	if err := m.register("w", "5", c, false, false); err != nil {
+		t.Fatalf(`m.register("w", "5", c, false, false): %v`, err)
+	}
+	if err := m.register("v", "6", c, false, false); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Errorf(`m.register("v", "6", c, false, false) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
 	d := m.mint()
-	require.NoError(t, m.register("w", "7", d, true, true), "Overwrite displaces a live owner")
-	assert.Equal(t, []refItem{{name: "w", value: "7", owner: d}}, m.listReady())
-	assert.True(t, m.unregisterOwned("z", c))
+	if err := m.register("w", "7", d, true, true); err != nil {
+		t.Fatalf("Overwrite displaces a live owner: %v", err)
+	}
+	if got := m.listReady(); !slices.Equal(got, []refItem{{name: "w", value: "7", owner: d}}) {
+		t.Errorf("m.listReady() = %v, want %v", got, []refItem{{name: "w", value: "7", owner: d}})
+	}
+	if !m.unregisterOwned("z", c) {
+		t.Error(`m.unregisterOwned("z", c) = false, want true`)
+	}
 	m.release(c)
-	assert.False(t, m.markReady("w", c))
-	assert.True(t, m.unregisterOwned("w", d))
-	assert.Equal(t, 0, m.len())
+	if m.markReady("w", c) {
+		t.Error(`m.markReady("w", c) = true, want false`)
+	}
+	if !m.unregisterOwned("w", d) {
+		t.Error(`m.unregisterOwned("w", d) = false, want true`)
+	}
+	if got := m.len(); got != 0 {
+		t.Errorf("m.len() = %v, want 0", got)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,8 +12,6 @@ import (
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The owner dies between Register's first liveness check and its insert:
@@ -27,10 +26,16 @@ func TestOwnerDiesBeforeInsert(t *testing.T) {
 			tok.Release()
 		}
 	})
-	require.ErrorIs(t, r.Register("tool", "", tok.Ref()), shardreg.ErrDeadOwner)
+	if err := r.Register("tool", "", tok.Ref()); !errors.Is(err, shardreg.ErrDeadOwner) {
+		t.Fatalf(`r.Register("tool", "", tok.Ref()) = %v, want %v`, err, shardreg.ErrDeadOwner)
+	}
 	r.SetHook(nil)
-	assert.Equal(t, 0, r.Len())
-	assert.Equal(t, 0, r.Entries())
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
+	if got := r.Entries(); got != 0 {
+		t.Errorf("r.Entries() = %v, want 0", got)
+	}
 }
 
 // The owner's death begins in the instructions between the check under
@@ -50,22 +55,34 @@ func TestOwnerDiesInsideInsert(t *testing.T) {
 		}
 		go func() { tok.Release(); close(released) }()
 		waitDying(t, tok.Ref())
-		assert.True(t, tok.Alive(), "a held owner reads alive while its death waits")
+		if !tok.Alive() {
+			t.Error("a held owner reads alive while its death waits: tok.Alive() = false, want true")
+		}
 		select {
 		case <-released:
 			t.Error("the death completed while the register held its owner")
 		case <-time.After(10 * time.Millisecond):
 		}
 	})
-	require.NoError(t, r.Register("tool", "", tok.Ref()), "the register is linearized before the death")
+	if err := r.Register("tool", "", tok.Ref()); err != nil {
+		t.Fatalf("the register is linearized before the death: %v", err)
+	}
 	r.SetHook(nil)
 	<-released
 
-	assert.Equal(t, 1, r.Len(), "the dead entry holds its slot until reclaimed")
+	if got := r.Len(); got != 1 {
+		t.Errorf("the dead entry holds its slot until reclaimed: r.Len() = %v, want 1", got)
+	}
 	_, ok := r.Resolve("tool")
-	assert.False(t, ok)
-	require.NoError(t, r.Register("other", "", live(t).Ref()), "the full register reclaims the dead entry's slot")
-	assert.Equal(t, 1, r.Len())
+	if ok {
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
+	}
+	if err := r.Register("other", "", live(t).Ref()); err != nil {
+		t.Fatalf("the full register reclaims the dead entry's slot: %v", err)
+	}
+	if got := r.Len(); got != 1 {
+		t.Errorf("r.Len() = %v, want 1", got)
+	}
 }
 
 // A register whose owner is dying refuses with ErrDeadOwner (its tracking
@@ -75,11 +92,15 @@ func TestOwnerDiesInsideInsert(t *testing.T) {
 func TestRegisterRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 	r := newReg(t)
 	holder, tok := live(t), owner.New()
-	require.NoError(t, r.Register("held", "", holder.Ref()))
+	if err := r.Register("held", "", holder.Ref()); err != nil {
+		t.Fatalf(`r.Register("held", "", holder.Ref()): %v`, err)
+	}
 	var wg sync.WaitGroup
 	// Hold tok from outside, as a concurrent register would, so that its
 	// death starts and then waits.
-	require.True(t, tok.Ref().Enter())
+	if !tok.Ref().Enter() {
+		t.Fatal("tok.Ref().Enter() = false, want true")
+	}
 	wg.Go(tok.Release)
 	waitDying(t, tok.Ref())
 	errc := make(chan error, 1)
@@ -90,10 +111,16 @@ func TestRegisterRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	tok.Ref().Exit()
-	require.ErrorIs(t, <-errc, shardreg.ErrDeadOwner)
-	assert.False(t, tok.Alive())
+	if err := <-errc; !errors.Is(err, shardreg.ErrDeadOwner) {
+		t.Fatalf("<-errc = %v, want %v", err, shardreg.ErrDeadOwner)
+	}
+	if tok.Alive() {
+		t.Error("tok.Alive() = true, want false")
+	}
 	wg.Wait()
-	assert.Equal(t, 1, r.Len())
+	if got := r.Len(); got != 1 {
+		t.Errorf("r.Len() = %v, want 1", got)
+	}
 }
 
 // MarkReady by an owner that has begun to die: the owner still reads alive
@@ -104,8 +131,12 @@ func TestRegisterRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 func TestMarkReadyRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 	r := newReg(t)
 	tok := owner.New()
-	require.NoError(t, r.Register("tool", "", tok.Ref()))
-	require.True(t, tok.Ref().Enter(), "hold tok, as a concurrent register would")
+	if err := r.Register("tool", "", tok.Ref()); err != nil {
+		t.Fatalf(`r.Register("tool", "", tok.Ref()): %v`, err)
+	}
+	if !tok.Ref().Enter() {
+		t.Fatal("hold tok, as a concurrent register would: tok.Ref().Enter() = false, want true")
+	}
 	var wg sync.WaitGroup
 	wg.Go(tok.Release)
 	waitDying(t, tok.Ref())
@@ -117,8 +148,12 @@ func TestMarkReadyRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 	case <-time.After(20 * time.Millisecond):
 	}
 	tok.Ref().Exit()
-	assert.False(t, <-marked)
-	assert.False(t, tok.Alive())
+	if <-marked {
+		t.Error("received true from marked, want false")
+	}
+	if tok.Alive() {
+		t.Error("tok.Alive() = true, want false")
+	}
 	wg.Wait()
 }
 
@@ -129,16 +164,22 @@ func TestMarkReadyRefusedByDyingOwnerReturnsAfterDeath(t *testing.T) {
 func TestOwnerDiesDuringItsOwnSweep(t *testing.T) {
 	r := newReg(t, shardreg.WithCap(1))
 	tok := owner.New()
-	require.NoError(t, r.RegisterReady("a", "", tok.Ref()))
+	if err := r.RegisterReady("a", "", tok.Ref()); err != nil {
+		t.Fatalf(`r.RegisterReady("a", "", tok.Ref()): %v`, err)
+	}
 	// The registry has never swept, so the full register sweeps.
 	r.SetHook(func(p shardreg.HookPoint) {
 		if p == shardreg.HookSweepBegan {
 			tok.Release()
 		}
 	})
-	require.ErrorIs(t, r.Register("b", "", tok.Ref()), shardreg.ErrDeadOwner)
+	if err := r.Register("b", "", tok.Ref()); !errors.Is(err, shardreg.ErrDeadOwner) {
+		t.Fatalf(`r.Register("b", "", tok.Ref()) = %v, want %v`, err, shardreg.ErrDeadOwner)
+	}
 	r.SetHook(nil)
-	assert.Equal(t, 0, r.Len())
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
 }
 
 // An owner's stop racing its own Overwrite must not leave its entry behind:
@@ -147,17 +188,26 @@ func TestUnregisterRacingOwnOverwrite(t *testing.T) {
 	for round := range 500 {
 		r := newReg(t)
 		tok := live(t)
-		require.NoError(t, r.RegisterReady("tool", "v1", tok.Ref()))
+		if err := r.RegisterReady("tool", "v1", tok.Ref()); err != nil {
+			t.Fatalf(`r.RegisterReady("tool", "v1", tok.Ref()): %v`, err)
+		}
 		start := make(chan struct{})
 		var removed bool
 		var wg sync.WaitGroup
-		wg.Go(func() { <-start; require.NoError(t, r.Overwrite("tool", "v2", tok.Ref())) })
+		wg.Go(func() {
+			<-start
+			if err := r.Overwrite("tool", "v2", tok.Ref()); err != nil {
+				t.Fatalf(`r.Overwrite("tool", "v2", tok.Ref()): %v`, err)
+			}
+		})
 		wg.Go(func() { <-start; removed = r.UnregisterOwned("tool", tok.Ref()) })
 		close(start)
 		wg.Wait()
 		// Stop first: it removes v1 and v2 stays. Overwrite first: the
 		// stop removes v2. Either way the stop found an entry of its own.
-		require.True(t, removed, "round %d: the owner's stop found no entry of its own", round)
+		if !removed {
+			t.Fatalf("round %d: the owner's stop found no entry of its own: removed = false, want true", round)
+		}
 	}
 }
 
@@ -203,12 +253,20 @@ func fullRegistry(t *testing.T, capacity int) (*shardreg.Registry[string], *fake
 
 func TestSweepSkippedWhileClockUnchanged(t *testing.T) {
 	r, _, sweeps, _ := fullRegistry(t, 4)
-	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
-	require.Equal(t, int32(1), sweeps.Load(), "the first full register sweeps")
-	for range 100 {
-		require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
 	}
-	assert.Equal(t, int32(1), sweeps.Load(), "no owner died since: no further sweep")
+	if got := sweeps.Load(); got != 1 {
+		t.Fatalf("the first full register sweeps: sweeps.Load() = %v, want 1", got)
+	}
+	for range 100 {
+		if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+			t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+		}
+	}
+	if got := sweeps.Load(); got != 1 {
+		t.Errorf("no owner died since: no further sweep: sweeps.Load() = %v, want 1", got)
+	}
 }
 
 // A death that has flipped its owner to dead but not completed yet leaves
@@ -216,21 +274,33 @@ func TestSweepSkippedWhileClockUnchanged(t *testing.T) {
 // would refuse this register; the clock reads unsettled, so it must sweep.
 func TestSweepWhenDeathInProgress(t *testing.T) {
 	r, clock, sweeps, toks := fullRegistry(t, 4)
-	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
 
 	toks[2].Release()   // the flip...
 	clock.set(5, false) // ...while the clock still shows it in progress
-	require.NoError(t, r.Register("x", "", live(t).Ref()), "the dead entry's slot must be reclaimed")
-	assert.Equal(t, int32(2), sweeps.Load())
+	if err := r.Register("x", "", live(t).Ref()); err != nil {
+		t.Fatalf("the dead entry's slot must be reclaimed: %v", err)
+	}
+	if got := sweeps.Load(); got != 2 {
+		t.Errorf("sweeps.Load() = %v, want 2", got)
+	}
 }
 
 func TestSweepWhenDeathCompleted(t *testing.T) {
 	r, clock, sweeps, toks := fullRegistry(t, 4)
-	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
 	toks[0].Release()
 	clock.set(6, true)
-	require.NoError(t, r.Register("x", "", live(t).Ref()))
-	assert.Equal(t, int32(2), sweeps.Load())
+	if err := r.Register("x", "", live(t).Ref()); err != nil {
+		t.Fatalf(`r.Register("x", "", live(t).Ref()): %v`, err)
+	}
+	if got := sweeps.Load(); got != 2 {
+		t.Errorf("sweeps.Load() = %v, want 2", got)
+	}
 }
 
 // A sweep that began while a death was in progress may have read that owner
@@ -238,15 +308,27 @@ func TestSweepWhenDeathCompleted(t *testing.T) {
 func TestUnsettledSweepIsNotTrusted(t *testing.T) {
 	r, clock, sweeps, _ := fullRegistry(t, 4)
 	clock.set(5, false)
-	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
+	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
 	// Each unsettled sweep leaves the next one due; one register sweeps
 	// at most twice.
-	require.Equal(t, int32(2), sweeps.Load())
+	if got := sweeps.Load(); got != 2 {
+		t.Fatalf("sweeps.Load() = %v, want 2", got)
+	}
 	clock.set(5, true)
-	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
-	assert.Equal(t, int32(3), sweeps.Load(), "the next register must sweep again")
-	require.ErrorIs(t, r.Register("x", "", live(t).Ref()), shardreg.ErrCapReached)
-	assert.Equal(t, int32(3), sweeps.Load(), "the settled sweep is trusted")
+	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
+	if got := sweeps.Load(); got != 3 {
+		t.Errorf("the next register must sweep again: sweeps.Load() = %v, want 3", got)
+	}
+	if err := r.Register("x", "", live(t).Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf(`r.Register("x", "", live(t).Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
+	if got := sweeps.Load(); got != 3 {
+		t.Errorf("the settled sweep is trusted: sweeps.Load() = %v, want 3", got)
+	}
 }
 
 // Concurrent registers at full cap after a death: one sweeps, the others
@@ -261,12 +343,17 @@ func TestConcurrentFullRegistersSweepOnce(t *testing.T) {
 		wg.Go(func() {
 			tok := live(t)
 			<-barrier
-			assert.ErrorIs(t, r.Register(fmt.Sprintf("new-%d", tok.ID()), "", tok.Ref()), shardreg.ErrCapReached)
+			name := fmt.Sprintf("new-%d", tok.ID())
+			if err := r.Register(name, "", tok.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+				t.Errorf("Register(%q) = %v, want %v", name, err, shardreg.ErrCapReached)
+			}
 		})
 	}
 	close(barrier)
 	wg.Wait()
-	assert.Equal(t, int32(1), sweeps.Load())
+	if got := sweeps.Load(); got != 1 {
+		t.Errorf("sweeps.Load() = %v, want 1", got)
+	}
 }
 
 // A write that lands during a listing's scan makes the scan retry; writes
@@ -284,7 +371,9 @@ func TestListingRetriesThenFreezes(t *testing.T) {
 		}
 		scans++
 		if !r.Frozen() {
-			require.NoError(t, r.RegisterReady(fmt.Sprintf("w%d", scans), "", live(t).Ref()))
+			if err := r.RegisterReady(fmt.Sprintf("w%d", scans), "", live(t).Ref()); err != nil {
+				t.Fatalf("r.RegisterReady: %v", err)
+			}
 			return
 		}
 		frozenSeen = true
@@ -297,12 +386,20 @@ func TestListingRetriesThenFreezes(t *testing.T) {
 	})
 	got := names(r.ListReady())
 	// Only a frozen scan starts the held-off write.
-	require.True(t, frozenSeen, "four disturbed scans must lead to a frozen one")
-	require.NoError(t, <-blocked, "the held-off write proceeds after the listing")
+	if !frozenSeen {
+		t.Fatal("four disturbed scans must lead to a frozen one: frozenSeen = false, want true")
+	}
+	if err := <-blocked; err != nil {
+		t.Fatalf("the held-off write proceeds after the listing: %v", err)
+	}
 	r.SetHook(nil)
 
-	assert.Equal(t, []string{"a", "w1", "w2", "w3", "w4"}, got)
-	assert.Contains(t, names(r.ListReady()), "late")
+	if !slices.Equal(got, []string{"a", "w1", "w2", "w3", "w4"}) {
+		t.Errorf("got = %v, want %v", got, []string{"a", "w1", "w2", "w3", "w4"})
+	}
+	if n := names(r.ListReady()); !slices.Contains(n, "late") {
+		t.Errorf("the listing %v lacks \"late\"", n)
+	}
 }
 
 // Writers, killers and listers hammer a small registry. The cap counter is
@@ -358,7 +455,9 @@ func TestStressCapAndListing(t *testing.T) {
 					}
 				case 4:
 					if e, ok := r.Resolve(name); ok {
-						assert.True(t, e.Ready)
+						if !e.Ready {
+							t.Error("e.Ready = false, want true")
+						}
 					}
 				case 5:
 					// A dead entry is never listed: check owners that were
@@ -370,7 +469,9 @@ func TestStressCapAndListing(t *testing.T) {
 						}
 					}
 					for _, e := range r.ListReady() {
-						assert.False(t, deadBefore[e.Owner], "listed a dead owner's entry")
+						if deadBefore[e.Owner] {
+							t.Error("listed a dead owner's entry: deadBefore[e.Owner] = true, want false")
+						}
 					}
 				}
 			}
@@ -383,9 +484,17 @@ func TestStressCapAndListing(t *testing.T) {
 	close(stop)
 	watchers.Wait()
 
-	assert.Zero(t, over.Load(), "the cap counter passed the cap")
-	assert.Equal(t, int64(r.Entries()), r.Count(), "quiet: the count equals the entries held")
+	if got := over.Load(); got != 0 {
+		t.Errorf("the cap counter passed the cap: over.Load() = %v, want 0", got)
+	}
+	if got, want := r.Count(), int64(r.Entries()); got != want {
+		t.Errorf("quiet: the count equals the entries held: r.Count() = %v, want %v", got, want)
+	}
 	r.Prune()
-	assert.Equal(t, 0, r.Len(), "every owner is dead")
-	assert.Empty(t, r.ListReady())
+	if got := r.Len(); got != 0 {
+		t.Errorf("every owner is dead: r.Len() = %v, want 0", got)
+	}
+	if l := r.ListReady(); len(l) != 0 {
+		t.Errorf("every owner is dead: ListReady() = %v, want empty", l)
+	}
 }

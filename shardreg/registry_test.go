@@ -3,6 +3,7 @@ package shardreg_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -10,8 +11,6 @@ import (
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -20,7 +19,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func newReg(t testing.TB, opts ...shardreg.Option) *shardreg.Registry[string] {
 	t.Helper()
 	r, err := shardreg.New[string](opts...)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
 	return r
 }
 
@@ -34,8 +35,12 @@ func live(t testing.TB) *owner.Token {
 // start registers and marks ready, as a consumer start does.
 func start(t testing.TB, r *shardreg.Registry[string], name string, tok *owner.Token) {
 	t.Helper()
-	require.NoError(t, r.Register(name, "v:"+name, tok.Ref()))
-	require.True(t, r.MarkReady(name, tok.Ref()))
+	if err := r.Register(name, "v:"+name, tok.Ref()); err != nil {
+		t.Fatalf(`r.Register(name, "v:"+name, tok.Ref()): %v`, err)
+	}
+	if !r.MarkReady(name, tok.Ref()) {
+		t.Fatal("r.MarkReady(name, tok.Ref()) = false, want true")
+	}
 }
 
 func names(es []shardreg.Entry[string]) []string {
@@ -54,13 +59,25 @@ func TestTakeoverAfterDrop(t *testing.T) {
 	a.Release() // A died without a stop
 
 	b := live(t)
-	require.NoError(t, r.Register("tool", "b", b.Ref()), "a dead owner's entry must not block a restart")
-	require.True(t, r.MarkReady("tool", b.Ref()))
+	if err := r.Register("tool", "b", b.Ref()); err != nil {
+		t.Fatalf("a dead owner's entry must not block a restart: %v", err)
+	}
+	if !r.MarkReady("tool", b.Ref()) {
+		t.Fatal(`r.MarkReady("tool", b.Ref()) = false, want true`)
+	}
 	e, ok := r.Resolve("tool")
-	require.True(t, ok)
-	assert.Equal(t, "b", e.Value)
-	assert.True(t, e.Owner.Same(b.Ref()))
-	assert.Equal(t, 1, r.Len(), "a takeover replaces in place")
+	if !ok {
+		t.Fatal(`r.Resolve("tool"): ok = false, want true`)
+	}
+	if e.Value != "b" {
+		t.Errorf(`e.Value = %q, want "b"`, e.Value)
+	}
+	if !e.Owner.Same(b.Ref()) {
+		t.Error("e.Owner.Same(b.Ref()) = false, want true")
+	}
+	if got := r.Len(); got != 1 {
+		t.Errorf("a takeover replaces in place: r.Len() = %v, want 1", got)
+	}
 }
 
 // ADR: "A live owner keeps today's rejection."
@@ -75,13 +92,23 @@ func TestLiveDuplicateRejected(t *testing.T) {
 		ref  owner.Ref
 	}{{"another owner", live(t).Ref()}, {"the same owner", a.Ref()}} {
 		err := r.Register("tool", "x", who.ref)
-		assert.ErrorIs(t, err, shardreg.ErrDuplicate, who.name)
-		assert.Contains(t, err.Error(), `"tool"`, "the error names the route")
+		if !errors.Is(err, shardreg.ErrDuplicate) {
+			t.Errorf("%s: err = %v, want %v", who.name, err, shardreg.ErrDuplicate)
+		}
+		if err != nil && !strings.Contains(err.Error(), `"tool"`) {
+			t.Errorf("%s: the error %q does not name the route \"tool\"", who.name, err)
+		}
 	}
 	e, ok := r.Resolve("tool")
-	require.True(t, ok)
-	assert.Equal(t, "v:tool", e.Value, "the incumbent is untouched")
-	assert.Equal(t, v0, r.Version(), "a rejected register changes nothing")
+	if !ok {
+		t.Fatal(`r.Resolve("tool"): ok = false, want true`)
+	}
+	if e.Value != "v:tool" {
+		t.Errorf(`the incumbent is untouched: e.Value = %q, want "v:tool"`, e.Value)
+	}
+	if got := r.Version(); got != v0 {
+		t.Errorf("a rejected register changes nothing: r.Version() = %v, want %v", got, v0)
+	}
 }
 
 // ADR: "A late stop of a dead owner cannot delete a replacement's entry."
@@ -93,15 +120,27 @@ func TestLateStopKeepsReplacement(t *testing.T) {
 	b := live(t)
 	start(t, r, "tool", b)
 
-	assert.False(t, r.UnregisterOwned("tool", a.Ref()), "A's late stop")
+	if r.UnregisterOwned("tool", a.Ref()) {
+		t.Error(`A's late stop: r.UnregisterOwned("tool", a.Ref()) = true, want false`)
+	}
 	e, ok := r.Resolve("tool")
-	require.True(t, ok)
-	assert.True(t, e.Owner.Same(b.Ref()))
+	if !ok {
+		t.Fatal(`r.Resolve("tool"): ok = false, want true`)
+	}
+	if !e.Owner.Same(b.Ref()) {
+		t.Error("e.Owner.Same(b.Ref()) = false, want true")
+	}
 
-	assert.True(t, r.UnregisterOwned("tool", b.Ref()), "B's own stop")
+	if !r.UnregisterOwned("tool", b.Ref()) {
+		t.Error(`B's own stop: r.UnregisterOwned("tool", b.Ref()) = false, want true`)
+	}
 	_, ok = r.Resolve("tool")
-	assert.False(t, ok)
-	assert.Equal(t, 0, r.Len())
+	if ok {
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
 }
 
 func TestUnregisterOwnedByDeadOwnerRemovesItsOwnEntry(t *testing.T) {
@@ -109,10 +148,18 @@ func TestUnregisterOwnedByDeadOwnerRemovesItsOwnEntry(t *testing.T) {
 	a := owner.New()
 	start(t, r, "tool", a)
 	a.Release()
-	assert.True(t, r.UnregisterOwned("tool", a.Ref()), "a late stop still cleans up its own entry")
-	assert.Equal(t, 0, r.Len())
-	assert.False(t, r.UnregisterOwned("tool", a.Ref()), "a second stop removes nothing")
-	assert.False(t, r.UnregisterOwned("missing", a.Ref()))
+	if !r.UnregisterOwned("tool", a.Ref()) {
+		t.Error(`a late stop still cleans up its own entry: r.UnregisterOwned("tool", a.Ref()) = false, want true`)
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
+	if r.UnregisterOwned("tool", a.Ref()) {
+		t.Error(`a second stop removes nothing: r.UnregisterOwned("tool", a.Ref()) = true, want false`)
+	}
+	if r.UnregisterOwned("missing", a.Ref()) {
+		t.Error(`r.UnregisterOwned("missing", a.Ref()) = true, want false`)
+	}
 }
 
 // ADR consequence: a takeover at full cap uses no extra slot.
@@ -124,9 +171,15 @@ func TestTakeoverAtFullCapUsesNoSlot(t *testing.T) {
 	start(t, r, "c", live(t))
 	dead.Release()
 
-	require.NoError(t, r.Register("a", "new", live(t).Ref()))
-	assert.Equal(t, 3, r.Len())
-	assert.Equal(t, 3, r.Entries())
+	if err := r.Register("a", "new", live(t).Ref()); err != nil {
+		t.Fatalf(`r.Register("a", "new", live(t).Ref()): %v`, err)
+	}
+	if got := r.Len(); got != 3 {
+		t.Errorf("r.Len() = %v, want 3", got)
+	}
+	if got := r.Entries(); got != 3 {
+		t.Errorf("r.Entries() = %v, want 3", got)
+	}
 }
 
 // ADR: "Before cap enforcement, register() prunes every dead-owner entry, so
@@ -137,23 +190,37 @@ func TestDeadEntryUnderAnotherNameReleasesSlot(t *testing.T) {
 	start(t, r, "old", dead)
 	start(t, r, "kept", live(t))
 	err := r.Register("new", "x", live(t).Ref())
-	require.ErrorIs(t, err, shardreg.ErrCapReached, "full while every owner lives")
+	if !errors.Is(err, shardreg.ErrCapReached) {
+		t.Fatalf("full while every owner lives: err = %v, want %v", err, shardreg.ErrCapReached)
+	}
 
 	dead.Release()
-	require.NoError(t, r.Register("new", "x", live(t).Ref()), "the dead entry's slot is reclaimed")
-	assert.Equal(t, 2, r.Len())
+	if err := r.Register("new", "x", live(t).Ref()); err != nil {
+		t.Fatalf("the dead entry's slot is reclaimed: %v", err)
+	}
+	if got := r.Len(); got != 2 {
+		t.Errorf("r.Len() = %v, want 2", got)
+	}
 	_, ok := r.Resolve("old")
-	assert.False(t, ok)
+	if ok {
+		t.Error(`r.Resolve("old"): ok = true, want false`)
+	}
 }
 
 func TestCapRejectsWhenAllLive(t *testing.T) {
 	r := newReg(t) // default cap 128
 	for i := range shardreg.DefaultCap {
-		require.NoError(t, r.Register(fmt.Sprintf("t%03d", i), "", live(t).Ref()))
+		if err := r.Register(fmt.Sprintf("t%03d", i), "", live(t).Ref()); err != nil {
+			t.Fatalf("r.Register: %v", err)
+		}
 	}
 	err := r.Register("one-too-many", "", live(t).Ref())
-	assert.ErrorIs(t, err, shardreg.ErrCapReached)
-	assert.Equal(t, shardreg.DefaultCap, r.Len())
+	if !errors.Is(err, shardreg.ErrCapReached) {
+		t.Errorf("err = %v, want %v", err, shardreg.ErrCapReached)
+	}
+	if got := r.Len(); got != shardreg.DefaultCap {
+		t.Errorf("r.Len() = %v, want %v", got, shardreg.DefaultCap)
+	}
 }
 
 // ADR: "resolve() and list_ready() skip and remove dead-owner entries."
@@ -161,17 +228,27 @@ func TestListingHidesDeadAndNotReady(t *testing.T) {
 	r := newReg(t)
 	start(t, r, "b-ready", live(t))
 	start(t, r, "a-ready", live(t))
-	require.NoError(t, r.Register("c-starting", "", live(t).Ref()))
+	if err := r.Register("c-starting", "", live(t).Ref()); err != nil {
+		t.Fatalf("r.Register: %v", err)
+	}
 	dead := owner.New()
 	start(t, r, "d-dead", dead)
 	dead.Release()
 
-	assert.Equal(t, []string{"a-ready", "b-ready"}, names(r.ListReady()), "sorted, live and ready only")
-	assert.Equal(t, 3, r.Len(), "listing reclaimed the dead entry")
+	if got := names(r.ListReady()); !slices.Equal(got, []string{"a-ready", "b-ready"}) {
+		t.Errorf("sorted, live and ready only: names(r.ListReady()) = %v, want %v", got, []string{"a-ready", "b-ready"})
+	}
+	if got := r.Len(); got != 3 {
+		t.Errorf("listing reclaimed the dead entry: r.Len() = %v, want 3", got)
+	}
 	_, ok := r.Resolve("c-starting")
-	assert.False(t, ok, "a starting entry is not resolved")
+	if ok {
+		t.Error("a starting entry is not resolved: ok = true, want false")
+	}
 	_, ok = r.Resolve("d-dead")
-	assert.False(t, ok)
+	if ok {
+		t.Error(`r.Resolve("d-dead"): ok = true, want false`)
+	}
 }
 
 func TestResolveRemovesDeadEntry(t *testing.T) {
@@ -181,9 +258,15 @@ func TestResolveRemovesDeadEntry(t *testing.T) {
 	a.Release()
 	v := r.Version()
 	_, ok := r.Resolve("tool")
-	assert.False(t, ok)
-	assert.Equal(t, 0, r.Len())
-	assert.Greater(t, r.Version(), v, "a reclaim is a change listings can see")
+	if ok {
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
+	if got := r.Version(); got <= v {
+		t.Errorf("a reclaim is a change listings can see: r.Version() = %v, want > %v", got, v)
+	}
 }
 
 func TestRegisterChecksInOrder(t *testing.T) {
@@ -209,9 +292,15 @@ func TestRegisterChecksInOrder(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := r.Version()
 			err := r.Register(tt.key, "x", tt.ref)
-			assert.ErrorIs(t, err, tt.want)
-			assert.Equal(t, v, r.Version(), "a failed register changes nothing")
-			assert.Equal(t, 1, r.Len())
+			if !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+			if got := r.Version(); got != v {
+				t.Errorf("a failed register changes nothing: r.Version() = %v, want %v", got, v)
+			}
+			if got := r.Len(); got != 1 {
+				t.Errorf("r.Len() = %v, want 1", got)
+			}
 		})
 	}
 }
@@ -219,47 +308,91 @@ func TestRegisterChecksInOrder(t *testing.T) {
 func TestMarkReadyIsOwnerConditional(t *testing.T) {
 	r := newReg(t)
 	a, b := live(t), live(t)
-	require.NoError(t, r.Register("tool", "", a.Ref()))
+	if err := r.Register("tool", "", a.Ref()); err != nil {
+		t.Fatalf(`r.Register("tool", "", a.Ref()): %v`, err)
+	}
 
-	assert.False(t, r.MarkReady("tool", b.Ref()), "another owner cannot mark it")
-	assert.False(t, r.MarkReady("missing", a.Ref()))
+	if r.MarkReady("tool", b.Ref()) {
+		t.Error(`another owner cannot mark it: r.MarkReady("tool", b.Ref()) = true, want false`)
+	}
+	if r.MarkReady("missing", a.Ref()) {
+		t.Error(`r.MarkReady("missing", a.Ref()) = true, want false`)
+	}
 	_, ok := r.Resolve("tool")
-	assert.False(t, ok)
+	if ok {
+		t.Error(`r.Resolve("tool"): ok = true, want false`)
+	}
 
 	v := r.Version()
-	assert.True(t, r.MarkReady("tool", a.Ref()))
-	assert.Greater(t, r.Version(), v, "a ready flip is a visible change")
+	if !r.MarkReady("tool", a.Ref()) {
+		t.Error(`r.MarkReady("tool", a.Ref()) = false, want true`)
+	}
+	if got := r.Version(); got <= v {
+		t.Errorf("a ready flip is a visible change: r.Version() = %v, want > %v", got, v)
+	}
 	v = r.Version()
-	assert.True(t, r.MarkReady("tool", a.Ref()), "already ready is still true")
-	assert.Equal(t, v, r.Version())
+	if !r.MarkReady("tool", a.Ref()) {
+		t.Error(`already ready is still true: r.MarkReady("tool", a.Ref()) = false, want true`)
+	}
+	if got := r.Version(); got != v {
+		t.Errorf("r.Version() = %v, want %v", got, v)
+	}
 
 	dead := owner.New()
-	require.NoError(t, r.Register("other", "", dead.Ref()))
+	if err := r.Register("other", "", dead.Ref()); err != nil {
+		t.Fatalf(`r.Register("other", "", dead.Ref()): %v`, err)
+	}
 	dead.Release()
-	assert.False(t, r.MarkReady("other", dead.Ref()), "a dead owner cannot mark")
+	if r.MarkReady("other", dead.Ref()) {
+		t.Error(`a dead owner cannot mark: r.MarkReady("other", dead.Ref()) = true, want false`)
+	}
 }
 
 func TestRegisterReadyAndOverwrite(t *testing.T) {
 	r := newReg(t, shardreg.WithCap(2))
 	a, b := live(t), live(t)
-	require.NoError(t, r.RegisterReady("p", "a", a.Ref()))
+	if err := r.RegisterReady("p", "a", a.Ref()); err != nil {
+		t.Fatalf(`r.RegisterReady("p", "a", a.Ref()): %v`, err)
+	}
 	e, ok := r.Resolve("p")
-	require.True(t, ok, "RegisterReady entries resolve at once")
-	assert.Equal(t, "a", e.Value)
+	if !ok {
+		t.Fatal("RegisterReady entries resolve at once: ok = false, want true")
+	}
+	if e.Value != "a" {
+		t.Errorf(`e.Value = %q, want "a"`, e.Value)
+	}
 
-	assert.ErrorIs(t, r.RegisterReady("p", "b", b.Ref()), shardreg.ErrDuplicate)
-	require.NoError(t, r.Overwrite("p", "b", b.Ref()), "Overwrite displaces a live incumbent")
+	if err := r.RegisterReady("p", "b", b.Ref()); !errors.Is(err, shardreg.ErrDuplicate) {
+		t.Errorf(`r.RegisterReady("p", "b", b.Ref()) = %v, want %v`, err, shardreg.ErrDuplicate)
+	}
+	if err := r.Overwrite("p", "b", b.Ref()); err != nil {
+		t.Fatalf("Overwrite displaces a live incumbent: %v", err)
+	}
 	e, _ = r.Resolve("p")
-	assert.Equal(t, "b", e.Value)
-	assert.True(t, e.Owner.Same(b.Ref()))
-	assert.Equal(t, 1, r.Len())
+	if e.Value != "b" {
+		t.Errorf(`e.Value = %q, want "b"`, e.Value)
+	}
+	if !e.Owner.Same(b.Ref()) {
+		t.Error("e.Owner.Same(b.Ref()) = false, want true")
+	}
+	if got := r.Len(); got != 1 {
+		t.Errorf("r.Len() = %v, want 1", got)
+	}
 
-	require.NoError(t, r.Overwrite("q", "b", b.Ref()), "Overwrite of a new name takes a slot")
-	assert.ErrorIs(t, r.Overwrite("z", "b", b.Ref()), shardreg.ErrCapReached)
+	if err := r.Overwrite("q", "b", b.Ref()); err != nil {
+		t.Fatalf("Overwrite of a new name takes a slot: %v", err)
+	}
+	if err := r.Overwrite("z", "b", b.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+		t.Errorf(`r.Overwrite("z", "b", b.Ref()) = %v, want %v`, err, shardreg.ErrCapReached)
+	}
 	dead := owner.New()
 	dead.Release()
-	assert.ErrorIs(t, r.Overwrite("p", "d", dead.Ref()), shardreg.ErrDeadOwner)
-	assert.ErrorIs(t, r.Overwrite("", "d", b.Ref()), shardreg.ErrInvalidName)
+	if err := r.Overwrite("p", "d", dead.Ref()); !errors.Is(err, shardreg.ErrDeadOwner) {
+		t.Errorf(`r.Overwrite("p", "d", dead.Ref()) = %v, want %v`, err, shardreg.ErrDeadOwner)
+	}
+	if err := r.Overwrite("", "d", b.Ref()); !errors.Is(err, shardreg.ErrInvalidName) {
+		t.Errorf(`r.Overwrite("", "d", b.Ref()) = %v, want %v`, err, shardreg.ErrInvalidName)
+	}
 }
 
 func TestBadNames(t *testing.T) {
@@ -285,10 +418,18 @@ func TestBadNames(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := tt.reg.Version()
 			err := tt.reg.Register(tt.key, "", live(t).Ref())
-			require.ErrorIs(t, err, shardreg.ErrInvalidName)
-			assert.Less(t, len(err.Error()), 300, "a hostile name must not blow up the message")
-			assert.Equal(t, v, tt.reg.Version())
-			assert.Equal(t, 0, tt.reg.Len())
+			if !errors.Is(err, shardreg.ErrInvalidName) {
+				t.Fatalf("err = %v, want %v", err, shardreg.ErrInvalidName)
+			}
+			if got := len(err.Error()); got >= 300 {
+				t.Errorf("a hostile name must not blow up the message: len(err.Error()) = %v, want < 300", got)
+			}
+			if got := tt.reg.Version(); got != v {
+				t.Errorf("tt.reg.Version() = %v, want %v", got, v)
+			}
+			if got := tt.reg.Len(); got != 0 {
+				t.Errorf("tt.reg.Len() = %v, want 0", got)
+			}
 		})
 	}
 	good := []struct {
@@ -302,15 +443,21 @@ func TestBadNames(t *testing.T) {
 		{res, "file:///etc/hosts"},
 	}
 	for _, g := range good {
-		assert.NoError(t, g.reg.Register(g.key, "", live(t).Ref()), g.key)
+		if err := g.reg.Register(g.key, "", live(t).Ref()); err != nil {
+			t.Errorf("%s: %v", g.key, err)
+		}
 	}
 }
 
 func TestInvalidOptions(t *testing.T) {
 	for _, opt := range []shardreg.Option{shardreg.WithCap(0), shardreg.WithCap(-5), shardreg.WithValidator(nil)} {
 		r, err := shardreg.New[int](opt)
-		assert.ErrorIs(t, err, shardreg.ErrInvalidOption)
-		assert.Nil(t, r)
+		if !errors.Is(err, shardreg.ErrInvalidOption) {
+			t.Errorf("New with a bad option: err = %v, want %v", err, shardreg.ErrInvalidOption)
+		}
+		if r != nil {
+			t.Errorf("New with a bad option returned a registry %p, want nil", r)
+		}
 	}
 }
 
@@ -323,17 +470,27 @@ func TestListReadyCachedUntilChange(t *testing.T) {
 	c := live(t)
 	first := r.ListReady()
 	second := r.ListReady()
-	require.Len(t, second, 2)
-	assert.Same(t, &first[0], &second[0], "no change: the cached slice is returned")
+	if got := len(second); got != 2 {
+		t.Fatalf("len(second) = %d, want 2", got)
+	}
+	if &second[0] != &first[0] {
+		t.Errorf("no change: the cached slice is returned: &second[0] = %p, want the same pointer as &first[0] = %p", &second[0], &first[0])
+	}
 	allocs := testing.AllocsPerRun(100, func() { _ = r.ListReady() })
-	assert.Zero(t, allocs)
+	if allocs != 0 {
+		t.Errorf("allocs = %v, want 0", allocs)
+	}
 
 	changes := []struct {
 		name   string
 		change func()
 		want   []string
 	}{
-		{"register", func() { require.NoError(t, r.Register("c", "", c.Ref())) }, []string{"a", "b"}},
+		{"register", func() {
+			if err := r.Register("c", "", c.Ref()); err != nil {
+				t.Fatalf(`r.Register("c", "", c.Ref()): %v`, err)
+			}
+		}, []string{"a", "b"}},
 		{"ready flip", func() { r.MarkReady("c", c.Ref()) }, []string{"a", "b", "c"}},
 		{"unregister", func() { r.UnregisterOwned("a", a.Ref()) }, []string{"b", "c"}},
 		{"owner death", func() {
@@ -347,8 +504,12 @@ func TestListReadyCachedUntilChange(t *testing.T) {
 		before := r.ListReady()
 		ch.change()
 		after := r.ListReady()
-		assert.Equal(t, ch.want, names(after), ch.name)
-		assert.NotSame(t, &before[0], &after[0], "%s: a change must not be served from the cache", ch.name)
+		if got := names(after); !slices.Equal(got, ch.want) {
+			t.Errorf("%s: names(after) = %v, want %v", ch.name, got, ch.want)
+		}
+		if &after[0] == &before[0] {
+			t.Errorf("%s: a change must not be served from the cache: &after[0] and &before[0] are the same pointer %p, want distinct", ch.name, &before[0])
+		}
 	}
 
 	// Owners that hold no listed entry change nothing the listing shows:
@@ -356,13 +517,19 @@ func TestListReadyCachedUntilChange(t *testing.T) {
 	// The cache survives their deaths, checked against the listed owners
 	// once, and is then O(1) and free of allocation again.
 	pending := owner.New()
-	require.NoError(t, r.Register("e", "", pending.Ref()))
+	if err := r.Register("e", "", pending.Ref()); err != nil {
+		t.Fatalf(`r.Register("e", "", pending.Ref()): %v`, err)
+	}
 	before := r.ListReady()
 	owner.New().Release()
 	pending.Release()
 	after := r.ListReady()
-	assert.Same(t, &before[0], &after[0], "deaths of owners with no listed entry: the cached slice is returned")
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = r.ListReady() }))
+	if &after[0] != &before[0] {
+		t.Errorf("deaths of owners with no listed entry: the cached slice is returned: &after[0] = %p, want the same pointer as &before[0] = %p", &after[0], &before[0])
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = r.ListReady() }); allocs != 0 {
+		t.Errorf("ListReady allocates %v times per call, want 0", allocs)
+	}
 }
 
 func TestPage(t *testing.T) {
@@ -374,7 +541,9 @@ func TestPage(t *testing.T) {
 	cursor, pages := "", 0
 	for {
 		page, next, err := r.Page(cursor, 0)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("err: %v", err)
+		}
 		got = append(got, names(page)...)
 		pages++
 		if next == "" {
@@ -382,18 +551,35 @@ func TestPage(t *testing.T) {
 		}
 		cursor = next
 	}
-	assert.Equal(t, 3, pages, "default page size 100")
-	assert.Len(t, got, 250)
-	assert.IsIncreasing(t, got)
+	if pages != 3 {
+		t.Errorf("default page size 100: pages = %v, want 3", pages)
+	}
+	if len(got) != 250 {
+		t.Errorf("pages listed %d names, want 250", len(got))
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i-1] >= got[i] {
+			t.Errorf("pages listed %q before %q, want strictly increasing names", got[i-1], got[i])
+			break
+		}
+	}
 
 	page, next, err := r.Page("", 1000)
-	require.NoError(t, err)
-	assert.Len(t, page, 250)
-	assert.Empty(t, next)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
+	if got := len(page); got != 250 {
+		t.Errorf("len(page) = %d, want 250", got)
+	}
+	if len(next) != 0 {
+		t.Errorf("next = %q, want empty", next)
+	}
 
 	for _, bad := range []string{"!!!", "bm90LW91cnM", "lr1:tool-001"} {
 		_, _, err := r.Page(bad, 10)
-		assert.ErrorIs(t, err, shardreg.ErrInvalidCursor, bad)
+		if !errors.Is(err, shardreg.ErrInvalidCursor) {
+			t.Errorf("%s: err = %v, want %v", bad, err, shardreg.ErrInvalidCursor)
+		}
 	}
 }
 
@@ -405,7 +591,9 @@ func TestPageStableAcrossChanges(t *testing.T) {
 		start(t, r, fmt.Sprintf("s-%03d", i), live(t))
 	}
 	page, next, err := r.Page("", 10)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
 	seen := names(page)
 	churn := 1
 	for next != "" {
@@ -417,7 +605,9 @@ func TestPageStableAcrossChanges(t *testing.T) {
 		}
 		churn += 2
 		page, next, err = r.Page(next, 10)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatalf("err: %v", err)
+		}
 		seen = append(seen, names(page)...)
 	}
 	count := map[string]int{}
@@ -425,10 +615,14 @@ func TestPageStableAcrossChanges(t *testing.T) {
 		count[n]++
 	}
 	for i := 0; i < 100; i += 2 {
-		assert.Equal(t, 1, count[fmt.Sprintf("s-%03d", i)], "stable entry s-%03d", i)
+		if got := count[fmt.Sprintf("s-%03d", i)]; got != 1 {
+			t.Errorf(`stable entry s-%03d: count[fmt.Sprintf("s-%%03d", i)] = %v, want 1`, i, got)
+		}
 	}
 	for n, c := range count {
-		assert.Equal(t, 1, c, "no duplicates: %s", n)
+		if c != 1 {
+			t.Errorf("no duplicates: %s: c = %v, want 1", n, c)
+		}
 	}
 }
 
@@ -447,9 +641,15 @@ func TestPruneRemovesOnlyDead(t *testing.T) {
 	for _, d := range dead {
 		d.Release()
 	}
-	assert.Equal(t, len(dead), r.Prune())
-	assert.Equal(t, 10-len(dead), r.Len())
-	assert.Equal(t, 0, r.Prune())
+	if got := r.Prune(); got != len(dead) {
+		t.Errorf("r.Prune() = %v, want %v", got, len(dead))
+	}
+	if got := r.Len(); got != 10-len(dead) {
+		t.Errorf("r.Len() = %v, want %v", got, 10-len(dead))
+	}
+	if got := r.Prune(); got != 0 {
+		t.Errorf("r.Prune() = %v, want 0", got)
+	}
 }
 
 // Many consumers restart one dead name at once: exactly one wins.
@@ -481,31 +681,57 @@ func TestConcurrentRestartOneWinner(t *testing.T) {
 		}
 		close(barrier)
 		wg.Wait()
-		require.Equal(t, int32(1), wins.Load(), "round %d", round)
-		require.Equal(t, int32(racers-1), dups.Load())
-		require.Equal(t, 1, r.Len())
+		if got := wins.Load(); got != 1 {
+			t.Fatalf("round %d: wins.Load() = %v, want 1", round, got)
+		}
+		if got, want := dups.Load(), int32(racers-1); got != want {
+			t.Fatalf("dups.Load() = %v, want %v", got, want)
+		}
+		if got := r.Len(); got != 1 {
+			t.Fatalf("r.Len() = %v, want 1", got)
+		}
 	}
 }
 
 func TestLookup(t *testing.T) {
 	r := newReg(t)
 	a := live(t)
-	require.NoError(t, r.Register("tool", "v", a.Ref()))
+	if err := r.Register("tool", "v", a.Ref()); err != nil {
+		t.Fatalf(`r.Register("tool", "v", a.Ref()): %v`, err)
+	}
 	_, _, ok := r.Lookup("tool")
-	assert.False(t, ok, "not ready")
-	require.True(t, r.MarkReady("tool", a.Ref()))
+	if ok {
+		t.Error("not ready: ok = true, want false")
+	}
+	if !r.MarkReady("tool", a.Ref()) {
+		t.Fatal(`r.MarkReady("tool", a.Ref()) = false, want true`)
+	}
 	v, o, ok := r.Lookup("tool")
-	require.True(t, ok)
-	assert.Equal(t, "v", v)
-	assert.True(t, o.Same(a.Ref()))
+	if !ok {
+		t.Fatal(`r.Lookup("tool"): ok = false, want true`)
+	}
+	if v != "v" {
+		t.Errorf(`v = %q, want "v"`, v)
+	}
+	if !o.Same(a.Ref()) {
+		t.Error("o.Same(a.Ref()) = false, want true")
+	}
 	_, _, ok = r.Lookup("missing")
-	assert.False(t, ok)
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _, _, _ = r.Lookup("tool") }))
+	if ok {
+		t.Error(`r.Lookup("missing"): ok = true, want false`)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _, _, _ = r.Lookup("tool") }); allocs != 0 {
+		t.Errorf("Lookup allocates %v times per call, want 0", allocs)
+	}
 
 	d := owner.New()
 	start(t, r, "dead", d)
 	d.Release()
 	_, _, ok = r.Lookup("dead")
-	assert.False(t, ok)
-	assert.Equal(t, 1, r.Len(), "Lookup reclaims the dead entry it meets")
+	if ok {
+		t.Error(`r.Lookup("dead"): ok = true, want false`)
+	}
+	if got := r.Len(); got != 1 {
+		t.Errorf("Lookup reclaims the dead entry it meets: r.Len() = %v, want 1", got)
+	}
 }

@@ -3,6 +3,7 @@ package shardreg_test
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,8 +11,6 @@ import (
 
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The section counter is striped; a reader must see a write on any stripe.
@@ -29,18 +28,32 @@ func TestEveryStripeIsValidated(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReg(t)
-			require.GreaterOrEqual(t, r.Stripes(), 4)
+			if got := r.Stripes(); got < 4 {
+				t.Fatalf("r.Stripes() = %v, want >= 4", got)
+			}
 			for i := range r.Stripes() {
 				v, settled := r.SettledVersion()
-				require.True(t, settled)
+				if !settled {
+					t.Fatal("r.SettledVersion(): settled = false, want true")
+				}
 				end := r.OpenSectionOn(i)
 				_, settled = r.SettledVersion()
-				assert.False(t, settled, "stripe %d: a section in progress reads settled", i)
-				assert.False(t, r.UnchangedSince(v), "stripe %d: a section in progress went unseen", i)
+				if settled {
+					t.Errorf("stripe %d: a section in progress reads settled: settled = true, want false", i)
+				}
+				if r.UnchangedSince(v) {
+					t.Errorf("stripe %d: a section in progress went unseen: r.UnchangedSince(v) = true, want false", i)
+				}
 				end(tc.changed)
-				assert.Equal(t, tc.unchanged, r.UnchangedSince(v), "stripe %d", i)
-				assert.Equal(t, v+tc.moves, r.Version(), "stripe %d", i)
-				assert.True(t, r.UnchangedSince(v+tc.moves), "stripe %d", i)
+				if got := r.UnchangedSince(v); got != tc.unchanged {
+					t.Errorf("stripe %d: r.UnchangedSince(v) = %v, want %v", i, got, tc.unchanged)
+				}
+				if got := r.Version(); got != v+tc.moves {
+					t.Errorf("stripe %d: r.Version() = %v, want %v", i, got, v+tc.moves)
+				}
+				if !r.UnchangedSince(v + tc.moves) {
+					t.Errorf("stripe %d: r.UnchangedSince(v+tc.moves) = false, want true", i)
+				}
 			}
 		})
 	}
@@ -62,9 +75,13 @@ func TestListingWaitsForASectionOnEveryStripe(t *testing.T) {
 			t.Fatalf("stripe %d: a listing returned %v while a write was in progress", i, got)
 		case <-time.After(20 * time.Millisecond):
 		}
-		assert.True(t, r.Frozen(), "stripe %d: the listing holds writes off", i)
+		if !r.Frozen() {
+			t.Errorf("stripe %d: the listing holds writes off: r.Frozen() = false, want true", i)
+		}
 		end(true)
-		assert.Equal(t, []string{"a"}, <-listed, "stripe %d", i)
+		if got := <-listed; !slices.Equal(got, []string{"a"}) {
+			t.Errorf("stripe %d: <-listed = %v, want %v", i, got, []string{"a"})
+		}
 	}
 }
 
@@ -80,16 +97,27 @@ func TestVersionCountsWritesOnAllStripes(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				name := fmt.Sprintf("w%d-%d", w, i)
-				require.NoError(t, r.Register(name, "", tok.Ref())) // a change
-				require.True(t, r.MarkReady(name, tok.Ref()))       // a change
-				require.True(t, r.UnregisterOwned(name, tok.Ref())) // a change
+				// Three changes: a register, a mark, an unregister.
+				if err := r.Register(name, "", tok.Ref()); err != nil {
+					t.Fatalf("Register(%q): %v", name, err)
+				}
+				if !r.MarkReady(name, tok.Ref()) {
+					t.Fatalf("MarkReady(%q) by its owner = false, want true", name)
+				}
+				if !r.UnregisterOwned(name, tok.Ref()) {
+					t.Fatalf("UnregisterOwned(%q) by its owner = false, want true", name)
+				}
 				runtime.Gosched()
 			}
 		})
 	}
 	wg.Wait()
-	assert.Equal(t, v0+3*writers*each, r.Version())
-	assert.Equal(t, 0, r.Len())
+	if got := r.Version(); got != v0+3*writers*each {
+		t.Errorf("r.Version() = %v, want %v", got, v0+3*writers*each)
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
 }
 
 // The cap is exact: however many registers race for the last slots, the
@@ -139,7 +167,13 @@ func TestCapCounterNeverOvershoots(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.Positive(t, refused.Load(), "no register met a full registry: the race was not run")
-	assert.Zero(t, over.Load(), "the cap counter passed the cap of %d", capacity)
-	assert.Equal(t, 0, r.Len())
+	if got := refused.Load(); got <= 0 {
+		t.Errorf("no register met a full registry: the race was not run: refused.Load() = %v, want > 0", got)
+	}
+	if got := over.Load(); got != 0 {
+		t.Errorf("the cap counter passed the cap of %d: over.Load() = %v, want 0", capacity, got)
+	}
+	if got := r.Len(); got != 0 {
+		t.Errorf("r.Len() = %v, want 0", got)
+	}
 }
