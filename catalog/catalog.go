@@ -41,7 +41,8 @@ type Config struct {
 	// ErrInvalidConfig: it would look configured and fail every call.
 	Authenticator bindsec.Authenticator
 	// Logger receives the catalog's warnings (a consumer dropped without
-	// Stop). nil means slog.Default().
+	// Stop) and errors (a body's panic, with its stack, at its consumer's
+	// death). nil means slog.Default().
 	Logger *slog.Logger
 	// Claimer, if set, claims every route's name beyond this catalog while
 	// its consumer starts (see Claimer). nil: the catalog is all there is.

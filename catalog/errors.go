@@ -20,7 +20,9 @@ var (
 	// changing hands, between the lookup and the body's admission. The
 	// body did not run; retrying may reach a successor.
 	ErrRouteGone = errors.New("catalog: route gone")
-	// ErrRoutePanicked: the route body panicked. The consumer is dead.
+	// ErrRoutePanicked: the route body panicked. The consumer is dead. The
+	// error quotes the start of the panic's value; the whole value and the
+	// stack go to Config.Logger at the consumer's death.
 	ErrRoutePanicked = errors.New("catalog: route body panicked")
 	// ErrOverloaded: every slot of a route started WithMaxConcurrent is
 	// taken and its waiting room is full. The body did not run.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/livereg/livereg/bindsec"
@@ -37,9 +38,20 @@ type route struct {
 	gate    gate
 	limit   *limiter // nil: no limit on concurrent bodies
 	retired atomic.Bool
-	// ready, panicked and counted serve the death counts (stats.go).
-	ready, panicked, counted atomic.Bool
-	fleet                    fleetHold // the name's claim beyond this catalog, if any
+	// ready and counted serve the death counts (stats.go).
+	ready, counted atomic.Bool
+	// panicked is the first panic of a body, kept with its stack until
+	// the consumer's death logs it (stats.go); nil while none panicked.
+	panicked atomic.Pointer[panicRecord]
+	fleet    fleetHold // the name's claim beyond this catalog, if any
+}
+
+// panicRecord is a body's panic as the consumer's death logs it: the value,
+// in full, and the stack of the goroutine it unwound, as
+// runtime/debug.Stack formats it.
+type panicRecord struct {
+	value string
+	stack []byte
 }
 
 // hooks are a catalog's test hooks (export_test.go); nil outside tests, so
@@ -103,12 +115,18 @@ func (rt *route) admit(ctx context.Context) (*stripe, error) {
 }
 
 // finish ends a body that admit admitted. Deferred directly, it recovers a
-// panicking body: the caller gets ErrRoutePanicked and the consumer dies,
-// since its code unwound.
+// panicking body: the caller gets ErrRoutePanicked with a short quote of the
+// value, and the consumer dies, since its code unwound. The value and the
+// stack of the panicking goroutine, taken here while the body's frames are
+// still on it, go to the catalog's logger at the consumer's death (see
+// countDeath): the operator gets where, the caller only what.
 func (rt *route) finish(ctx context.Context, s *stripe, err *error) {
 	if p := recover(); p != nil {
-		rt.panicked.Store(true)
-		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(fmt.Sprint(p)))
+		v := fmt.Sprint(p)
+		// The first panic is the one that killed the consumer; bodies
+		// panicking after it, already admitted, add nothing to the log.
+		rt.panicked.CompareAndSwap(nil, &panicRecord{value: v, stack: debug.Stack()})
+		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(v))
 		rt.release()
 	}
 	rt.gate.exit(s)
