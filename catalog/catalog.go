@@ -18,8 +18,8 @@ import (
 // DefaultCap is the cap on routes of each kind for a zero Config.
 const DefaultCap = shardreg.DefaultCap
 
-// ErrInvalidCursor: a cursor passed to ToolsPage or ResourcesPage was not
-// made by them.
+// ErrInvalidCursor: a cursor passed to a View's Page was not made by a
+// Page of the same kind.
 var ErrInvalidCursor = shardreg.ErrInvalidCursor
 
 // Config configures a Catalog. The zero Config is valid: caps of 128,
@@ -65,26 +65,34 @@ type Config struct {
 // goroutines: bodies run on their callers' goroutines, and an owner's death
 // reclaims its route from a goroutine that lives only for that.
 type Catalog struct {
-	tools, resources side
-	auth             bindsec.Authenticator
-	changed          atomic.Pointer[chan struct{}]
-	toolList         atomic.Pointer[projection[Tool]]
-	resourceList     atomic.Pointer[projection[Resource]]
-	hooks            *hooks // test hooks; nil otherwise
-	claimer          Claimer
-	remote           Remote
-	toolMerge        atomic.Pointer[merged[Tool]]
-	resourceMerge    atomic.Pointer[merged[Resource]]
-	log              *slog.Logger
-	counts           counters
-	surf             surface // prompts, resource templates (prompt.go)
-	maxURI           int     // Config.MaxURIBytes resolved; -1 for none
+	// One side per kind, each a namespace of routes with its own plans,
+	// and one lister per kind (view.go).
+	tools, resources, prompts, templates side
+	toolView                             lister[Tool]
+	resourceView                         lister[Resource]
+	promptView                           lister[Prompt]
+	templateView                         lister[ResourceTemplate]
+	// index finds the templates that may match a URI (template.go); subs
+	// are the resource-update listeners (subscribe.go).
+	index   templateIndex
+	subs    updates
+	auth    bindsec.Authenticator
+	changed atomic.Pointer[chan struct{}]
+	hooks   *hooks // test hooks; nil otherwise
+	// beforeUnindex, a test hook, runs before a dead owner's template
+	// leaves the index; nil outside tests.
+	beforeUnindex func()
+	claimer       Claimer
+	remote        Remote
+	log           *slog.Logger
+	counts        counters
+	maxURI        int // Config.MaxURIBytes resolved; -1 for none
 }
 
-// side is one namespace of routes: tools by name, or resources by URI, each
-// with its own plans.
+// side is one kind's namespace of routes (tools by name, resources by URI,
+// prompts by name, templates by key), with its own plans.
 type side struct {
-	kind    string // "tool" or "resource", for errors
+	kind    Kind
 	unknown error
 	reg     *shardreg.Registry[*route]
 	book    *bindsec.Book
@@ -104,17 +112,25 @@ func New(cfg Config) (*Catalog, error) {
 	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes)}
 	c.counts.calls = new([callStripes]callStripe)
 	var err error
-	c.tools, err = newSide("tool", ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
+	c.tools, err = newSide(KindTool, ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
 	if err != nil {
 		return nil, err
 	}
-	c.resources, err = newSide("resource", ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI, cfg.MissingPlan)
+	c.resources, err = newSide(KindResource, ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI, cfg.MissingPlan)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.surf.init(cfg); err != nil {
+	// A negative cap turns prompts or templates off: the side is made with
+	// a cap of one that nothing fills, so that every method works on it.
+	c.prompts, err = newSide(KindPrompt, ErrUnknownPrompt, capOrOff(cfg.MaxPrompts), promptName, cfg.MissingPlan)
+	if err != nil {
 		return nil, err
 	}
+	c.templates, err = newSide(KindTemplate, ErrUnknownResource, capOrOff(cfg.MaxTemplates), templateKey, cfg.MissingPlan)
+	if err != nil {
+		return nil, err
+	}
+	c.initViews(cfg.MaxPrompts < 0, cfg.MaxTemplates < 0)
 	ch := make(chan struct{})
 	c.changed.Store(&ch)
 	if c.remote != nil {
@@ -123,7 +139,7 @@ func New(cfg Config) (*Catalog, error) {
 	return c, nil
 }
 
-func newSide(kind string, unknown error, capacity int, validate func(string) error, mode bindsec.MissingPlanMode) (side, error) {
+func newSide(kind Kind, unknown error, capacity int, validate func(string) error, mode bindsec.MissingPlanMode) (side, error) {
 	reg, err := shardreg.New[*route](shardreg.WithCap(capacity), shardreg.WithValidator(validate))
 	if err != nil {
 		return side{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)

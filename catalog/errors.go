@@ -52,8 +52,10 @@ var (
 	// sent.
 	ErrInvalidRequest = errors.New("catalog: invalid request to the caller")
 
-	// ErrDuplicate, ErrCapReached, ErrInvalidName and ErrDeadOwner are the
-	// registry's, returned by Start.
+	// ErrDuplicate, ErrCapReached, ErrInvalidName and ErrDeadOwner,
+	// returned by the Start methods, are defined once, in package shardreg,
+	// which returns them from below: these are the same values, so one
+	// errors.Is matches either name.
 	ErrDuplicate   = shardreg.ErrDuplicate
 	ErrCapReached  = shardreg.ErrCapReached
 	ErrInvalidName = shardreg.ErrInvalidName

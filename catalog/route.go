@@ -27,10 +27,11 @@ type route struct {
 	schemas  toolSchemas    // a tool route's, compiled at start
 	read     ResourceReader // set for a resource route
 	planned  bool           // the owner registered a security plan
-	// ext is what a prompt's or template's route needs beyond the route
-	// (a *promptRoute or a *templateRoute), set before it can be seen.
-	ext  any
-	plan bindsec.Plan // that plan, as the Book holds it; immutable
+	plan     bindsec.Plan   // that plan, as the Book holds it; immutable
+	// What a prompt's or a template's route needs beyond the route, set
+	// before it can be seen; nil for the other kinds.
+	prompt   *promptRoute
+	template *templateRoute
 
 	ref     owner.Ref
 	release func() // kills the owner: an unwound consumer is a dead one
