@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -87,6 +86,7 @@ type Catalog struct {
 	log           *slog.Logger
 	counts        counters
 	maxURI        int // Config.MaxURIBytes resolved; -1 for none
+	missing       bindsec.MissingPlanMode
 }
 
 // side is one kind's namespace of routes (tools by name, resources by URI,
@@ -94,8 +94,9 @@ type Catalog struct {
 type side struct {
 	kind    Kind
 	unknown error
-	reg     *shardreg.Registry[*route]
-	book    *bindsec.Book
+	// reg holds the kind's routes, each entry with its plan: a name and
+	// its plan are claimed, replaced and removed in one step.
+	reg *shardreg.Registry[*route]
 }
 
 // New makes an empty catalog, or returns ErrInvalidConfig.
@@ -109,24 +110,24 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.MissingPlan != bindsec.Deny && cfg.MissingPlan != bindsec.PassThrough {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
-	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes)}
+	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes), missing: cfg.MissingPlan}
 	c.counts.calls = new([callStripes]callStripe)
 	var err error
-	c.tools, err = newSide(KindTool, ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
+	c.tools, err = newSide(KindTool, ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName)
 	if err != nil {
 		return nil, err
 	}
-	c.resources, err = newSide(KindResource, ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI, cfg.MissingPlan)
+	c.resources, err = newSide(KindResource, ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI)
 	if err != nil {
 		return nil, err
 	}
 	// A negative cap turns prompts or templates off: the side is made with
 	// a cap of one that nothing fills, so that every method works on it.
-	c.prompts, err = newSide(KindPrompt, ErrUnknownPrompt, capOrOff(cfg.MaxPrompts), promptName, cfg.MissingPlan)
+	c.prompts, err = newSide(KindPrompt, ErrUnknownPrompt, capOrOff(cfg.MaxPrompts), promptName)
 	if err != nil {
 		return nil, err
 	}
-	c.templates, err = newSide(KindTemplate, ErrUnknownResource, capOrOff(cfg.MaxTemplates), templateKey, cfg.MissingPlan)
+	c.templates, err = newSide(KindTemplate, ErrUnknownResource, capOrOff(cfg.MaxTemplates), templateKey)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +140,12 @@ func New(cfg Config) (*Catalog, error) {
 	return c, nil
 }
 
-func newSide(kind Kind, unknown error, capacity int, validate func(string) error, mode bindsec.MissingPlanMode) (side, error) {
+func newSide(kind Kind, unknown error, capacity int, validate func(string) error) (side, error) {
 	reg, err := shardreg.New[*route](shardreg.WithCap(capacity), shardreg.WithValidator(validate))
 	if err != nil {
 		return side{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return side{kind: kind, unknown: unknown, reg: reg, book: bindsec.NewBook(bindsec.WithMissingPlan(mode))}, nil
+	return side{kind: kind, unknown: unknown, reg: reg}, nil
 }
 
 func orDefault(n, def int) int {
@@ -244,6 +245,15 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 		return nil, wrap(fmt.Errorf("%w: a plan given with WithoutPlan", ErrInvalidConfig))
 	}
 	rt.planned = !cfg.noPlan
+	if rt.planned {
+		if err := p.Validate(); err != nil {
+			return nil, wrap(err)
+		}
+		// The route's own copy, which its calls are judged by (see guard):
+		// a caller's later change to its slice cannot reach it. Set before
+		// the entry is published, and never written again.
+		rt.plan = bindsec.Plan{Public: p.Public, Roles: slices.Clone(p.Roles)}
+	}
 
 	// 1. The owner token, from ctx: cancelling ctx is the task abort.
 	tok := owner.NewContext(ctx)
@@ -259,44 +269,29 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 		rt.limit = &limiter{slots: make(chan struct{}, cfg.maxConcurrent), room: int64(room)}
 	}
 	fail := func(err error) (*Consumer, error) {
-		s.book.UnregisterPlanOwned(name, ref)
 		tok.Release()
 		rt.releaseFleet()
 		return nil, wrap(err)
 	}
 
-	// 2. The plan. A live incumbent's plan is kept (ErrPlanHeld); whether
-	// this start may go on is for the entry to decide.
-	if rt.planned {
-		// The route's own copy, which its calls are judged by (see guard);
-		// set before the entry is published.
-		rt.plan = bindsec.Plan{Public: p.Public, Roles: slices.Clone(p.Roles)}
-		if err := s.book.RegisterPlan(name, p, ref); err != nil && !errors.Is(err, bindsec.ErrPlanHeld) {
-			return fail(err)
-		}
-	}
-	// 3. The entry: the duplicate guard and the cap. Cleanup is
-	// owner-conditional, so a failed start leaves the incumbent's plan.
+	// 2. The entry, its plan in it: the duplicate guard and the cap. A
+	// refused start wrote nothing, so the incumbent's entry and plan are
+	// untouched, and every later cleanup is owner-conditional. The plan
+	// steps ADR-0068 gives (register the plan, then re-assert it as the
+	// winner) are this one step: a name cannot hold an entry without its
+	// plan, nor a plan of another owner than its entry's.
 	if err := s.reg.Register(name, rt, ref); err != nil {
 		c.countRefusal(err)
 		return fail(err)
 	}
-	// 4. The winner re-asserts its plan over whatever a losing contender
-	// registered meanwhile.
-	if rt.planned {
-		if err := s.book.RegisterPlanTakeover(name, p, ref); err != nil {
-			s.reg.UnregisterOwned(name, ref)
-			return fail(err)
-		}
-	}
-	// 4b. The name fleet-wide, if a claimer is configured: a refusal
+	// 3. The name fleet-wide, if a claimer is configured: a refusal
 	// leaves the local entry to be removed like any other failure.
 	if err := c.claim(ctx, rt); err != nil {
 		c.countRefusal(err)
 		s.reg.UnregisterOwned(name, ref)
 		return fail(err)
 	}
-	// 5. The gate joins the owner's death, which from now on waits out
+	// 4. The gate joins the owner's death, which from now on waits out
 	// the admissions in progress; the death reclaims the route. Then ready.
 	if !ref.Hold(&rt.gate) {
 		s.reg.UnregisterOwned(name, ref)
@@ -324,10 +319,10 @@ type Consumer struct {
 	stopped atomic.Bool
 }
 
-// Stop ends the consumer gracefully: it removes the route entry (only if it
-// is still this consumer's), closes the route to new calls and waits,
-// bounded by ctx, for the bodies already running to return, then kills the
-// owner token and removes the plan (again owner-conditionally). Once Stop
+// Stop ends the consumer gracefully: it removes the route entry, and the
+// plan in it, only if it is still this consumer's, closes the route to new
+// calls and waits, bounded by ctx, for the bodies already running to
+// return, then kills the owner token. Once Stop
 // has returned nil, no body of the route runs, and none will start, not
 // even for a call that resolved the route before Stop began. It returns
 // ctx's error if ctx ended the wait early; the consumer is stopped either
@@ -350,7 +345,6 @@ func (k *Consumer) Stop(ctx context.Context) error {
 	}
 	err := rt.gate.drain(ctx)
 	k.tok.Release()
-	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
 	rt.releaseFleet()
 	return err
 }

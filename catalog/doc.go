@@ -8,10 +8,10 @@
 //
 // [Catalog.StartTool] and [Catalog.StartResource] start a consumer, in the
 // order ADR-0068 gives: mint an owner token from the caller's context,
-// register the route's security plan, register the route entry (the winner
-// of a contested name re-asserts its plan), attach the route's gate to the
-// owner, and only then mark the route ready, so that it is listed and
-// callable.
+// register the route entry with the route's security plan in it (one step,
+// so that a name never holds an entry without its plan, nor a plan of
+// another owner than its entry's), attach the route's gate to the owner,
+// and only then mark the route ready, so that it is listed and callable.
 //
 // The returned [*Consumer] is the owner. Keep it for as long as the route
 // should serve, and call [Consumer.Stop] to end it. A consumer also ends,

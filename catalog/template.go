@@ -254,7 +254,7 @@ func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents
 		if c.hooks != nil && c.hooks.afterLookup != nil {
 			c.hooks.afterLookup(uri)
 		}
-		return c.readRoute(ctx, &c.resources, rt, Read{URI: uri}, credential)
+		return c.readRoute(ctx, rt, Read{URI: uri}, credential)
 	}
 	tr, vars := c.index.match(c, uri)
 	if tr == nil {
@@ -264,7 +264,7 @@ func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents
 		return Contents{}, c.refused(ctx, err)
 	}
 	read := Read{URI: uri, Vars: vars, RawVars: tr.rawVars(uri, vars)}
-	res, err := c.readRoute(ctx, &c.templates, tr.rt, read, credential)
+	res, err := c.readRoute(ctx, tr.rt, read, credential)
 	if err == nil && res.MIMEType == "" {
 		res.MIMEType = tr.tpl.MIMEType
 	}
