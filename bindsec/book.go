@@ -11,7 +11,9 @@ import (
 	"github.com/livereg/livereg/shardreg"
 )
 
-// Errors shared with the registry, so that one errors.Is check covers both.
+// Errors a Book returns from its registry: the same values as shardreg's
+// (and catalog's), defined there once, so that one errors.Is check covers
+// every name.
 var (
 	// ErrInvalidName: the route name is empty, too long or not UTF-8.
 	ErrInvalidName = shardreg.ErrInvalidName

@@ -20,6 +20,13 @@
 //     registered it.
 //   - [Book.PlanFor] ignores, and reclaims, a dead owner's plan.
 //
+// Package catalog needs no Book: each of its route entries carries its
+// owner's plan, so a name and its plan are claimed, replaced and removed in
+// one registry step, and it decides a request with [Plan.Check] on the plan
+// of the entry the request resolved. A Book is the plan registry for a
+// dispatcher whose routes live elsewhere, one plan per name apart from its
+// route entry; package bench measures it against reference books.
+//
 // # Two modes for a missing plan
 //
 // In ADR-0068's reference system a route without a plan is open to

@@ -109,6 +109,23 @@ func (p Plan) authorize(pr Principal, clock func() time.Time) error {
 	return nil
 }
 
+// Check decides a request against p, the plan its caller found bound to
+// the route the request resolved: a public plan admits it with the zero
+// Principal, without looking at the credential; otherwise credential is
+// authenticated with a and the principal authorized, refused with
+// ErrUnauthenticated, ErrForbidden or ErrExpired, or an
+// *AuthenticatorPanic; an invalid plan (see Validate) admits no one. The
+// returned principal may share its Roles slice with the authenticator: it
+// is read-only. It is safe for concurrent use; it costs the
+// authenticator's call and, for a principal that can expire, a clock read.
+func (p Plan) Check(ctx context.Context, credential string, a Authenticator) (Principal, error) {
+	if p.Public {
+		// As Authorize: an invalid plan admits no one, even a public one.
+		return Principal{}, p.Validate()
+	}
+	return enforce(ctx, p, credential, a, time.Now)
+}
+
 // enforce authenticates a credential and authorizes the principal against
 // a plan that is not public. A panicking authenticator fails the request
 // closed with an *AuthenticatorPanic (see Authenticate).

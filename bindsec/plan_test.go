@@ -304,3 +304,27 @@ func TestPlanCopiedOnRegister(t *testing.T) {
 		})
 	}
 }
+
+// Plan.Check, which a catalog runs on the plan in a route's entry: a public
+// plan admits without looking at the credential, others authenticate and
+// authorize, and a panicking authenticator fails closed.
+func TestPlanCheck(t *testing.T) {
+	ctx := context.Background()
+	pr, err := bindsec.Plan{Public: true}.Check(ctx, "", nil)
+	require.NoError(t, err)
+	assert.True(t, pr.IsZero())
+
+	_, err = adminPlan.Check(ctx, "", tokens)
+	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "no credential")
+	_, err = adminPlan.Check(ctx, "nobody", tokens)
+	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "an unknown credential")
+	_, err = adminPlan.Check(ctx, tokAdmin, nil)
+	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "no authenticator")
+	_, err = adminPlan.Check(ctx, tokReader, tokens)
+	assert.ErrorIs(t, err, bindsec.ErrForbidden)
+	pr, err = adminPlan.Check(ctx, tokAdmin, tokens)
+	require.NoError(t, err)
+	assert.Equal(t, "ada", pr.Subject())
+	_, err = bindsec.Plan{Public: true, Roles: []string{"x"}}.Check(ctx, tokAdmin, tokens)
+	assert.ErrorIs(t, err, bindsec.ErrInvalidPlan, "an invalid plan admits no one")
+}

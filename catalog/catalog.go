@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -18,8 +17,8 @@ import (
 // DefaultCap is the cap on routes of each kind for a zero Config.
 const DefaultCap = shardreg.DefaultCap
 
-// ErrInvalidCursor: a cursor passed to ToolsPage or ResourcesPage was not
-// made by them.
+// ErrInvalidCursor: a cursor passed to a View's Page was not made by a
+// Page of the same kind.
 var ErrInvalidCursor = shardreg.ErrInvalidCursor
 
 // Config configures a Catalog. The zero Config is valid: caps of 128,
@@ -41,7 +40,8 @@ type Config struct {
 	// ErrInvalidConfig: it would look configured and fail every call.
 	Authenticator bindsec.Authenticator
 	// Logger receives the catalog's warnings (a consumer dropped without
-	// Stop). nil means slog.Default().
+	// Stop) and errors (a body's panic, with its stack, at its consumer's
+	// death). nil means slog.Default().
 	Logger *slog.Logger
 	// Claimer, if set, claims every route's name beyond this catalog while
 	// its consumer starts (see Claimer). nil: the catalog is all there is.
@@ -64,29 +64,39 @@ type Config struct {
 // goroutines: bodies run on their callers' goroutines, and an owner's death
 // reclaims its route from a goroutine that lives only for that.
 type Catalog struct {
-	tools, resources side
-	auth             bindsec.Authenticator
-	changed          atomic.Pointer[chan struct{}]
-	toolList         atomic.Pointer[projection[Tool]]
-	resourceList     atomic.Pointer[projection[Resource]]
-	hooks            *hooks // test hooks; nil otherwise
-	claimer          Claimer
-	remote           Remote
-	toolMerge        atomic.Pointer[merged[Tool]]
-	resourceMerge    atomic.Pointer[merged[Resource]]
-	log              *slog.Logger
-	counts           counters
-	surf             surface // prompts, resource templates (prompt.go)
-	maxURI           int     // Config.MaxURIBytes resolved; -1 for none
+	// One side per kind, each a namespace of routes with its own plans,
+	// and one lister per kind (view.go).
+	tools, resources, prompts, templates side
+	toolView                             lister[Tool]
+	resourceView                         lister[Resource]
+	promptView                           lister[Prompt]
+	templateView                         lister[ResourceTemplate]
+	// index finds the templates that may match a URI (template.go); subs
+	// are the resource-update listeners (subscribe.go).
+	index   templateIndex
+	subs    updates
+	auth    bindsec.Authenticator
+	changed atomic.Pointer[chan struct{}]
+	hooks   *hooks // test hooks; nil otherwise
+	// beforeUnindex, a test hook, runs before a dead owner's template
+	// leaves the index; nil outside tests.
+	beforeUnindex func()
+	claimer       Claimer
+	remote        Remote
+	log           *slog.Logger
+	counts        counters
+	maxURI        int // Config.MaxURIBytes resolved; -1 for none
+	missing       bindsec.MissingPlanMode
 }
 
-// side is one namespace of routes: tools by name, or resources by URI, each
-// with its own plans.
+// side is one kind's namespace of routes (tools by name, resources by URI,
+// prompts by name, templates by key), with its own plans.
 type side struct {
-	kind    string // "tool" or "resource", for errors
+	kind    Kind
 	unknown error
-	reg     *shardreg.Registry[*route]
-	book    *bindsec.Book
+	// reg holds the kind's routes, each entry with its plan: a name and
+	// its plan are claimed, replaced and removed in one step.
+	reg *shardreg.Registry[*route]
 }
 
 // New makes an empty catalog, or returns ErrInvalidConfig.
@@ -100,20 +110,28 @@ func New(cfg Config) (*Catalog, error) {
 	if cfg.MissingPlan != bindsec.Deny && cfg.MissingPlan != bindsec.PassThrough {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
-	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes)}
+	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes), missing: cfg.MissingPlan}
 	c.counts.calls = new([callStripes]callStripe)
 	var err error
-	c.tools, err = newSide("tool", ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName, cfg.MissingPlan)
+	c.tools, err = newSide(KindTool, ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName)
 	if err != nil {
 		return nil, err
 	}
-	c.resources, err = newSide("resource", ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI, cfg.MissingPlan)
+	c.resources, err = newSide(KindResource, ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.surf.init(cfg); err != nil {
+	// A negative cap turns prompts or templates off: the side is made with
+	// a cap of one that nothing fills, so that every method works on it.
+	c.prompts, err = newSide(KindPrompt, ErrUnknownPrompt, capOrOff(cfg.MaxPrompts), promptName)
+	if err != nil {
 		return nil, err
 	}
+	c.templates, err = newSide(KindTemplate, ErrUnknownResource, capOrOff(cfg.MaxTemplates), templateKey)
+	if err != nil {
+		return nil, err
+	}
+	c.initViews(cfg.MaxPrompts < 0, cfg.MaxTemplates < 0)
 	ch := make(chan struct{})
 	c.changed.Store(&ch)
 	if c.remote != nil {
@@ -122,12 +140,12 @@ func New(cfg Config) (*Catalog, error) {
 	return c, nil
 }
 
-func newSide(kind string, unknown error, capacity int, validate func(string) error, mode bindsec.MissingPlanMode) (side, error) {
+func newSide(kind Kind, unknown error, capacity int, validate func(string) error) (side, error) {
 	reg, err := shardreg.New[*route](shardreg.WithCap(capacity), shardreg.WithValidator(validate))
 	if err != nil {
 		return side{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	return side{kind: kind, unknown: unknown, reg: reg, book: bindsec.NewBook(bindsec.WithMissingPlan(mode))}, nil
+	return side{kind: kind, unknown: unknown, reg: reg}, nil
 }
 
 func orDefault(n, def int) int {
@@ -227,6 +245,15 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 		return nil, wrap(fmt.Errorf("%w: a plan given with WithoutPlan", ErrInvalidConfig))
 	}
 	rt.planned = !cfg.noPlan
+	if rt.planned {
+		if err := p.Validate(); err != nil {
+			return nil, wrap(err)
+		}
+		// The route's own copy, which its calls are judged by (see guard):
+		// a caller's later change to its slice cannot reach it. Set before
+		// the entry is published, and never written again.
+		rt.plan = bindsec.Plan{Public: p.Public, Roles: slices.Clone(p.Roles)}
+	}
 
 	// 1. The owner token, from ctx: cancelling ctx is the task abort.
 	tok := owner.NewContext(ctx)
@@ -242,44 +269,29 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 		rt.limit = &limiter{slots: make(chan struct{}, cfg.maxConcurrent), room: int64(room)}
 	}
 	fail := func(err error) (*Consumer, error) {
-		s.book.UnregisterPlanOwned(name, ref)
 		tok.Release()
 		rt.releaseFleet()
 		return nil, wrap(err)
 	}
 
-	// 2. The plan. A live incumbent's plan is kept (ErrPlanHeld); whether
-	// this start may go on is for the entry to decide.
-	if rt.planned {
-		// The route's own copy, which its calls are judged by (see guard);
-		// set before the entry is published.
-		rt.plan = bindsec.Plan{Public: p.Public, Roles: slices.Clone(p.Roles)}
-		if err := s.book.RegisterPlan(name, p, ref); err != nil && !errors.Is(err, bindsec.ErrPlanHeld) {
-			return fail(err)
-		}
-	}
-	// 3. The entry: the duplicate guard and the cap. Cleanup is
-	// owner-conditional, so a failed start leaves the incumbent's plan.
+	// 2. The entry, its plan in it: the duplicate guard and the cap. A
+	// refused start wrote nothing, so the incumbent's entry and plan are
+	// untouched, and every later cleanup is owner-conditional. The plan
+	// steps ADR-0068 gives (register the plan, then re-assert it as the
+	// winner) are this one step: a name cannot hold an entry without its
+	// plan, nor a plan of another owner than its entry's.
 	if err := s.reg.Register(name, rt, ref); err != nil {
 		c.countRefusal(err)
 		return fail(err)
 	}
-	// 4. The winner re-asserts its plan over whatever a losing contender
-	// registered meanwhile.
-	if rt.planned {
-		if err := s.book.RegisterPlanTakeover(name, p, ref); err != nil {
-			s.reg.UnregisterOwned(name, ref)
-			return fail(err)
-		}
-	}
-	// 4b. The name fleet-wide, if a claimer is configured: a refusal
+	// 3. The name fleet-wide, if a claimer is configured: a refusal
 	// leaves the local entry to be removed like any other failure.
 	if err := c.claim(ctx, rt); err != nil {
 		c.countRefusal(err)
 		s.reg.UnregisterOwned(name, ref)
 		return fail(err)
 	}
-	// 5. The gate joins the owner's death, which from now on waits out
+	// 4. The gate joins the owner's death, which from now on waits out
 	// the admissions in progress; the death reclaims the route. Then ready.
 	if !ref.Hold(&rt.gate) {
 		s.reg.UnregisterOwned(name, ref)
@@ -307,10 +319,10 @@ type Consumer struct {
 	stopped atomic.Bool
 }
 
-// Stop ends the consumer gracefully: it removes the route entry (only if it
-// is still this consumer's), closes the route to new calls and waits,
-// bounded by ctx, for the bodies already running to return, then kills the
-// owner token and removes the plan (again owner-conditionally). Once Stop
+// Stop ends the consumer gracefully: it removes the route entry, and the
+// plan in it, only if it is still this consumer's, closes the route to new
+// calls and waits, bounded by ctx, for the bodies already running to
+// return, then kills the owner token. Once Stop
 // has returned nil, no body of the route runs, and none will start, not
 // even for a call that resolved the route before Stop began. It returns
 // ctx's error if ctx ended the wait early; the consumer is stopped either
@@ -333,7 +345,6 @@ func (k *Consumer) Stop(ctx context.Context) error {
 	}
 	err := rt.gate.drain(ctx)
 	k.tok.Release()
-	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
 	rt.releaseFleet()
 	return err
 }

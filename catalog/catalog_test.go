@@ -57,7 +57,7 @@ func callText(t testing.TB, c *catalog.Catalog, name, credential string) (string
 
 func toolNames(c *catalog.Catalog) []string {
 	var out []string
-	for _, tl := range c.ListTools() {
+	for _, tl := range c.Tools().List() {
 		out = append(out, tl.Name)
 	}
 	return out
@@ -113,7 +113,7 @@ func TestStoppedToolIsUnknown(t *testing.T) {
 	assert.ErrorIs(t, err, catalog.ErrUnknownTool)
 	assert.NoError(t, ctx.Err(), "the call must fail at once, not wait on a dead channel")
 	assert.Zero(t, runs.Load())
-	assert.Empty(t, c.ListTools())
+	assert.Empty(t, c.Tools().List())
 	assert.Zero(t, c.Stats().ToolSlots)
 }
 
@@ -241,7 +241,7 @@ func TestResources(t *testing.T) {
 	t.Cleanup(func() { _ = other.Stop(bg) })
 
 	var uris []string
-	for _, r := range c.ListResources() {
+	for _, r := range c.Resources().List() {
 		uris = append(uris, r.URI)
 	}
 	assert.Equal(t, []string{"file:///a", "test://doc"}, uris)
@@ -315,7 +315,7 @@ func TestCap(t *testing.T) {
 		for i := range 150 {
 			startTool(t, c, bg, fmt.Sprintf("t%03d", i), public, reply(""))
 		}
-		assert.Len(t, c.ListTools(), 150)
+		assert.Len(t, c.Tools().List(), 150)
 	})
 	t.Run("takeover at full cap and a dead entry's slot", func(t *testing.T) {
 		c := newCatalog(t, catalog.Config{MaxTools: 2})
@@ -394,27 +394,27 @@ func TestVersionAndChangesFollowDeaths(t *testing.T) {
 		t.Fatal("no change signalled after the owner died")
 	}
 	assert.Greater(t, c.Version(), v1, "a death is a change once observed")
-	assert.Empty(t, c.ListTools())
+	assert.Empty(t, c.Tools().List())
 }
 
 func TestListToolsIsCachedUntilChange(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	startTool(t, c, bg, "a", public, reply(""))
 	startTool(t, c, bg, "b", public, reply(""))
-	first := c.ListTools()
-	assert.Same(t, &first[0], &c.ListTools()[0])
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = c.ListTools() }))
+	first := c.Tools().List()
+	assert.Same(t, &first[0], &c.Tools().List()[0])
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = c.Tools().List() }))
 	startTool(t, c, bg, "c", public, reply(""))
-	assert.Len(t, c.ListTools(), 3)
+	assert.Len(t, c.Tools().List(), 3)
 
-	page, next, err := c.ToolsPage("", 2)
+	page, next, err := c.Tools().Page("", 2)
 	require.NoError(t, err)
 	assert.Len(t, page, 2)
-	page, next, err = c.ToolsPage(next, 2)
+	page, next, err = c.Tools().Page(next, 2)
 	require.NoError(t, err)
 	assert.Equal(t, "c", page[0].Name)
 	assert.Empty(t, next)
-	_, _, err = c.ToolsPage("garbage!", 2)
+	_, _, err = c.Tools().Page("garbage!", 2)
 	assert.ErrorIs(t, err, catalog.ErrInvalidCursor)
 }
 

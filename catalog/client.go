@@ -255,7 +255,7 @@ func (r *SampleRequest) check() error {
 			return fmt.Errorf("message %d: role %s is neither user nor assistant", i, quote.Name(string(m.Role)))
 		}
 		switch m.Content.Type {
-		case "text", "image", "audio":
+		case TypeText, TypeImage, TypeAudio:
 		default:
 			return fmt.Errorf("message %d: content type %s is not text, image or audio", i, quote.Name(m.Content.Type))
 		}

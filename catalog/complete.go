@@ -68,19 +68,56 @@ func takeCompleter(opts []StartOption) ([]StartOption, Completer) {
 	return opts, sc.completer
 }
 
-// CompletePrompt completes the argument arg of the prompt name from value,
-// presenting credential to the prompt's plan. A prompt without a completer
-// answers no values. Errors: ErrUnknownPrompt (also for an argument the
-// prompt does not declare, and for a dead owner's prompt), a denial, the
-// errors of admission (ErrRouteGone, ErrRoutePanicked, ErrOverloaded), or
-// the completer's own.
-func (c *Catalog) CompletePrompt(ctx context.Context, name, arg, value string, given map[string]string, credential string) (Completion, error) {
-	rq := CompletionRequest{Argument: arg, Value: value, Context: given}
-	rt, err := c.resolve(ctx, &c.surf.prompts, name, credential, &rq.Principal)
+// CompleteRequest is one completion/complete as a caller asks it of
+// Catalog.Complete: which prompt or template, which of its arguments or
+// variables, what the user typed so far, and the credential to present.
+// The completer receives a CompletionRequest, which holds the principal
+// the credential proved instead of the credential.
+type CompleteRequest struct {
+	// Kind is KindPrompt or KindTemplate.
+	Kind Kind
+	// Name is the prompt's name, or the template's URI template as listed.
+	Name string
+	// Argument is the prompt's argument, or the template's variable.
+	Argument string
+	Value    string
+	// Context holds the other arguments' values, if the client sent them.
+	// Read-only.
+	Context map[string]string
+	// Credential is a bearer token without its prefix; "" for none.
+	Credential string
+}
+
+// Complete completes r.Argument of the prompt or template r.Name from
+// r.Value, presenting r.Credential to the route's plan, and runs the
+// route's completer on the calling goroutine. A route without a completer
+// answers no values. Errors: ErrUnknownPrompt for a prompt,
+// ErrUnknownResource for a template (also for a template listed under
+// other variable names, and for a dead owner's route), ErrInvalidArguments
+// for an argument or variable the route does not declare, a denial, the
+// errors of admission (ErrRouteGone, ErrRoutePanicked, ErrOverloaded), the
+// completer's own; ErrInvalidArguments also for another Kind.
+//
+// It is safe for concurrent use; it costs a lookup, the guard and the
+// completer, and for a template a parse of r.Name.
+func (c *Catalog) Complete(ctx context.Context, r CompleteRequest) (Completion, error) {
+	rq := CompletionRequest{Argument: r.Argument, Value: r.Value, Context: r.Context}
+	switch r.Kind {
+	case KindPrompt:
+		return c.completePrompt(ctx, r.Name, r.Credential, rq)
+	case KindTemplate:
+		return c.completeTemplate(ctx, r.Name, r.Credential, rq)
+	}
+	return Completion{}, fmt.Errorf("catalog: complete: %w: %s routes have nothing to complete", ErrInvalidArguments, quote.Name(string(r.Kind)))
+}
+
+func (c *Catalog) completePrompt(ctx context.Context, name, credential string, rq CompletionRequest) (Completion, error) {
+	arg := rq.Argument
+	rt, err := c.resolve(ctx, &c.prompts, name, credential, &rq.Principal)
 	if err != nil {
 		return Completion{}, c.refused(ctx, err)
 	}
-	pr := promptOf(rt)
+	pr := rt.prompt
 	declared := false
 	for _, a := range pr.prompt.Arguments {
 		declared = declared || a.Name == arg
@@ -91,11 +128,8 @@ func (c *Catalog) CompletePrompt(ctx context.Context, name, arg, value string, g
 	return c.runCompleter(ctx, rt, pr.complete, rq)
 }
 
-// CompleteTemplate completes the variable v of the resource template
-// uriTemplate (as listed) from value. It behaves as CompletePrompt, with
-// ErrUnknownResource.
-func (c *Catalog) CompleteTemplate(ctx context.Context, uriTemplate, v, value string, given map[string]string, credential string) (Completion, error) {
-	rq := CompletionRequest{Argument: v, Value: value, Context: given}
+func (c *Catalog) completeTemplate(ctx context.Context, uriTemplate, credential string, rq CompletionRequest) (Completion, error) {
+	v := rq.Argument
 	if err := c.checkURI(uriTemplate); err != nil {
 		return Completion{}, c.refused(ctx, err)
 	}
@@ -103,14 +137,14 @@ func (c *Catalog) CompleteTemplate(ctx context.Context, uriTemplate, v, value st
 	if err != nil {
 		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})
 	}
-	rt, err := c.resolve(ctx, &c.surf.templates, key, credential, &rq.Principal)
+	rt, err := c.resolve(ctx, &c.templates, key, credential, &rq.Principal)
 	if err != nil {
 		if errors.Is(err, ErrUnknownResource) {
 			err = &unknownError{ErrUnknownResource, uriTemplate}
 		}
 		return Completion{}, c.refused(ctx, err)
 	}
-	tr := templateOf(rt)
+	tr := rt.template
 	if tr.tpl.URITemplate != uriTemplate {
 		// The live template has other variable names.
 		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})

@@ -33,18 +33,18 @@ func TestCompletePrompt(t *testing.T) {
 	k, err := c.StartPrompt(ctx, catalog.Prompt{Name: "city", Arguments: []catalog.PromptArgument{{Name: "name"}}}, public,
 		echoPrompt(nil), catalog.WithCompleter(prefixes(&ran, "paris", "park", "rome")))
 	require.NoError(t, err)
-	got, err := c.CompletePrompt(bg, "city", "name", "par", nil, "")
+	got, err := c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "name", Value: "par"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"paris", "park"}, got.Values)
 
-	_, err = c.CompletePrompt(bg, "city", "nope", "p", nil, "")
+	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "nope", Value: "p"})
 	require.ErrorIs(t, err, catalog.ErrInvalidArguments)
-	_, err = c.CompletePrompt(bg, "town", "name", "p", nil, "")
+	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "town", Argument: "name", Value: "p"})
 	require.ErrorIs(t, err, catalog.ErrUnknownPrompt)
 
 	cancel()
 	<-k.Done()
-	_, err = c.CompletePrompt(bg, "city", "name", "p", nil, "")
+	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "name", Value: "p"})
 	require.ErrorIs(t, err, catalog.ErrUnknownPrompt, "the completer died with its consumer")
 	assert.EqualValues(t, 1, ran.Load())
 }
@@ -52,7 +52,7 @@ func TestCompletePrompt(t *testing.T) {
 func TestCompleteWithoutCompleterAndCut(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	startPrompt(t, c, bg, catalog.Prompt{Name: "plain", Arguments: []catalog.PromptArgument{{Name: "a"}}}, echoPrompt(nil))
-	got, err := c.CompletePrompt(bg, "plain", "a", "", nil, "")
+	got, err := c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "plain", Argument: "a"})
 	require.NoError(t, err)
 	assert.Empty(t, got.Values)
 
@@ -65,7 +65,7 @@ func TestCompleteWithoutCompleterAndCut(t *testing.T) {
 		echoPrompt(nil), catalog.WithCompleter(prefixes(&ran, words...)))
 	require.NoError(t, err)
 	defer func() { _ = k.Stop(bg) }()
-	got, err = c.CompletePrompt(bg, "many", "a", "w", nil, "")
+	got, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "many", Argument: "a", Value: "w"})
 	require.NoError(t, err)
 	assert.Len(t, got.Values, catalog.MaxCompletionValues)
 	assert.True(t, got.HasMore)
@@ -79,16 +79,16 @@ func TestCompleteTemplate(t *testing.T) {
 	k, err := c.StartResourceTemplate(ctx, catalog.ResourceTemplate{URITemplate: "test://c/{id}"}, public, tag("c", nil),
 		catalog.WithCompleter(prefixes(&ran, "10", "11", "20")))
 	require.NoError(t, err)
-	got, err := c.CompleteTemplate(bg, "test://c/{id}", "id", "1", nil, "")
+	got, err := c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "id", Value: "1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10", "11"}, got.Values)
-	_, err = c.CompleteTemplate(bg, "test://c/{other}", "other", "1", nil, "")
+	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{other}", Argument: "other", Value: "1"})
 	require.ErrorIs(t, err, catalog.ErrUnknownResource, "the template as listed, variable names included")
-	_, err = c.CompleteTemplate(bg, "test://c/{id}", "x", "1", nil, "")
+	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "x", Value: "1"})
 	require.ErrorIs(t, err, catalog.ErrInvalidArguments)
 	cancel()
 	<-k.Done()
-	_, err = c.CompleteTemplate(bg, "test://c/{id}", "id", "1", nil, "")
+	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "id", Value: "1"})
 	require.ErrorIs(t, err, catalog.ErrUnknownResource)
 	assert.EqualValues(t, 1, ran.Load())
 }
@@ -106,7 +106,7 @@ func TestCompleteOwnerDiesBeforeAdmission(t *testing.T) {
 		cancel()
 		<-k.Done()
 	})
-	_, err = c.CompletePrompt(bg, "p", "a", "", nil, "")
+	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "p", Argument: "a"})
 	require.ErrorIs(t, err, catalog.ErrRouteGone)
 	assert.Zero(t, ran.Load())
 }
@@ -116,4 +116,15 @@ func TestWithCompleterNil(t *testing.T) {
 	_, err := c.StartPrompt(bg, catalog.Prompt{Name: "p"}, public, echoPrompt(nil), catalog.WithCompleter(nil))
 	require.ErrorIs(t, err, catalog.ErrInvalidConfig)
 	assert.Zero(t, c.Stats().PromptSlots)
+}
+
+// Tools and resources have nothing to complete: Complete refuses their
+// kinds, and an unknown one, before any lookup.
+func TestCompleteRefusesOtherKinds(t *testing.T) {
+	c := newCatalog(t, catalog.Config{})
+	startTool(t, c, bg, "city", public, reply(""))
+	for _, k := range []catalog.Kind{catalog.KindTool, catalog.KindResource, ""} {
+		_, err := c.Complete(bg, catalog.CompleteRequest{Kind: k, Name: "city", Argument: "name"})
+		assert.ErrorIs(t, err, catalog.ErrInvalidArguments, "kind %q", k)
+	}
 }

@@ -361,7 +361,7 @@ func TestStopDrainsInFlightCalls(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- k.Stop(bg) }()
-	require.Eventually(t, func() bool { return len(c.ListTools()) == 0 }, 10*time.Second, time.Millisecond, "Stop unlists first")
+	require.Eventually(t, func() bool { return len(c.Tools().List()) == 0 }, 10*time.Second, time.Millisecond, "Stop unlists first")
 	select {
 	case err := <-stopped:
 		t.Errorf("Stop returned (%v) before the in-flight call finished", err)
@@ -387,7 +387,7 @@ func TestStopIsBoundedByContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
 	defer cancel()
 	assert.ErrorIs(t, k.Stop(ctx), context.DeadlineExceeded)
-	assert.Empty(t, c.ListTools())
+	assert.Empty(t, c.Tools().List())
 	select {
 	case <-k.Done():
 	default:

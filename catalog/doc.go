@@ -8,10 +8,10 @@
 //
 // [Catalog.StartTool] and [Catalog.StartResource] start a consumer, in the
 // order ADR-0068 gives: mint an owner token from the caller's context,
-// register the route's security plan, register the route entry (the winner
-// of a contested name re-asserts its plan), attach the route's gate to the
-// owner, and only then mark the route ready, so that it is listed and
-// callable.
+// register the route entry with the route's security plan in it (one step,
+// so that a name never holds an entry without its plan, nor a plan of
+// another owner than its entry's), attach the route's gate to the owner,
+// and only then mark the route ready, so that it is listed and callable.
 //
 // The returned [*Consumer] is the owner. Keep it for as long as the route
 // should serve, and call [Consumer.Stop] to end it. A consumer also ends,
@@ -49,20 +49,26 @@
 // A body's context is its caller's; it does not end when the owner dies,
 // since that would cost every call an allocation. A body learns of its
 // owner's death from [Call.Owner]. A panicking body kills its consumer;
-// the caller gets [ErrRoutePanicked] and the process goes on.
+// the caller gets [ErrRoutePanicked] and the process goes on, while
+// Config.Logger gets the panic's value and stack at the consumer's death.
 //
 // No goroutine watches the clock or the owner: a death runs the route's
 // reclaim once, in a goroutine of its own ([owner.Ref.AfterDeath]), so
 // listings and [Catalog.Version] show a crashed consumer promptly and an
 // idle consumer costs no goroutine at all.
 //
+// Each [Kind] of route is a namespace of its own with a [View] of it:
+// [Catalog.Tools], [Catalog.Resources], [Catalog.Prompts] and
+// [Catalog.Templates] list, page and version one kind each.
+//
 // # Schemas, typed tools, and talking back
 //
 // StartTool compiles a tool's input and output schemas once, with
 // github.com/google/jsonschema-go; a call's arguments are checked before
 // its body runs (ErrInvalidArguments) and its result after
-// (ErrInvalidResult). No schema reference is ever fetched. [TypedTool]
-// infers the schemas from Go types and decodes and encodes for the body.
+// (ErrInvalidResult). No schema reference is ever fetched.
+// [StartTypedTool] starts a tool in one call, its schemas inferred from Go
+// types, and decodes and encodes for the body.
 // A body reports progress and log messages to its caller through
 // [Call.ReportProgress] and [Call.Log]; the caller supplies a [Client]
 // ([WithClient]), as package mcpserve does for MCP clients.
@@ -99,7 +105,6 @@
 // A resource consumer publishes a change with [Consumer.Updated]; a server
 // listens with [Catalog.OnResourceUpdated], and [Catalog.ResourceOwner]
 // tells it which owner serves a URI now. A prompt or template started
-// [WithCompleter] answers [Catalog.CompletePrompt] and
-// [Catalog.CompleteTemplate] through its plan and gate; the completer dies
-// with its consumer.
+// [WithCompleter] answers [Catalog.Complete] through its plan and gate; the
+// completer dies with its consumer.
 package catalog

@@ -20,7 +20,9 @@ var (
 	// changing hands, between the lookup and the body's admission. The
 	// body did not run; retrying may reach a successor.
 	ErrRouteGone = errors.New("catalog: route gone")
-	// ErrRoutePanicked: the route body panicked. The consumer is dead.
+	// ErrRoutePanicked: the route body panicked. The consumer is dead. The
+	// error quotes the start of the panic's value; the whole value and the
+	// stack go to Config.Logger at the consumer's death.
 	ErrRoutePanicked = errors.New("catalog: route body panicked")
 	// ErrOverloaded: every slot of a route started WithMaxConcurrent is
 	// taken and its waiting room is full. The body did not run.
@@ -50,8 +52,10 @@ var (
 	// sent.
 	ErrInvalidRequest = errors.New("catalog: invalid request to the caller")
 
-	// ErrDuplicate, ErrCapReached, ErrInvalidName and ErrDeadOwner are the
-	// registry's, returned by Start.
+	// ErrDuplicate, ErrCapReached, ErrInvalidName and ErrDeadOwner,
+	// returned by the Start methods, are defined once, in package shardreg,
+	// which returns them from below: these are the same values, so one
+	// errors.Is matches either name.
 	ErrDuplicate   = shardreg.ErrDuplicate
 	ErrCapReached  = shardreg.ErrCapReached
 	ErrInvalidName = shardreg.ErrInvalidName

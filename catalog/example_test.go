@@ -42,9 +42,9 @@ func Example() {
 	fmt.Println(res.Content[0].Text)
 
 	_ = a.Stop(ctx) // A's late stop leaves B's route alone
-	fmt.Println("tools:", len(cat.ListTools()))
+	fmt.Println("tools:", len(cat.Tools().List()))
 	_ = b.Stop(ctx)
-	fmt.Println("tools after B stops:", len(cat.ListTools()))
+	fmt.Println("tools after B stops:", len(cat.Tools().List()))
 	runtime.KeepAlive(a)
 	// Output:
 	// hello from A

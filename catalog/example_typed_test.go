@@ -20,10 +20,10 @@ type greetOut struct {
 
 // A typed tool: its schemas are inferred from Go types, its arguments are
 // checked before the body runs, and its output is structured content.
-func ExampleTypedTool() {
+func ExampleStartTypedTool() {
 	cat, _ := catalog.New(catalog.Config{})
 	ctx := context.Background()
-	tool, body, err := catalog.TypedTool(catalog.Tool{Name: "greet", Description: "Greets someone."},
+	k, err := catalog.StartTypedTool(ctx, cat, catalog.Tool{Name: "greet", Description: "Greets someone."}, bindsec.Plan{Public: true},
 		func(ctx context.Context, c catalog.Call, in greetIn) (greetOut, error) {
 			return greetOut{Greeting: "hello, " + in.Name}, nil
 		})
@@ -31,9 +31,8 @@ func ExampleTypedTool() {
 		fmt.Println(err)
 		return
 	}
-	k, _ := cat.StartTool(ctx, tool, bindsec.Plan{Public: true}, body)
 	defer k.Stop(ctx)
-	fmt.Println("input schema:", string(tool.InputSchema))
+	fmt.Println("input schema:", string(cat.Tools().List()[0].InputSchema))
 
 	res, _ := cat.CallTool(ctx, "greet", json.RawMessage(`{"name":"ada"}`), "")
 	fmt.Println("structured:", string(res.StructuredContent.(json.RawMessage)))

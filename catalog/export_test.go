@@ -83,3 +83,10 @@ func (k *Consumer) Waiting() int64 {
 	}
 	return k.rt.limit.waiting.Load()
 }
+
+// TypedToolOf is StartTypedTool's first half, the Tool and handler it
+// starts, so that tests can look at the inferred schemas and call the
+// handler directly.
+func TypedToolOf[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler, error) {
+	return typedTool(t, h)
+}

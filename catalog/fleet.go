@@ -33,7 +33,9 @@ type Release func()
 
 // Claim is what a catalog asks a Claimer to claim.
 type Claim struct {
-	// Kind is "tool", "resource", "prompt" or "resource template".
+	// Kind is the route's Kind, as a string: a Claimer in the cmd module
+	// passes it on to etcdfleet's Replica.Key, which takes a string for
+	// callers that have not moved to Kind.
 	Kind string
 	// Name is the tool name, resource URI or prompt name, or a resource
 	// template's key (the template with every variable renamed, so that
@@ -65,7 +67,7 @@ func (c *Catalog) claim(ctx context.Context, rt *route) error {
 	if c.claimer == nil {
 		return nil
 	}
-	cl := Claim{Kind: rt.side.kind, Name: rt.name, Owner: rt.ref, Kill: rt.release, Tool: rt.tool, Resource: rt.resource}
+	cl := Claim{Kind: string(rt.side.kind), Name: rt.name, Owner: rt.ref, Kill: rt.release, Tool: rt.tool, Resource: rt.resource}
 	rel, err := c.claimer.Claim(ctx, cl)
 	if err != nil {
 		return err

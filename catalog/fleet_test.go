@@ -91,7 +91,7 @@ func TestClaimerRefusalLeavesNothing(t *testing.T) {
 	rec.held["taken"] = 0
 	_, err := c.StartTool(bg, catalog.Tool{Name: "taken"}, public, fleetEcho)
 	require.ErrorIs(t, err, catalog.ErrDuplicate)
-	require.Empty(t, c.ListTools())
+	require.Empty(t, c.Tools().List())
 	require.Equal(t, 0, c.ToolEntries())
 
 	rec.during = nil

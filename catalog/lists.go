@@ -6,48 +6,6 @@ import (
 	"github.com/livereg/livereg/shardreg"
 )
 
-// ListTools returns the live, ready tools sorted by name. While the catalog
-// does not change, every call returns the same slice without allocating:
-// it is shared and read-only.
-//
-// With a Remote, the listing is the fleet's: the Remote's tools merged in,
-// under the same sharing rule while neither side changes.
-func (c *Catalog) ListTools() []Tool {
-	local := project(c.tools.reg.ListReady(), &c.toolList, toolOf)
-	if c.remote == nil {
-		return local
-	}
-	return merge(local, c.remote.ToolsVersion(), c.remote.Tools, &c.toolMerge, toolName)
-}
-
-// ListResources returns the live, ready resources sorted by URI, under the
-// same sharing rule as ListTools.
-func (c *Catalog) ListResources() []Resource {
-	local := project(c.resources.reg.ListReady(), &c.resourceList, resourceOf)
-	if c.remote == nil {
-		return local
-	}
-	return merge(local, c.remote.ResourcesVersion(), c.remote.Resources, &c.resourceMerge, resourceURI)
-}
-
-// ToolsPage returns one page of ListTools for cursor pagination (tools/list):
-// up to limit tools after cursor (100 when limit <= 0) and the next cursor,
-// "" on the last page. A cursor it did not make gets ErrInvalidCursor.
-func (c *Catalog) ToolsPage(cursor string, limit int) ([]Tool, string, error) {
-	if c.remote != nil {
-		return shardreg.PageSorted(c.ListTools(), toolName, cursor, limit)
-	}
-	return page(c.tools.reg, cursor, limit, toolOf)
-}
-
-// ResourcesPage is ToolsPage for resources.
-func (c *Catalog) ResourcesPage(cursor string, limit int) ([]Resource, string, error) {
-	if c.remote != nil {
-		return shardreg.PageSorted(c.ListResources(), resourceURI, cursor, limit)
-	}
-	return page(c.resources.reg, cursor, limit, resourceOf)
-}
-
 func page[T any](reg *shardreg.Registry[*route], cursor string, limit int, f func(*route) T) ([]T, string, error) {
 	entries, next, err := reg.Page(cursor, limit)
 	if err != nil {
@@ -88,23 +46,7 @@ func project[T any](entries []shardreg.Entry[*route], cache *atomic.Pointer[proj
 // a route becoming ready, stopping, or being reclaimed after its owner
 // died, here or, with a Remote, on another replica.
 func (c *Catalog) Version() uint64 {
-	return c.ToolsVersion() + c.ResourcesVersion() + c.PromptsVersion() + c.TemplatesVersion()
-}
-
-// ToolsVersion is Version for tools alone.
-func (c *Catalog) ToolsVersion() uint64 {
-	if c.remote == nil {
-		return c.tools.reg.Version()
-	}
-	return c.tools.reg.Version() + c.remote.ToolsVersion()
-}
-
-// ResourcesVersion is Version for resources alone.
-func (c *Catalog) ResourcesVersion() uint64 {
-	if c.remote == nil {
-		return c.resources.reg.Version()
-	}
-	return c.resources.reg.Version() + c.remote.ResourcesVersion()
+	return c.Tools().Version() + c.Resources().Version() + c.Prompts().Version() + c.Templates().Version()
 }
 
 // Changes returns a channel that is closed at the next change to the
@@ -156,9 +98,9 @@ func (c *Catalog) Stats() Stats {
 		Deaths:        deaths,
 		Duplicates:    c.counts.duplicates.Load(),
 		CapRefusals:   c.counts.capRefusals.Load(),
-		Prompts:       len(c.surf.prompts.reg.ListReady()),
-		Templates:     len(c.surf.templates.reg.ListReady()),
-		PromptSlots:   c.surf.prompts.reg.Len(),
-		TemplateSlots: c.surf.templates.reg.Len(),
+		Prompts:       len(c.prompts.reg.ListReady()),
+		Templates:     len(c.templates.reg.ListReady()),
+		PromptSlots:   c.prompts.reg.Len(),
+		TemplateSlots: c.templates.reg.Len(),
 	}
 }

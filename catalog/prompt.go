@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -70,35 +69,8 @@ type PromptResult struct {
 // its consumer.
 type PromptHandler func(ctx context.Context, g PromptGet) (PromptResult, error)
 
-// surface holds the routes of an MCP server beyond tools and fixed
-// resources: prompts and resource templates, each a side of its own under
-// the same owner discipline, and what the catalog keeps beside their
-// route entries.
-type surface struct {
-	prompts, templates       side
-	promptsOff, templatesOff bool // Config said the catalog holds none
-	promptList               atomic.Pointer[projection[Prompt]]
-	templateList             atomic.Pointer[projection[ResourceTemplate]]
-	index                    templateIndex
-	subs                     updates
-	// beforeUnindex, a test hook, runs before a dead owner's template
-	// leaves the index; nil outside tests.
-	beforeUnindex func()
-}
-
-// init makes the sides. A negative cap turns a kind off: its side is made
-// with a cap of one that nothing fills, so that every method works on it.
-func (s *surface) init(cfg Config) error {
-	var err error
-	s.promptsOff, s.templatesOff = cfg.MaxPrompts < 0, cfg.MaxTemplates < 0
-	s.prompts, err = newSide("prompt", ErrUnknownPrompt, capOrOff(cfg.MaxPrompts), promptName, cfg.MissingPlan)
-	if err != nil {
-		return err
-	}
-	s.templates, err = newSide("resource template", ErrUnknownResource, capOrOff(cfg.MaxTemplates), templateKey, cfg.MissingPlan)
-	return err
-}
-
+// capOrOff is a prompt or template cap: 0 for the default, negative for
+// none (a side of one that nothing fills).
 func capOrOff(n int) int {
 	if n < 0 {
 		return 1
@@ -128,11 +100,6 @@ type promptRoute struct {
 	complete Completer // nil: the prompt offers no completions
 }
 
-// HoldsPrompts reports whether the catalog can hold prompts at all
-// (Config.MaxPrompts is not negative). A server advertises prompts only
-// then.
-func (c *Catalog) HoldsPrompts() bool { return !c.surf.promptsOff }
-
 // StartPrompt starts a consumer serving prompt p with handler h under plan
 // p. It behaves as StartTool: the same start order, duplicate guard, cap
 // (Config.MaxPrompts), owner-conditional stop and reclaim on death.
@@ -147,7 +114,7 @@ func (c *Catalog) StartPrompt(ctx context.Context, p Prompt, plan bindsec.Plan, 
 	if h == nil {
 		return fail(fmt.Errorf("%w: nil handler", ErrInvalidRoute))
 	}
-	if c.surf.promptsOff {
+	if c.promptView.off {
 		return fail(fmt.Errorf("%w: this catalog holds no prompts", ErrCapReached))
 	}
 	seen := make(map[string]bool, len(p.Arguments))
@@ -163,11 +130,9 @@ func (c *Catalog) StartPrompt(ctx context.Context, p Prompt, plan bindsec.Plan, 
 	p.Arguments = append([]PromptArgument(nil), p.Arguments...)
 	ext := &promptRoute{prompt: p, get: h}
 	opts, ext.complete = takeCompleter(opts)
-	rt := &route{tool: Tool{Name: p.Name, Title: p.Title, Description: p.Description}, ext: ext}
-	return c.start(ctx, &c.surf.prompts, p.Name, plan, rt, opts)
+	rt := &route{tool: Tool{Name: p.Name, Title: p.Title, Description: p.Description}, prompt: ext}
+	return c.start(ctx, &c.prompts, p.Name, plan, rt, opts)
 }
-
-func promptOf(rt *route) *promptRoute { return rt.ext.(*promptRoute) }
 
 // GetPrompt gets the prompt name with args, presenting credential to the
 // route's plan, and runs its handler on the calling goroutine, as CallTool
@@ -181,11 +146,11 @@ func promptOf(rt *route) *promptRoute { return rt.ext.(*promptRoute) }
 // It is safe for concurrent use. It costs what CallTool costs.
 func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (res PromptResult, err error) {
 	g := PromptGet{Name: name, Arguments: args}
-	rt, err := c.resolve(ctx, &c.surf.prompts, name, credential, &g.Principal)
+	rt, err := c.resolve(ctx, &c.prompts, name, credential, &g.Principal)
 	if err != nil {
 		return PromptResult{}, c.refused(ctx, err)
 	}
-	pr := promptOf(rt)
+	pr := rt.prompt
 	for _, a := range pr.prompt.Arguments {
 		if _, ok := args[a.Name]; a.Required && !ok {
 			return PromptResult{}, c.refused(ctx, fmt.Errorf("catalog: prompt %s: %w: argument %s is required", quote.Name(name), ErrInvalidArguments, quote.Name(a.Name)))
@@ -208,18 +173,4 @@ func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]st
 	return res, err
 }
 
-// ListPrompts returns the live, ready prompts sorted by name, under the
-// sharing rule of ListTools.
-func (c *Catalog) ListPrompts() []Prompt {
-	return project(c.surf.prompts.reg.ListReady(), &c.surf.promptList, promptDesc)
-}
-
-// PromptsPage is ToolsPage for prompts (prompts/list).
-func (c *Catalog) PromptsPage(cursor string, limit int) ([]Prompt, string, error) {
-	return page(c.surf.prompts.reg, cursor, limit, promptDesc)
-}
-
-func promptDesc(rt *route) Prompt { return promptOf(rt).prompt }
-
-// PromptsVersion is Version for prompts alone.
-func (c *Catalog) PromptsVersion() uint64 { return c.surf.prompts.reg.Version() }
+func promptDesc(rt *route) Prompt { return rt.prompt.prompt }

@@ -36,7 +36,7 @@ func startPrompt(t testing.TB, c *catalog.Catalog, ctx context.Context, p catalo
 
 func promptNames(c *catalog.Catalog) []string {
 	var out []string
-	for _, p := range c.ListPrompts() {
+	for _, p := range c.Prompts().List() {
 		out = append(out, p.Name)
 	}
 	return out
@@ -75,16 +75,16 @@ func TestPromptGetListStop(t *testing.T) {
 	c := newCatalog(t, catalog.Config{MaxPrompts: 2})
 	var ran atomic.Int64
 	p := catalog.Prompt{Name: "greet", Description: "greets", Arguments: []catalog.PromptArgument{{Name: "a", Required: true}, {Name: "b"}}}
-	v := c.PromptsVersion()
+	v := c.Prompts().Version()
 	changes := c.Changes()
 	k := startPrompt(t, c, bg, p, echoPrompt(&ran))
-	assert.Greater(t, c.PromptsVersion(), v, "a start moves the version")
+	assert.Greater(t, c.Prompts().Version(), v, "a start moves the version")
 	select {
 	case <-changes:
 	default:
 		t.Fatal("a start signals Changes")
 	}
-	require.Equal(t, []catalog.Prompt{p}, c.ListPrompts())
+	require.Equal(t, []catalog.Prompt{p}, c.Prompts().List())
 
 	res, err := c.GetPrompt(bg, "greet", map[string]string{"a": "x"}, "")
 	require.NoError(t, err)
@@ -116,7 +116,7 @@ func TestPromptReclaimedOnDeath(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	startPrompt(t, c, ctx, catalog.Prompt{Name: "p"}, echoPrompt(nil))
 	cancel()
-	require.Eventually(t, func() bool { return len(c.ListPrompts()) == 0 && c.Stats().PromptSlots == 0 },
+	require.Eventually(t, func() bool { return len(c.Prompts().List()) == 0 && c.Stats().PromptSlots == 0 },
 		10*time.Second, time.Millisecond, "the dead owner's prompt is reclaimed")
 	_, err := c.GetPrompt(bg, "p", nil, "")
 	require.ErrorIs(t, err, catalog.ErrUnknownPrompt)
@@ -199,7 +199,7 @@ func TestPromptsPage(t *testing.T) {
 	var got []string
 	cursor := ""
 	for {
-		ps, next, err := c.PromptsPage(cursor, 2)
+		ps, next, err := c.Prompts().Page(cursor, 2)
 		require.NoError(t, err)
 		for _, p := range ps {
 			got = append(got, p.Name)
@@ -210,7 +210,7 @@ func TestPromptsPage(t *testing.T) {
 		cursor = next
 	}
 	assert.Equal(t, []string{"a", "b", "c"}, got)
-	_, _, err := c.PromptsPage("garbage", 2)
+	_, _, err := c.Prompts().Page("garbage", 2)
 	require.ErrorIs(t, err, catalog.ErrInvalidCursor)
 }
 

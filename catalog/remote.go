@@ -5,7 +5,7 @@ import "sync/atomic"
 // A Remote lists the routes that the other replicas of a fleet hold, so
 // that a catalog's listings show the fleet's catalog, not only this
 // process's (package etcdfleet's Replica.Remote is one). A catalog
-// configured with one merges it into ListTools, ListResources, the pages,
+// configured with one merges it into the listings and pages of Tools and Resources,
 // Version and Changes: a consumer that starts, stops or dies on another
 // replica moves this catalog's listings too, and a server built on it
 // sends list_changed.

@@ -102,7 +102,7 @@ func TestRemoteMergedIntoListings(t *testing.T) {
 			fl.setTools(tc.remote...)
 			got := toolNames(c)
 			assert.Equal(t, tc.want, got)
-			for _, tl := range c.ListTools() {
+			for _, tl := range c.Tools().List() {
 				if slices.Contains(tc.local, tl.Name) {
 					assert.Empty(t, tl.Description, "%s: the local route describes a name held here", tl.Name)
 				}
@@ -119,24 +119,24 @@ func TestRemoteChangeNotifies(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Remote: fl})
 	require.Len(t, fl.watchers, 1, "New watches its Remote")
 
-	changes, tv, rv := c.Changes(), c.ToolsVersion(), c.ResourcesVersion()
+	changes, tv, rv := c.Changes(), c.Tools().Version(), c.Resources().Version()
 	fl.setTools("elsewhere")
 	select {
 	case <-changes:
 	default:
 		t.Fatal("a remote change did not close Changes")
 	}
-	assert.Greater(t, c.ToolsVersion(), tv)
-	assert.Equal(t, rv, c.ResourcesVersion())
+	assert.Greater(t, c.Tools().Version(), tv)
+	assert.Equal(t, rv, c.Resources().Version())
 	assert.Equal(t, []string{"elsewhere"}, toolNames(c))
 
 	fl.setTools() // the consumer on the other replica died
 	assert.Empty(t, toolNames(c))
 
 	fl.setResources("file:///r")
-	assert.Greater(t, c.ResourcesVersion(), rv)
-	require.Len(t, c.ListResources(), 1)
-	assert.Equal(t, "file:///r", c.ListResources()[0].URI)
+	assert.Greater(t, c.Resources().Version(), rv)
+	require.Len(t, c.Resources().List(), 1)
+	assert.Equal(t, "file:///r", c.Resources().List()[0].URI)
 }
 
 // While neither side changes, a merged listing is the same shared slice,
@@ -146,12 +146,12 @@ func TestRemoteListingCached(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Remote: fl})
 	startTool(t, c, bg, "local", public, reply("x"))
 	fl.setTools("remote")
-	first := c.ListTools()
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = c.ListTools() }))
-	assert.Same(t, &first[0], &c.ListTools()[0])
+	first := c.Tools().List()
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = c.Tools().List() }))
+	assert.Same(t, &first[0], &c.Tools().List()[0])
 
 	fl.setTools("remote", "remote2")
-	assert.Len(t, c.ListTools(), 3)
+	assert.Len(t, c.Tools().List(), 3)
 	startTool(t, c, bg, "local2", public, reply("y"))
 	assert.Equal(t, []string{"local", "local2", "remote", "remote2"}, toolNames(c))
 }
@@ -169,7 +169,7 @@ func TestRemotePages(t *testing.T) {
 	cursor := ""
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 10, "the walk does not end")
-		tools, next, err := c.ToolsPage(cursor, 3)
+		tools, next, err := c.Tools().Page(cursor, 3)
 		require.NoError(t, err)
 		for _, tl := range tools {
 			walked = append(walked, tl.Name)
@@ -181,7 +181,7 @@ func TestRemotePages(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a", "b", "c", "d", "e", "f", "g"}, walked)
 
-	_, _, err := c.ToolsPage("not a cursor", 3)
+	_, _, err := c.Tools().Page("not a cursor", 3)
 	assert.ErrorIs(t, err, catalog.ErrInvalidCursor)
 }
 

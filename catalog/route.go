@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 
 	"github.com/livereg/livereg/bindsec"
@@ -26,10 +27,11 @@ type route struct {
 	schemas  toolSchemas    // a tool route's, compiled at start
 	read     ResourceReader // set for a resource route
 	planned  bool           // the owner registered a security plan
-	// ext is what a prompt's or template's route needs beyond the route
-	// (a *promptRoute or a *templateRoute), set before it can be seen.
-	ext  any
-	plan bindsec.Plan // that plan, as the Book holds it; immutable
+	plan     bindsec.Plan   // that plan, a copy; immutable once the entry is published
+	// What a prompt's or a template's route needs beyond the route, set
+	// before it can be seen; nil for the other kinds.
+	prompt   *promptRoute
+	template *templateRoute
 
 	ref     owner.Ref
 	release func() // kills the owner: an unwound consumer is a dead one
@@ -37,9 +39,20 @@ type route struct {
 	gate    gate
 	limit   *limiter // nil: no limit on concurrent bodies
 	retired atomic.Bool
-	// ready, panicked and counted serve the death counts (stats.go).
-	ready, panicked, counted atomic.Bool
-	fleet                    fleetHold // the name's claim beyond this catalog, if any
+	// ready and counted serve the death counts (stats.go).
+	ready, counted atomic.Bool
+	// panicked is the first panic of a body, kept with its stack until
+	// the consumer's death logs it (stats.go); nil while none panicked.
+	panicked atomic.Pointer[panicRecord]
+	fleet    fleetHold // the name's claim beyond this catalog, if any
+}
+
+// panicRecord is a body's panic as the consumer's death logs it: the value,
+// in full, and the stack of the goroutine it unwound, as
+// runtime/debug.Stack formats it.
+type panicRecord struct {
+	value string
+	stack []byte
 }
 
 // hooks are a catalog's test hooks (export_test.go); nil outside tests, so
@@ -70,7 +83,6 @@ func (rt *route) retire() {
 		h.beforeRetire(rt.name)
 	}
 	rt.side.reg.UnregisterOwned(rt.name, rt.ref)
-	rt.side.book.UnregisterPlanOwned(rt.name, rt.ref)
 	rt.releaseFleet()
 	// Signal even when a listing or a lookup reclaimed the entry first:
 	// that reclaim moved the version but signalled nobody. A spurious
@@ -103,12 +115,18 @@ func (rt *route) admit(ctx context.Context) (*stripe, error) {
 }
 
 // finish ends a body that admit admitted. Deferred directly, it recovers a
-// panicking body: the caller gets ErrRoutePanicked and the consumer dies,
-// since its code unwound.
+// panicking body: the caller gets ErrRoutePanicked with a short quote of the
+// value, and the consumer dies, since its code unwound. The value and the
+// stack of the panicking goroutine, taken here while the body's frames are
+// still on it, go to the catalog's logger at the consumer's death (see
+// countDeath): the operator gets where, the caller only what.
 func (rt *route) finish(ctx context.Context, s *stripe, err *error) {
 	if p := recover(); p != nil {
-		rt.panicked.Store(true)
-		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(fmt.Sprint(p)))
+		v := fmt.Sprint(p)
+		// The first panic is the one that killed the consumer; bodies
+		// panicking after it, already admitted, add nothing to the log.
+		rt.panicked.CompareAndSwap(nil, &panicRecord{value: v, stack: debug.Stack()})
+		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(v))
 		rt.release()
 	}
 	rt.gate.exit(s)
@@ -184,14 +202,14 @@ func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (Con
 	if c.hooks != nil && c.hooks.afterLookup != nil {
 		c.hooks.afterLookup(uri)
 	}
-	return c.readRoute(ctx, &c.resources, rt, Read{URI: uri}, credential)
+	return c.readRoute(ctx, rt, Read{URI: uri}, credential)
 }
 
-// readRoute reads read.URI through rt, a route of side s that was found
+// readRoute reads read.URI through rt, a route that was found
 // for it (by its URI, or by a template that matches it): the guard, the
 // gate, then the reader on the caller's goroutine.
-func (c *Catalog) readRoute(ctx context.Context, s *side, rt *route, read Read, credential string) (res Contents, err error) {
-	if err := c.guard(ctx, s, rt, credential, &read.Principal); err != nil {
+func (c *Catalog) readRoute(ctx context.Context, rt *route, read Read, credential string) (res Contents, err error) {
+	if err := c.guard(ctx, rt, credential, &read.Principal); err != nil {
 		return Contents{}, c.refused(ctx, err)
 	}
 	if c.hooks != nil && c.hooks.beforeAdmit != nil {
@@ -220,7 +238,7 @@ func (c *Catalog) resolve(ctx context.Context, s *side, name, credential string,
 	if c.hooks != nil && c.hooks.afterLookup != nil {
 		c.hooks.afterLookup(name)
 	}
-	if err := c.guard(ctx, s, rt, credential, pr); err != nil {
+	if err := c.guard(ctx, rt, credential, pr); err != nil {
 		return nil, err
 	}
 	if c.hooks != nil && c.hooks.beforeAdmit != nil {
@@ -230,40 +248,54 @@ func (c *Catalog) resolve(ctx context.Context, s *side, name, credential string,
 }
 
 // guard binds the request to the owner of the entry it resolved: it is
-// checked against that owner's plan and no other, the copy the route took
-// when its owner registered it. Within the window in which the gate can
-// admit a call (the owner alive, Stop not begun), the Book holds exactly
-// that plan for the name: a live owner's plan is kept against every other
-// start, and the owner's own plan leaves the Book only after its Stop has
-// closed the gate or its death has begun. So the copy decides as the Book
-// would, without a second map lookup on every call, and a plan that another
-// start wrote meanwhile can never judge this owner's calls. Only a route
-// whose owner registered no plan at all falls under the missing-plan mode,
-// and only while the Book holds no plan for the name.
+// checked against the plan in that entry and no other, since the entry
+// carries its owner's plan and a name holds one entry. So a plan that
+// another start wrote can never judge this owner's calls, a failed
+// duplicate start never wrote one, and a dead owner's plan grants nothing,
+// since its entry no longer resolves and its gate admits nobody. A route
+// whose owner registered no plan falls under Config.MissingPlan: denied
+// with ErrNoPlan by default.
 //
 // A public plan, the common case, is decided here without building a
 // principal: *pr stays the zero Principal.
-func (c *Catalog) guard(ctx context.Context, s *side, rt *route, credential string, pr *bindsec.Principal) error {
+func (c *Catalog) guard(ctx context.Context, rt *route, credential string, pr *bindsec.Principal) error {
 	if !rt.planned {
-		if _, _, ok := s.book.Lookup(rt.name); ok {
-			return rt.gone()
+		if c.missing == bindsec.PassThrough {
+			return nil
 		}
-		_, err := s.book.MissingPlan(rt.name)
-		return err
+		return &planError{rt.side.kind, rt.name, bindsec.ErrNoPlan}
 	}
 	if rt.plan.Public {
 		return nil
 	}
 	var err error
-	if *pr, err = s.book.Check(ctx, rt.name, rt.plan, credential, c.auth); err != nil && !rt.current() {
-		// Denied by the plan of a route that has left the name since
-		// the lookup: the route is gone, and the caller should retry
-		// rather than look for other credentials, since the name may
-		// have a successor with another plan.
-		return rt.gone()
+	if *pr, err = rt.plan.Check(ctx, credential, c.auth); err != nil {
+		if !rt.current() {
+			// Denied by the plan of a route that has left the name since
+			// the lookup: the route is gone, and the caller should retry
+			// rather than look for other credentials, since the name may
+			// have a successor with another plan.
+			return rt.gone()
+		}
+		return &planError{rt.side.kind, rt.name, err}
 	}
-	return err
+	return nil
 }
+
+// planError is a refusal by a route's plan (or for its lack of one), which
+// a busy server meets often (every call with a bad credential): one small
+// allocation, and the name is quoted (and truncated) only if the message
+// is read.
+type planError struct {
+	kind Kind
+	name string
+	err  error
+}
+
+func (e *planError) Error() string {
+	return "catalog: " + string(e.kind) + " " + quote.Name(e.name) + ": " + e.err.Error()
+}
+func (e *planError) Unwrap() error { return e.err }
 
 // current reports whether the name still resolves to rt. A denial, not a
 // hot path, pays for its second lookup.

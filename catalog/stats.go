@@ -103,17 +103,21 @@ func classify(ctx context.Context, err error) outcome {
 	return outHandlerError
 }
 
-// countDeath counts a started consumer's death, once, by its path, and
-// warns of a drop: a consumer whose token was lost without Stop is almost
-// always its caller's bug.
+// countDeath counts a started consumer's death, once, by its path; logs a
+// panic that killed it at Error, with the value and the stack the recovery
+// kept; and warns of a drop: a consumer whose token was lost without Stop
+// is almost always its caller's bug. It runs on the reclaim's goroutine or
+// at the end of a start, never on a caller's path.
 func (rt *route) countDeath() {
 	if rt.counted.Swap(true) {
 		return
 	}
 	path := 0 // stop
-	switch {
-	case rt.panicked.Load():
+	switch p := rt.panicked.Load(); {
+	case p != nil:
 		path = 2
+		rt.cat.log.Error("catalog: a route body panicked; its consumer died",
+			"kind", rt.side.kind, "name", quote.Name(rt.name), "panic", p.value, "stack", string(p.stack))
 	case rt.ref.Cause() == owner.Cancelled:
 		path = 1
 	case rt.ref.Cause() == owner.Dropped:

@@ -21,7 +21,7 @@ type updates struct {
 // the update and sends it from a goroutine of its own. Safe for concurrent
 // use; cancel is idempotent.
 func (c *Catalog) OnResourceUpdated(fn func(uri string)) (cancel func()) {
-	u := &c.surf.subs
+	u := &c.subs
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.fns == nil {
@@ -52,7 +52,7 @@ func (k *Consumer) Updated() error {
 	if cur, _, ok := rt.side.reg.Lookup(rt.name); !ok || cur != rt {
 		return fmt.Errorf("catalog: resource %q: publish an update: %w", rt.name, ErrDeadOwner)
 	}
-	u := &rt.cat.surf.subs
+	u := &rt.cat.subs
 	u.mu.Lock()
 	fns := make([]func(string), 0, len(u.fns))
 	for _, fn := range u.fns {
@@ -79,7 +79,7 @@ func (c *Catalog) ResourceOwner(uri string) (owner.Ref, bool) {
 	if _, o, ok := c.resources.reg.Lookup(uri); ok {
 		return o, true
 	}
-	if tr, _ := c.surf.index.match(c, uri); tr != nil {
+	if tr, _ := c.index.match(c, uri); tr != nil {
 		return tr.rt.ref, true
 	}
 	return owner.Ref{}, false

@@ -188,7 +188,7 @@ func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate,
 	if rd == nil {
 		return fail(fmt.Errorf("%w: nil reader", ErrInvalidRoute))
 	}
-	if c.surf.templatesOff {
+	if c.templateView.off {
 		return fail(fmt.Errorf("%w: this catalog holds no resource templates", ErrCapReached))
 	}
 	key, tmpl, err := parseTemplate(t.URITemplate)
@@ -201,27 +201,25 @@ func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate,
 	}
 	rt := &route{resource: Resource{URI: t.URITemplate, Name: t.Name, Description: t.Description, MIMEType: t.MIMEType}, read: rd}
 	tr := &templateRoute{rt: rt, tpl: t, tmpl: tmpl, rawTmpl: rawTmpl, key: key, literal: literalBytes(t.URITemplate)}
-	rt.ext = tr
+	rt.template = tr
 	tr.prefix, tr.lits, tr.endsLit = literalPieces(t.URITemplate)
 	opts, tr.complete = takeCompleter(opts)
 	// In the index before the start: a read right after Start returns must
 	// match it. Until it is ready the registry check in match skips it.
-	c.surf.index.add(tr)
-	k, err := c.start(ctx, &c.surf.templates, key, p, rt, opts)
+	c.index.add(tr)
+	k, err := c.start(ctx, &c.templates, key, p, rt, opts)
 	if err != nil {
-		c.surf.index.remove(tr)
+		c.index.remove(tr)
 		return nil, err
 	}
 	rt.ref.AfterDeath(func() {
-		if h := c.surf.beforeUnindex; h != nil {
+		if h := c.beforeUnindex; h != nil {
 			h()
 		}
-		c.surf.index.remove(tr)
+		c.index.remove(tr)
 	})
 	return k, nil
 }
-
-func templateOf(rt *route) *templateRoute { return rt.ext.(*templateRoute) }
 
 // ReadURI reads uri as resources/read does. A live fixed resource with
 // that URI wins (ReadResource); otherwise the live templates that match it
@@ -256,9 +254,9 @@ func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents
 		if c.hooks != nil && c.hooks.afterLookup != nil {
 			c.hooks.afterLookup(uri)
 		}
-		return c.readRoute(ctx, &c.resources, rt, Read{URI: uri}, credential)
+		return c.readRoute(ctx, rt, Read{URI: uri}, credential)
 	}
-	tr, vars := c.surf.index.match(c, uri)
+	tr, vars := c.index.match(c, uri)
 	if tr == nil {
 		return Contents{}, c.refused(ctx, &unknownError{ErrUnknownResource, uri})
 	}
@@ -266,36 +264,14 @@ func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents
 		return Contents{}, c.refused(ctx, err)
 	}
 	read := Read{URI: uri, Vars: vars, RawVars: tr.rawVars(uri, vars)}
-	res, err := c.readRoute(ctx, &c.surf.templates, tr.rt, read, credential)
+	res, err := c.readRoute(ctx, tr.rt, read, credential)
 	if err == nil && res.MIMEType == "" {
 		res.MIMEType = tr.tpl.MIMEType
 	}
 	return res, err
 }
 
-// ListResourceTemplates returns the live, ready templates sorted by key
-// (the template with every variable named "_"), under the sharing rule
-// of ListTools.
-func (c *Catalog) ListResourceTemplates() []ResourceTemplate {
-	return project(c.surf.templates.reg.ListReady(), &c.surf.templateList, templateDesc)
-}
-
-// ResourceTemplatesPage is ToolsPage for templates
-// (resources/templates/list), in ListResourceTemplates' order.
-func (c *Catalog) ResourceTemplatesPage(cursor string, limit int) ([]ResourceTemplate, string, error) {
-	return page(c.surf.templates.reg, cursor, limit, templateDesc)
-}
-
-func templateDesc(rt *route) ResourceTemplate { return templateOf(rt).tpl }
-
-// HoldsResourceTemplates reports whether the catalog can hold templates
-// at all (Config.MaxTemplates is not negative).
-func (c *Catalog) HoldsResourceTemplates() bool { return !c.surf.templatesOff }
-
-// TemplatesVersion is Version for resource templates alone. MCP has no
-// list_changed of their own: a server sends resources list_changed when
-// it moves.
-func (c *Catalog) TemplatesVersion() uint64 { return c.surf.templates.reg.Version() }
+func templateDesc(rt *route) ResourceTemplate { return rt.template.tpl }
 
 // templateIndex finds the templates that may match a URI without looking
 // at the others: it groups them by literal prefix (the text before the
@@ -390,7 +366,7 @@ func (x *templateIndex) match(c *Catalog, uri string) (*templateRoute, map[strin
 			// before its start has set it up, and the registry hands out
 			// only a ready route of a live owner, its lookup ordered after
 			// the start that made it ready.
-			if rt, _, ok := c.surf.templates.reg.Lookup(t.key); !ok || rt != t.rt {
+			if rt, _, ok := c.templates.reg.Lookup(t.key); !ok || rt != t.rt {
 				continue
 			}
 			v := t.tmpl.Match(uri)

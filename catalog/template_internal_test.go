@@ -8,12 +8,12 @@ import (
 
 // IndexedTemplates returns the templates the read index holds, dead ones
 // not yet removed included.
-func (c *Catalog) IndexedTemplates() int { return c.surf.index.size() }
+func (c *Catalog) IndexedTemplates() int { return c.index.size() }
 
 // SetBeforeUnindexHook makes fn run before a dead owner's template leaves
 // the read index: a test holds the entry there, as it stands in the window
 // before the catalog notices the death. Set it before templates start.
-func (c *Catalog) SetBeforeUnindexHook(fn func()) { c.surf.beforeUnindex = fn }
+func (c *Catalog) SetBeforeUnindexHook(fn func()) { c.beforeUnindex = fn }
 
 // The registry key of a template equates exactly the templates that
 // uritemplate.Equals, without CompareVarname, equates: those that differ

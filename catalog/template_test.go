@@ -178,18 +178,18 @@ func TestTemplateOwnerDiesBeforeAdmission(t *testing.T) {
 
 func TestListResourceTemplates(t *testing.T) {
 	c := newCatalog(t, catalog.Config{MaxTemplates: 2})
-	v := c.TemplatesVersion()
+	v := c.Templates().Version()
 	startTemplate(t, c, bg, "test://b/{x}", tag("b", nil))
 	startTemplate(t, c, bg, "test://a/{x}", tag("a", nil))
-	assert.Greater(t, c.TemplatesVersion(), v)
+	assert.Greater(t, c.Templates().Version(), v)
 	var got []string
-	for _, tpl := range c.ListResourceTemplates() {
+	for _, tpl := range c.Templates().List() {
 		got = append(got, tpl.URITemplate)
 	}
 	assert.Equal(t, []string{"test://a/{x}", "test://b/{x}"}, got)
 	_, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: "test://c/{x}"}, public, tag("c", nil))
 	require.ErrorIs(t, err, catalog.ErrCapReached)
-	page, next, err := c.ResourceTemplatesPage("", 1)
+	page, next, err := c.Templates().Page("", 1)
 	require.NoError(t, err)
 	require.Len(t, page, 1)
 	assert.NotEmpty(t, next)

@@ -45,7 +45,7 @@ func TestURILimit(t *testing.T) {
 			assert.Less(t, len(err.Error()), 200, "the error does not quote the URI")
 			_, ok := c.ResourceOwner(uri)
 			assert.False(t, ok)
-			_, err = c.CompleteTemplate(bg, uri, "id", "", nil, "")
+			_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: uri, Argument: "id"})
 			require.ErrorIs(t, err, tt.want)
 		})
 	}

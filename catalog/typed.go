@@ -7,6 +7,8 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/livereg/livereg/bindsec"
 )
 
 // TypedHandler is a typed tool's body: it gets the call's arguments decoded
@@ -16,9 +18,9 @@ import (
 // (package mcpserve sends it to the model as a tool error).
 type TypedHandler[In, Out any] func(ctx context.Context, c Call, in In) (Out, error)
 
-// TypedTool returns the Tool and ToolHandler that StartTool takes for a tool
-// whose arguments are an In and whose output is an Out, the way the MCP Go
-// SDK's AddTool does:
+// StartTypedTool starts, in one call, a consumer of cat serving tool t under
+// plan p, whose arguments are an In and whose output is an Out, as the MCP
+// Go SDK's AddTool does; it is StartTool with a handler built from h:
 //
 //   - t.InputSchema, if empty, is inferred from In, and t.OutputSchema, if
 //     empty, from Out, with github.com/google/jsonschema-go (struct fields
@@ -26,8 +28,8 @@ type TypedHandler[In, Out any] func(ctx context.Context, c Call, in In) (Out, er
 //     given in t wins. Out = any declares no output schema.
 //   - In (or what it points to) must infer to an object: a struct or a
 //     map with string keys; so must Out, unless it is any. Otherwise, or
-//     for a type with no schema (a channel, a func), TypedTool returns
-//     ErrInvalidRoute and the tool cannot start.
+//     for a type with no schema (a channel, a func), StartTypedTool returns
+//     ErrInvalidRoute and nothing is started.
 //   - The handler fills in the input schema's defaults for the properties
 //     the arguments leave out (see schema.go's comment on defaults; an
 //     inferred schema has none, so give a schema with "default" by hand),
@@ -37,11 +39,22 @@ type TypedHandler[In, Out any] func(ctx context.Context, c Call, in In) (Out, er
 //     JSON as a text item, for clients that predate structured content.
 //     CallTool checks it against the output schema.
 //
-// TypedTool infers the schemas once; the handler costs a decoding of the
-// arguments and an encoding of the output per call, and, when the input
-// schema declares defaults, a decoding and an encoding more to fill them
-// in. It is safe for concurrent use, and the handler as much as h is.
-func TypedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler, error) {
+// The schemas are inferred once, at start; a call costs a decoding of the
+// arguments and an encoding of the output, and, when the input schema
+// declares defaults, a decoding and an encoding more to fill them in. Start
+// errors and options are StartTool's. It is safe for concurrent use, and
+// calls to the tool are as safe as h is.
+func StartTypedTool[In, Out any](ctx context.Context, cat *Catalog, t Tool, p bindsec.Plan, h TypedHandler[In, Out], opts ...StartOption) (*Consumer, error) {
+	t, body, err := typedTool(t, h)
+	if err != nil {
+		return nil, err
+	}
+	return cat.StartTool(ctx, t, p, body, opts...)
+}
+
+// typedTool returns the Tool and ToolHandler that StartTool takes for
+// StartTypedTool's t and h.
+func typedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler, error) {
 	fail := func(err error) (Tool, ToolHandler, error) {
 		return Tool{}, nil, fmt.Errorf("catalog: typed tool %q: %w: %w", t.Name, ErrInvalidRoute, err)
 	}
@@ -106,7 +119,7 @@ func TypedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler,
 			return Result{}, fmt.Errorf("catalog: tool %q: encoding its output: %w", c.Name, err)
 		}
 		return Result{
-			Content:           []Content{{Type: "text", Text: string(raw)}},
+			Content:           []Content{{Type: TypeText, Text: string(raw)}},
 			StructuredContent: json.RawMessage(raw),
 		}, nil
 	}

@@ -31,7 +31,7 @@ func add(_ context.Context, _ catalog.Call, in addIn) (addOut, error) {
 // with the same JSON as text, and bad arguments never reach the body.
 func TestTypedToolInfersSchemasAndFillsStructuredContent(t *testing.T) {
 	var runs atomic.Int64
-	tool, h, err := catalog.TypedTool(catalog.Tool{Name: "add"}, func(ctx context.Context, c catalog.Call, in addIn) (addOut, error) {
+	tool, h, err := catalog.TypedToolOf(catalog.Tool{Name: "add"}, func(ctx context.Context, c catalog.Call, in addIn) (addOut, error) {
 		runs.Add(1)
 		return add(ctx, c, in)
 	})
@@ -43,7 +43,7 @@ func TestTypedToolInfersSchemasAndFillsStructuredContent(t *testing.T) {
 	k, err := c.StartTool(bg, tool, public, h)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = k.Stop(bg) })
-	assert.Equal(t, tool.InputSchema, c.ListTools()[0].InputSchema, "listed with the inferred schema")
+	assert.Equal(t, tool.InputSchema, c.Tools().List()[0].InputSchema, "listed with the inferred schema")
 
 	res, err := c.CallTool(bg, "add", json.RawMessage(`{"a":2,"b":3}`), "")
 	require.NoError(t, err)
@@ -62,7 +62,7 @@ func TestTypedToolInfersSchemasAndFillsStructuredContent(t *testing.T) {
 func TestTypedToolHandSchemaWins(t *testing.T) {
 	in := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","maximum":10}}}`)
 	out := json.RawMessage(`{"type":"object"}`)
-	tool, _, err := catalog.TypedTool(catalog.Tool{Name: "add", InputSchema: in, OutputSchema: out}, add)
+	tool, _, err := catalog.TypedToolOf(catalog.Tool{Name: "add", InputSchema: in, OutputSchema: out}, add)
 	require.NoError(t, err)
 	assert.Equal(t, in, tool.InputSchema)
 	assert.Equal(t, out, tool.OutputSchema)
@@ -80,27 +80,27 @@ func TestTypedToolRefusesTypesWithoutASchema(t *testing.T) {
 		make func() error
 	}{
 		{"channel input", func() error {
-			_, _, err := catalog.TypedTool(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, chan int) (addOut, error) { return addOut{}, nil })
+			_, _, err := catalog.TypedToolOf(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, chan int) (addOut, error) { return addOut{}, nil })
 			return err
 		}},
 		{"func field", func() error {
-			_, _, err := catalog.TypedTool(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, noSchema) (addOut, error) { return addOut{}, nil })
+			_, _, err := catalog.TypedToolOf(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, noSchema) (addOut, error) { return addOut{}, nil })
 			return err
 		}},
 		{"func output", func() error {
-			_, _, err := catalog.TypedTool(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, addIn) (func(), error) { return nil, nil })
+			_, _, err := catalog.TypedToolOf(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, addIn) (func(), error) { return nil, nil })
 			return err
 		}},
 		{"integer input", func() error {
-			_, _, err := catalog.TypedTool(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, int) (addOut, error) { return addOut{}, nil })
+			_, _, err := catalog.TypedToolOf(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, int) (addOut, error) { return addOut{}, nil })
 			return err
 		}},
 		{"string output", func() error {
-			_, _, err := catalog.TypedTool(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, addIn) (string, error) { return "", nil })
+			_, _, err := catalog.TypedToolOf(catalog.Tool{Name: "t"}, func(context.Context, catalog.Call, addIn) (string, error) { return "", nil })
 			return err
 		}},
 		{"nil handler", func() error {
-			_, _, err := catalog.TypedTool[addIn, addOut](catalog.Tool{Name: "t"}, nil)
+			_, _, err := catalog.TypedToolOf[addIn, addOut](catalog.Tool{Name: "t"}, nil)
 			return err
 		}},
 	}
@@ -123,12 +123,12 @@ func TestTypedToolOutputs(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = k.Stop(bg) })
 	}
-	start(catalog.TypedTool(catalog.Tool{Name: "nilptr"}, func(context.Context, catalog.Call, struct{}) (*addOut, error) { return nil, nil }))
+	start(catalog.TypedToolOf(catalog.Tool{Name: "nilptr"}, func(context.Context, catalog.Call, struct{}) (*addOut, error) { return nil, nil }))
 	res, err := c.CallTool(bg, "nilptr", nil, "")
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"sum":0}`, string(res.StructuredContent.(json.RawMessage)))
 
-	tool, h, err := catalog.TypedTool(catalog.Tool{Name: "untyped"}, func(context.Context, catalog.Call, any) (any, error) { return nil, nil })
+	tool, h, err := catalog.TypedToolOf(catalog.Tool{Name: "untyped"}, func(context.Context, catalog.Call, any) (any, error) { return nil, nil })
 	assert.Empty(t, tool.OutputSchema)
 	start(tool, h, err)
 	res, err = c.CallTool(bg, "untyped", json.RawMessage(`{"anything":true}`), "")
@@ -136,12 +136,12 @@ func TestTypedToolOutputs(t *testing.T) {
 	assert.Nil(t, res.StructuredContent)
 
 	boom := errors.New("boom")
-	start(catalog.TypedTool(catalog.Tool{Name: "fails"}, func(context.Context, catalog.Call, addIn) (addOut, error) { return addOut{}, boom }))
+	start(catalog.TypedToolOf(catalog.Tool{Name: "fails"}, func(context.Context, catalog.Call, addIn) (addOut, error) { return addOut{}, boom }))
 	_, err = c.CallTool(bg, "fails", json.RawMessage(`{"a":1,"b":1}`), "")
 	assert.ErrorIs(t, err, boom)
 
 	// A schema by hand that accepts what In cannot hold.
-	start(catalog.TypedTool(catalog.Tool{Name: "mismatch", InputSchema: json.RawMessage(`{"type":"object"}`)}, add))
+	start(catalog.TypedToolOf(catalog.Tool{Name: "mismatch", InputSchema: json.RawMessage(`{"type":"object"}`)}, add))
 	_, err = c.CallTool(bg, "mismatch", json.RawMessage(`{"a":"one"}`), "")
 	assert.ErrorIs(t, err, catalog.ErrInvalidArguments)
 }
@@ -200,7 +200,7 @@ func TestTypedToolAppliesSchemaDefaults(t *testing.T) {
 		"big":{"type":"integer"},
 		"opts":{"type":"object","properties":{"loud":{"type":"boolean","default":true},"mark":{"type":"string","default":"!"}}}}}`)
 	got := make(chan defaultsIn, 1)
-	tool, h, err := catalog.TypedTool(catalog.Tool{Name: "defaults", InputSchema: schema},
+	tool, h, err := catalog.TypedToolOf(catalog.Tool{Name: "defaults", InputSchema: schema},
 		func(_ context.Context, _ catalog.Call, in defaultsIn) (any, error) { got <- in; return nil, nil })
 	require.NoError(t, err)
 	c := newCatalog(t, catalog.Config{})
@@ -232,6 +232,28 @@ func TestTypedToolAppliesSchemaDefaults(t *testing.T) {
 
 	// A default its property's schema refuses stops the tool at
 	// construction.
-	_, _, err = catalog.TypedTool(catalog.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","default":"x"}}}`)}, add)
+	_, _, err = catalog.TypedToolOf(catalog.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","default":"x"}}}`)}, add)
 	assert.ErrorIs(t, err, catalog.ErrInvalidRoute)
+}
+
+// StartTypedTool starts the typed tool in one call: it lists with the
+// inferred schemas and answers with structured content; a type without a
+// schema starts nothing.
+func TestStartTypedTool(t *testing.T) {
+	c := newCatalog(t, catalog.Config{})
+	k, err := catalog.StartTypedTool(bg, c, catalog.Tool{Name: "add"}, public, add)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = k.Stop(bg) })
+	listed := c.Tools().List()
+	require.Len(t, listed, 1)
+	assert.Contains(t, string(listed[0].InputSchema), `"a"`)
+	assert.Contains(t, string(listed[0].OutputSchema), `"sum"`)
+	res, err := c.CallTool(bg, "add", json.RawMessage(`{"a":2,"b":3}`), "")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"sum":5}`, string(res.StructuredContent.(json.RawMessage)))
+
+	_, err = catalog.StartTypedTool(bg, c, catalog.Tool{Name: "bad"}, public,
+		func(context.Context, catalog.Call, chan int) (addOut, error) { return addOut{}, nil })
+	require.ErrorIs(t, err, catalog.ErrInvalidRoute)
+	assert.Equal(t, 1, c.Stats().ToolSlots, "nothing started")
 }

@@ -47,9 +47,17 @@ type Call struct {
 	// ReportProgress).
 }
 
-// Content is one item of a tool result. Type is "text", "image", "audio" or
-// "resource"; Text goes with text, Data and MIMEType with image and audio,
-// Resource with resource.
+// The values of Content.Type: the MCP content types a catalog carries.
+const (
+	TypeText     = "text"     // Text
+	TypeImage    = "image"    // Data and MIMEType
+	TypeAudio    = "audio"    // Data and MIMEType
+	TypeResource = "resource" // Resource
+)
+
+// Content is one item of a tool result or a prompt message. Type is one of
+// TypeText, TypeImage, TypeAudio and TypeResource, and says which of the
+// other fields hold the item.
 type Content struct {
 	Type     string
 	Text     string
@@ -68,7 +76,7 @@ type Result struct {
 
 // TextResult is a Result with a single text item.
 func TextResult(text string) Result {
-	return Result{Content: []Content{{Type: "text", Text: text}}}
+	return Result{Content: []Content{{Type: TypeText, Text: text}}}
 }
 
 // ErrorResult is a Result with IsError set and a single text item.

@@ -6,6 +6,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/livereg/livereg/catalog"
 )
 
 // put writes a claim's key, with val, on lease, only if the key does not
@@ -31,7 +33,7 @@ import (
 // or dies on a live replica frees it with its release, one Txn after the
 // death; a crashed or partitioned replica's keys hold their slots until
 // its lease expires (Config.TTL, and the server's detection).
-func (r *Replica) put(ctx context.Context, kind, key, val string, lease clientv3.LeaseID) (rev int64, refused error, err error) {
+func (r *Replica) put(ctx context.Context, kind catalog.Kind, key, val string, lease clientv3.LeaseID) (rev int64, refused error, err error) {
 	absent := clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
 	write := clientv3.OpPut(key, val, clientv3.WithLease(lease))
 	if r.cfg.Cap == 0 {

@@ -22,7 +22,7 @@ type Record struct {
 	// route; empty when it advertises none.
 	Endpoint string        `json:"endpoint,omitempty"`
 	Owner    uint64        `json:"owner"`
-	Kind     string        `json:"kind"`
+	Kind     catalog.Kind  `json:"kind"`
 	Tool     *ToolDesc     `json:"tool,omitempty"`
 	Resource *ResourceDesc `json:"resource,omitempty"`
 	// MAC authenticates the rest, the key and the lease (base64url,
@@ -56,8 +56,13 @@ type ResourceDesc struct {
 // path-escaped
 // so that a URI's slashes stay inside one segment and distinct names make
 // distinct keys. A key over MaxKeyBytes, or an unknown kind, gives
-// catalog.ErrInvalidName.
+// catalog.ErrInvalidName. kind is a catalog.Kind's value; its callers in
+// package mcpserve and the cmd module still name it as a plain string.
 func (r *Replica) Key(kind, name string) (string, error) {
+	return r.key(catalog.Kind(kind), name)
+}
+
+func (r *Replica) key(kind catalog.Kind, name string) (string, error) {
 	dir, err := r.dir(kind)
 	if err != nil {
 		return "", err
@@ -73,15 +78,15 @@ func (r *Replica) Key(kind, name string) (string, error) {
 }
 
 // dir returns the directory of kind's keys, "/" included.
-func (r *Replica) dir(kind string) (string, error) {
+func (r *Replica) dir(kind catalog.Kind) (string, error) {
 	switch kind {
-	case "tool":
+	case catalog.KindTool:
 		return r.cfg.Prefix + "/tools/", nil
-	case "resource":
+	case catalog.KindResource:
 		return r.cfg.Prefix + "/resources/", nil
-	case "prompt":
+	case catalog.KindPrompt:
 		return r.cfg.Prefix + "/prompts/", nil
-	case "resource template":
+	case catalog.KindTemplate:
 		return r.cfg.Prefix + "/templates/", nil
 	}
 	return "", fmt.Errorf("%w: unknown kind %q", errInvalidName, kind)
@@ -123,7 +128,7 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 	if r == nil {
 		return nil, ErrClosed
 	}
-	key, err := r.Key(cl.Kind, cl.Name)
+	key, err := r.key(catalog.Kind(cl.Kind), cl.Name)
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: claim: %w", err)
 	}
@@ -143,7 +148,7 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 	}
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.OpTimeout)
 	defer cancel()
-	rev, refused, err := r.put(tctx, cl.Kind, key, val, s.Lease())
+	rev, refused, err := r.put(tctx, catalog.Kind(cl.Kind), key, val, s.Lease())
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return nil, wrap(fmt.Errorf("%w: %w", ErrSessionLost, err))
@@ -177,15 +182,15 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release,
 }
 
 func (r *Replica) record(cl catalog.Claim) Record {
-	rec := Record{Replica: r.cfg.Replica, Endpoint: r.cfg.Advertise, Owner: cl.Owner.ID(), Kind: cl.Kind}
+	rec := Record{Replica: r.cfg.Replica, Endpoint: r.cfg.Advertise, Owner: cl.Owner.ID(), Kind: catalog.Kind(cl.Kind)}
 	// Prompts and templates are claimed, so that their names are one
 	// namespace fleet-wide, but carry no description: the View lists
 	// tools and fixed resources only.
-	switch cl.Kind {
-	case "tool":
+	switch rec.Kind {
+	case catalog.KindTool:
 		t := cl.Tool
 		rec.Tool = &ToolDesc{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema}
-	case "resource":
+	case catalog.KindResource:
 		d := cl.Resource
 		rec.Resource = &ResourceDesc{URI: d.URI, Name: d.Name, Description: d.Description, MIMEType: d.MIMEType}
 	}

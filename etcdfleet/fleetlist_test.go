@@ -15,7 +15,7 @@ import (
 
 // listed reports whether c's catalog lists tool name.
 func listed(c *catalog.Catalog, name string) bool {
-	return slices.ContainsFunc(c.ListTools(), func(t catalog.Tool) bool { return t.Name == name })
+	return slices.ContainsFunc(c.Tools().List(), func(t catalog.Tool) bool { return t.Name == name })
 }
 
 // waitListed waits, within patience, until cond holds for c's listing,
@@ -38,7 +38,7 @@ func waitListedWithin(t *testing.T, c *catalog.Catalog, d time.Duration, what st
 		select {
 		case <-ch:
 		case <-deadline:
-			t.Fatalf("catalog: %s: not after %v; tools %v", what, d, c.ListTools())
+			t.Fatalf("catalog: %s: not after %v; tools %v", what, d, c.Tools().List())
 		}
 	}
 }
@@ -58,7 +58,7 @@ func TestCatalogListsTheFleet(t *testing.T) {
 	waitListed(t, b.cat, "a's tools listed on b", func() bool {
 		return listed(b.cat, "stopped") && listed(b.cat, "cancelled") && listed(b.cat, "mine")
 	})
-	if got := b.cat.ListTools(); !slices.IsSortedFunc(got, func(x, y catalog.Tool) int { return cmp.Compare(x.Name, y.Name) }) {
+	if got := b.cat.Tools().List(); !slices.IsSortedFunc(got, func(x, y catalog.Tool) int { return cmp.Compare(x.Name, y.Name) }) {
 		t.Fatalf("b's listing is not sorted: %v", got)
 	}
 	waitListed(t, a.cat, "b's tool listed on a", func() bool { return listed(a.cat, "mine") })
@@ -67,7 +67,7 @@ func TestCatalogListsTheFleet(t *testing.T) {
 	// the view has applied it, the catalog follows at once (promptly): a
 	// delete that did not move the view's version leaves the catalog's
 	// merged listing as it was.
-	v := b.cat.ToolsVersion()
+	v := b.cat.Tools().Version()
 	if err := stopped.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +76,8 @@ func TestCatalogListsTheFleet(t *testing.T) {
 	cancel()
 	waitView(t, b.View(), "a's cancelled tool gone from b's view", func() bool { return !viewHas(b.View(), "cancelled") })
 	waitListedWithin(t, b.cat, promptly, "a's cancelled tool gone from b", func() bool { return !listed(b.cat, "cancelled") })
-	if b.cat.ToolsVersion() <= v {
-		t.Fatalf("b's tools version did not move: %d, then %d", v, b.cat.ToolsVersion())
+	if b.cat.Tools().Version() <= v {
+		t.Fatalf("b's tools version did not move: %d, then %d", v, b.cat.Tools().Version())
 	}
 
 	a.mustStart(t, life, "crashed")
@@ -130,10 +130,10 @@ func TestServerNotifiesRemoteDeath(t *testing.T) {
 	// The death reaches b's view from etcd in its own time (patience); the
 	// catalog's version moves with the view, and the notification follows
 	// within its window (promptly).
-	v := b.cat.ToolsVersion()
+	v := b.cat.Tools().Version()
 	cancel()
 	waitView(t, b.View(), "a's dead tool gone from b's view", func() bool { return !viewHas(b.View(), "remote") })
-	waitListedWithin(t, b.cat, promptly, "b's tools version moved with the remote delete", func() bool { return b.cat.ToolsVersion() > v })
+	waitListedWithin(t, b.cat, promptly, "b's tools version moved with the remote delete", func() bool { return b.cat.Tools().Version() > v })
 	select {
 	case <-changed:
 	case <-time.After(promptly):

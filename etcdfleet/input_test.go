@@ -109,7 +109,7 @@ func TestNameTooLongForAKey(t *testing.T) {
 	if resp.Count != 0 {
 		t.Fatalf("%d keys claimed", resp.Count)
 	}
-	if n := len(a.cat.ListResources()); n != 0 {
+	if n := len(a.cat.Resources().List()); n != 0 {
 		t.Fatalf("%d resources listed", n)
 	}
 	// The catalog is unharmed: a short URI starts.

@@ -44,7 +44,7 @@ func TestPromptsAndTemplatesClaimedFleetWide(t *testing.T) {
 	if _, err := b.cat.StartResourceTemplate(life, catalog.ResourceTemplate{URITemplate: "fs://{other}/x", Name: "x"}, public, reader); !errors.Is(err, catalog.ErrDuplicate) {
 		t.Fatalf("b: start template held on a (other variable name): %v, want ErrDuplicate", err)
 	}
-	if n, m := len(b.cat.ListTools()), len(b.cat.ListResources()); n != 0 || m != 0 {
+	if n, m := len(b.cat.Tools().List()), len(b.cat.Resources().List()); n != 0 || m != 0 {
 		t.Fatalf("b lists %d tools and %d resources for a's prompt and template", n, m)
 	}
 

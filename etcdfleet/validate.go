@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/shardreg"
 )
 
@@ -18,7 +19,7 @@ import (
 const DefaultPeerPath = "/fleet"
 
 // kinds maps a key's directory to the kind its records must name.
-var kinds = map[string]string{"tools": "tool", "resources": "resource", "prompts": "prompt", "templates": "resource template"}
+var kinds = map[string]catalog.Kind{"tools": catalog.KindTool, "resources": catalog.KindResource, "prompts": catalog.KindPrompt, "templates": catalog.KindTemplate}
 
 // peers is the parsed Config.Peers: the hosts a record's endpoint may
 // name. Immutable once built.
@@ -162,13 +163,13 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 		return bad("a key whose name is not canonically escaped")
 	}
 	if rec.Kind != kind {
-		return bad("kind %s in a %s key", quoted(rec.Kind), kind)
+		return bad("kind %s in a %s key", quoted(string(rec.Kind)), kind)
 	}
 	if rec.Replica == "" || len(rec.Replica) > maxReplicaBytes || !printable(rec.Replica) {
 		return bad("a replica name that is not printable UTF-8 of at most %d bytes", maxReplicaBytes)
 	}
 	switch kind {
-	case "tool":
+	case catalog.KindTool:
 		t := rec.Tool
 		switch {
 		case t == nil || rec.Resource != nil:
@@ -185,7 +186,7 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 		if len(t.OutputSchema) > 0 && !jsonObject(t.OutputSchema) {
 			return bad("outputSchema is not a JSON object")
 		}
-	case "resource":
+	case catalog.KindResource:
 		d := rec.Resource
 		switch {
 		case d == nil || rec.Tool != nil:
