@@ -296,9 +296,10 @@ func recordHistory(ep string, cli *clientv3.Client, seed uint64, p linParams) ([
 	for _, s := range slots {
 		wg.Go(func() {
 			for i := range p.ops {
-				h.pollLease(s)
-				var err error
+				// A lapse before the step, recorded before it starts.
+				err := h.pollLease(s)
 				switch {
+				case err != nil:
 				case !p.crashEarly || s.id != 0 || i > 2:
 					err = h.step(s)
 				case i < 2:
@@ -306,11 +307,14 @@ func recordHistory(ep string, cli *clientv3.Client, seed uint64, p linParams) ([
 				default:
 					err = h.crash(s)
 				}
+				if err == nil {
+					// A lapse shows after the step that met it.
+					err = h.pollLease(s)
+				}
 				if err != nil {
 					h.fail(fmt.Errorf("slot %d: %w", s.id, err))
 					return
 				}
-				h.pollLease(s)
 				if p.pace > 0 {
 					time.Sleep(time.Duration(s.rng.Int64N(int64(p.pace))))
 				}

@@ -2,6 +2,7 @@ package etcdfleet_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -42,17 +43,18 @@ func (l *linLease) reset(joining time.Time) {
 
 // pollLease records as expires the sessions the slot's replica lost since
 // the last poll that the test did not revoke. It counts a loss only once
-// the replica runs on a later lease: the replica revokes the lost lease
-// before it opens the next session, so by then the lost lease's keys are
-// gone, and the window ends after they went.
-func (h *linRecorder) pollLease(s *linSlot) {
+// the replica runs on a later lease, and once etcd no longer has the lease
+// the poll last saw: the replica's own revoke may have timed out, and then
+// the keys go only at the lease's expiry. The window ends after they went.
+// It costs a lease query per lease change.
+func (h *linRecorder) pollLease(s *linSlot) error {
 	began := time.Now()
 	// Losses first: a lease current after them was installed after each
 	// counted loss's revoke.
 	lost := s.r.SessionsLost()
 	cur := s.r.Lease()
 	if cur == clientv3.NoLease {
-		return // between sessions: the next one may be granted already
+		return nil // between sessions: the next one may be granted already
 	}
 	l := &s.lease
 	expected := 0
@@ -62,6 +64,9 @@ func (h *linRecorder) pollLease(s *linSlot) {
 		}
 	}
 	if n := lost - expected; n > l.recorded {
+		if err := h.waitLeaseGone(l.cur); err != nil {
+			return err
+		}
 		ret := time.Now()
 		for ; l.recorded < n; l.recorded++ {
 			h.lapsed.Add(1)
@@ -73,6 +78,27 @@ func (h *linRecorder) pollLease(s *linSlot) {
 		l.cur, l.since = cur, l.polled
 	}
 	l.polled = began
+	return nil
+}
+
+// waitLeaseGone waits, within patience, until etcd no longer has lease id.
+func (h *linRecorder) waitLeaseGone(id clientv3.LeaseID) error {
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	for {
+		ttl, err := h.cli.TimeToLive(ctx, id)
+		if err != nil {
+			return err
+		}
+		if ttl.TTL < 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("lease %x still alive after %v", id, patience)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // settleLease, at the end of a history, records the losses of the slot's
@@ -89,7 +115,9 @@ func (h *linRecorder) settleLease(s *linSlot) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	h.pollLease(s)
+	if err := h.pollLease(s); err != nil {
+		return err
+	}
 	l := &s.lease
 	ttl, err := h.cli.TimeToLive(ctx, l.cur)
 	if err != nil {
@@ -118,11 +146,15 @@ func TestLinearizableLapsedLease(t *testing.T) {
 	}
 	defer func() { _ = s.r.Close(context.Background()) }()
 	h.base = time.Now()
-	h.pollLease(s)
+	if err := h.pollLease(s); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.start(s, 0); err != nil {
 		t.Fatal(err)
 	}
-	h.pollLease(s)
+	if err := h.pollLease(s); err != nil {
+		t.Fatal(err)
+	}
 	old := s.r.Lease()
 	s.r.OrphanSession()
 	for deadline := time.Now().Add(patience); ; time.Sleep(10 * time.Millisecond) {
