@@ -54,6 +54,7 @@ type linRecorder struct {
 
 	owners atomic.Int32
 	reps   atomic.Int32
+	lapsed atomic.Int32 // leases lost without the test's expire
 
 	mu      sync.Mutex
 	ops     []porcupine.Operation
@@ -65,13 +66,14 @@ type linRecorder struct {
 // linSlot is the state of one slot's goroutine: its replica incarnation
 // and the consumers it started there and has not stopped or cancelled.
 type linSlot struct {
-	id   int
-	rep  int8
-	r    *etcdfleet.Replica
-	cat  *catalog.Catalog
-	held []linHeld // not stopped or cancelled
-	gone []linHeld // cancelled: dead, or about to be
-	rng  *rand.Rand
+	id    int
+	rep   int8
+	r     *etcdfleet.Replica
+	cat   *catalog.Catalog
+	held  []linHeld // not stopped or cancelled
+	gone  []linHeld // cancelled: dead, or about to be
+	lease linLease
+	rng   *rand.Rand
 }
 
 type linHeld struct {
@@ -90,7 +92,10 @@ func (h *linRecorder) fail(err error) {
 }
 
 func (h *linRecorder) record(slot int, in linInput, call time.Time, out linOutput) {
-	ret := time.Now()
+	h.recordAt(slot, in, call, time.Now(), out)
+}
+
+func (h *linRecorder) recordAt(slot int, in linInput, call, ret time.Time, out linOutput) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.ops = append(h.ops, porcupine.Operation{
@@ -108,6 +113,7 @@ func (h *linRecorder) incarnate(s *linSlot) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
+	s.lease.reset(time.Now())
 	r, err := etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: []string{h.ep}, Prefix: h.prefix, Token: fleetToken, TTL: time.Second, Cap: capacity, Replica: fmt.Sprintf("r%d", rep)})
 	if err != nil {
 		return err
@@ -224,6 +230,7 @@ func (h *linRecorder) expire(s *linSlot) error {
 		switch {
 		case err == nil:
 			out.out = outOK
+			s.lease.revoked[lease] = true
 		case !errors.Is(err, rpctypes.ErrLeaseNotFound):
 			return fmt.Errorf("revoke: %w", err)
 		}
@@ -265,8 +272,9 @@ func (h *linRecorder) get(s *linSlot, name int8) error {
 	return nil
 }
 
-// recordHistory records one history of p on a fresh prefix of ep.
-func recordHistory(ep string, cli *clientv3.Client, seed uint64, p linParams) ([]porcupine.Operation, error) {
+// recordHistory records one history of p on a fresh prefix of ep; it
+// returns the history and how many leases lapsed in it.
+func recordHistory(ep string, cli *clientv3.Client, seed uint64, p linParams) ([]porcupine.Operation, int, error) {
 	life, end := context.WithCancel(context.Background())
 	h := &linRecorder{ep: ep, cli: cli, prefix: fmt.Sprintf("/lin%d", seed), p: p, life: life}
 	defer func() {
@@ -280,7 +288,7 @@ func recordHistory(ep string, cli *clientv3.Client, seed uint64, p linParams) ([
 	for i := range slots {
 		slots[i] = &linSlot{id: i, rng: rand.New(rand.NewPCG(seed, uint64(i)))}
 		if err := h.incarnate(slots[i]); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	h.base = time.Now()
@@ -288,14 +296,20 @@ func recordHistory(ep string, cli *clientv3.Client, seed uint64, p linParams) ([
 	for _, s := range slots {
 		wg.Go(func() {
 			for i := range p.ops {
-				var err error
+				// A lapse before the step, recorded before it starts.
+				err := h.pollLease(s)
 				switch {
+				case err != nil:
 				case !p.crashEarly || s.id != 0 || i > 2:
 					err = h.step(s)
 				case i < 2:
 					err = h.start(s, int8(s.rng.IntN(linNames)))
 				default:
 					err = h.crash(s)
+				}
+				if err == nil {
+					// A lapse shows after the step that met it.
+					err = h.pollLease(s)
 				}
 				if err != nil {
 					h.fail(fmt.Errorf("slot %d: %w", s.id, err))
@@ -305,10 +319,13 @@ func recordHistory(ep string, cli *clientv3.Client, seed uint64, p linParams) ([
 					time.Sleep(time.Duration(s.rng.Int64N(int64(p.pace))))
 				}
 			}
+			if err := h.settleLease(s); err != nil {
+				h.fail(fmt.Errorf("slot %d: %w", s.id, err))
+			}
 		})
 	}
 	wg.Wait()
-	return h.ops, h.failure
+	return h.ops, int(h.lapsed.Load()), h.failure
 }
 
 // TestLinearizable records concurrent histories of starts, stops, deaths,
@@ -335,6 +352,7 @@ func TestLinearizable(t *testing.T) {
 		mu                    sync.Mutex
 		ops, unknown, illegal int
 		expiries, reclaims    int
+		lapses                int
 		next                  atomic.Int64
 		counts                [len(linOpNames)][len(linOutNames)]int
 		wg                    sync.WaitGroup
@@ -352,7 +370,7 @@ func TestLinearizable(t *testing.T) {
 				if i%10 == 9 {
 					p.ops, p.pace, p.crashEarly = 16, 200*time.Millisecond, true
 				}
-				history, err := recordHistory(ep, cli, seed, p)
+				history, lapsed, err := recordHistory(ep, cli, seed, p)
 				if err != nil {
 					t.Errorf("history %d (seed %d): %v", i, seed, err)
 					return
@@ -370,6 +388,7 @@ func TestLinearizable(t *testing.T) {
 					reclaims++
 				}
 				ops += len(history)
+				lapses += lapsed
 				for _, op := range history {
 					counts[op.Input.(linInput).op][op.Output.(linOutput).out]++
 				}
@@ -386,6 +405,7 @@ func TestLinearizable(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d histories, %d operations, in %v: %d not linearizable, %d undecided", histories, ops, time.Since(began).Round(time.Millisecond), illegal, unknown)
 	t.Logf("a crashed replica's lease seen to expire in %d histories, a dead owner's key seen released in %d", expiries, reclaims)
+	t.Logf("%d leases lapsed without an expire (stalls longer than the TTL), recorded as expires", lapses)
 	for op, byOut := range counts {
 		t.Logf("  %-6s %v", linOpNames[op], byOut)
 	}

@@ -18,7 +18,11 @@ import (
 //	cancel(name, owner)      the consumer's context is cancelled: it dies
 //	crash(rep)               Replica.Crash: no release, no revoke
 //	expire(rep)              the replica's lease expires behind its back (a
-//	                         partition): an outside client revokes it
+//	                         partition): an outside client revokes it; or
+//	                         it lapsed under a stall longer than the TTL,
+//	                         and the recorder, seeing the replica lose a
+//	                         session it did not revoke, records an expire
+//	                         whose window holds the moment (linlease_test.go)
 //	get(name)                a linearizable Get of the key: who holds it
 //
 // Two removals are steps of their own, which may come at any moment after
