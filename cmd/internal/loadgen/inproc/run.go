@@ -64,93 +64,147 @@ func Run(ctx context.Context, cfg Config, sys System, opts RunOptions) *Report {
 	return w.run(ctx, opts)
 }
 
+// run is the whole run, phase by phase: the latency sets, the baseline,
+// the MCP client, the background helpers, the load, the quiet phase, the
+// end-of-run probes, then the growth verdicts and the report. It is called
+// once per world, from one goroutine.
 func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	defer w.unlisten()
-	cfg := w.cfg
 	quiet := quietTimeout
 	if opts.QuietTimeout > 0 {
 		quiet = opts.QuietTimeout
 	}
 	book := latency.NewBook(numOps)
-	// With an MCP client the -resolvers goroutines call through it, and
-	// one in-process resolver runs beside them: both paths share the
-	// CPUs, and in-process resolvers spin so much faster than HTTP round
-	// trips that as many of them would starve the server.
-	inProcess := cfg.Resolvers
-	if opts.mcp != nil {
-		inProcess = 1
-	}
-	resolverLat := make([]*latencies, inProcess)
-	for i := range resolverLat {
-		resolverLat[i] = book.Set(false, opCall, opList, opGet, opRead)
-	}
-	consumerLat := book.Set(true, opStart, opStop, opLateStop)
+	resolverLat, consumerLat := w.latencySets(book, opts.mcp != nil)
 	rs := newRunState()
 
 	// The baseline is taken with everything the run allocates up front
 	// already allocated, and before any goroutine of the run exists.
 	runtime.GC()
 	w.growth.setBaseline(w.growth.read())
-	if d := opts.mcp; d != nil {
-		if d.cat != nil {
-			margin := notifyMargin
-			if opts.notifyMargin > 0 {
-				margin = opts.notifyMargin
-			}
-			w.notes = newNotifyChecker(w.t, w.tick, int(numCreds), mcpserve.DefaultNotifyWindow+margin)
-			d.noted = w.notes.noted
-		}
-		// Started after the baseline and closed before the end check,
-		// so that its connections count as the run's own goroutines.
-		if err := d.start(ctx); err != nil {
-			w.t.Unexpected("%v", err)
-			opts.mcp = nil
-			w.notes = nil
-		} else {
-			for i := range cfg.Resolvers {
-				l := book.Set(false, opMCPCall, opMCPList, opMCPGet, opMCPRead)
-				opts.extra = append(opts.extra, func(ctx context.Context, rs *runState) { w.mcpResolver(ctx, rs, d, i, l) })
-			}
-		}
-	}
+	w.startMCP(ctx, &opts, book)
 
 	bgCtx, stopBg := context.WithCancel(context.Background())
-	var bg sync.WaitGroup
-	bg.Go(func() { w.prober(bgCtx, probeInterval) })
-	bg.Go(func() { w.gcHelper(bgCtx, gcInterval) })
-	bg.Go(func() { w.growth.sampleLoop(bgCtx, sampleInterval(cfg.Duration)) })
-	if w.notes != nil {
-		bg.Go(func() { w.notes.loop(bgCtx, notifyInterval) })
+	bg := w.startHelpers(bgCtx, opts.Progress)
+	elapsed := w.load(ctx, rs, opts.extra, resolverLat, consumerLat)
+	w.quietEnd(rs, quiet, consumerLat)
+	w.endProbes(opts.mcp, consumerLat)
+	if opts.mcp != nil {
+		opts.mcp.close()
 	}
-	bg.Go(func() { w.changes.follow(bgCtx) })
-	bg.Go(func() { w.changes.loop(bgCtx, notifyInterval) })
-
-	began := time.Now()
+	stopBg()
+	bg.Wait()
 	if opts.Progress != nil {
-		bg.Go(func() { w.progress(bgCtx, opts.Progress, began) })
+		io.WriteString(opts.Progress, "\r\033[K")
 	}
+	w.growth.judgeRun()
+	w.growth.judgeEnd()
 
+	reason, _ := rs.reason.Load().(string)
+	rep := w.report(elapsed, reason == "interrupted", book.Merged())
+	if opts.mcp != nil {
+		rep.Mode = "mcp: " + opts.mcp.endpointName()
+	}
+	return rep
+}
+
+// latencySets makes one latency set per in-process resolver and one shared
+// by the consumers. With an MCP client the -resolvers goroutines call
+// through it, and one in-process resolver runs beside them: both paths
+// share the CPUs, and in-process resolvers spin so much faster than HTTP
+// round trips that as many of them would starve the server.
+func (w *world) latencySets(book *latency.Book[op], viaMCP bool) ([]*latencies, *latencies) {
+	inProcess := w.cfg.Resolvers
+	if viaMCP {
+		inProcess = 1
+	}
+	resolverLat := make([]*latencies, inProcess)
+	for i := range resolverLat {
+		resolverLat[i] = book.Set(false, opCall, opList, opGet, opRead)
+	}
+	return resolverLat, book.Set(true, opStart, opStop, opLateStop)
+}
+
+// startMCP connects opts.mcp, if set, and adds its resolvers to opts.extra,
+// each with a latency set of its own. It is called after the baseline and
+// its client is closed before the end check, so that its connections count
+// as the run's own goroutines. A client that cannot start is an unexpected
+// finding, and the run goes on without it.
+func (w *world) startMCP(ctx context.Context, opts *RunOptions, book *latency.Book[op]) {
+	d := opts.mcp
+	if d == nil {
+		return
+	}
+	if d.cat != nil {
+		margin := notifyMargin
+		if opts.notifyMargin > 0 {
+			margin = opts.notifyMargin
+		}
+		w.notes = newNotifyChecker(w.t, w.tick, int(numCreds), mcpserve.DefaultNotifyWindow+margin)
+		d.noted = w.notes.noted
+	}
+	if err := d.start(ctx); err != nil {
+		w.t.Unexpected("%v", err)
+		opts.mcp = nil
+		w.notes = nil
+		return
+	}
+	for i := range w.cfg.Resolvers {
+		l := book.Set(false, opMCPCall, opMCPList, opMCPGet, opMCPRead)
+		opts.extra = append(opts.extra, func(ctx context.Context, rs *runState) { w.mcpResolver(ctx, rs, d, i, l) })
+	}
+}
+
+// startHelpers starts the goroutines that run beside the load until ctx
+// ends: the cap prober, the GC helper, the growth sampler, the change and
+// notification judges and, if progress is set, the progress line. The
+// caller cancels ctx and waits on the returned group.
+func (w *world) startHelpers(ctx context.Context, progress io.Writer) *sync.WaitGroup {
+	bg := new(sync.WaitGroup)
+	bg.Go(func() { w.prober(ctx, probeInterval) })
+	bg.Go(func() { w.gcHelper(ctx, gcInterval) })
+	bg.Go(func() { w.growth.sampleLoop(ctx, sampleInterval(w.cfg.Duration)) })
+	if w.notes != nil {
+		bg.Go(func() { w.notes.loop(ctx, notifyInterval) })
+	}
+	bg.Go(func() { w.changes.follow(ctx) })
+	bg.Go(func() { w.changes.loop(ctx, notifyInterval) })
+	if progress != nil {
+		began := time.Now()
+		bg.Go(func() { w.progress(ctx, progress, began) })
+	}
+	return bg
+}
+
+// load runs the resolvers (the in-process ones, then extra) and the
+// consumers through runner.Run until the duration, the -ops budget or ctx
+// ends it, and returns how long it lasted.
+func (w *world) load(ctx context.Context, rs *runState, extra []func(context.Context, *runState), resolverLat []*latencies, consumerLat *latencies) time.Duration {
 	plan := runner.Plan{
-		Duration:      cfg.Duration,
+		Duration:      w.cfg.Duration,
 		Done:          rs.stopCh, // closed early when -ops is reached
 		Stop:          func(e runner.End) { rs.finish(endReason[e]) },
 		ResolverGrace: workerGrace,
 		ConsumerGrace: dropTimeout + stopTimeout + workerGrace,
 		Unexpected:    w.t.Unexpected,
 	}
-	for i := range inProcess {
-		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.resolver(ctx, rs, i, resolverLat[i]) })
+	for i, l := range resolverLat {
+		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.resolver(ctx, rs, i, l) })
 	}
-	for _, fn := range opts.extra {
+	for _, fn := range extra {
 		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { fn(ctx, rs) })
 	}
-	for i := range cfg.Consumers {
+	for i := range w.cfg.Consumers {
 		plan.Consumers = append(plan.Consumers, func() { w.consumer(rs, i, consumerLat) })
 	}
 	_, elapsed := runner.Run(ctx, plan)
+	return elapsed
+}
 
-	// Quiet: no start in flight and every death observed. The catalog must
-	// hold exactly the survivors' entries, then none once they stop.
+// quietEnd is the quiet phase: no start in flight and every death
+// observed. The catalog must hold exactly the survivors' entries, then
+// none once they stop; each wait is bounded by quiet.
+func (w *world) quietEnd(rs *runState, quiet time.Duration, consumerLat *latencies) {
 	rs.mu.Lock()
 	survivors := rs.survivors
 	rs.mu.Unlock()
@@ -176,35 +230,21 @@ func (w *world) run(ctx context.Context, opts RunOptions) *Report {
 	for _, c := range w.capk {
 		c.quiet(context.Background(), w.sys, 0, quiet, "after every consumer ended")
 	}
-	// With nothing else changing, every change still pending must be
-	// announced; then the probe makes each kind of change the only one.
+}
+
+// endProbes runs after the quiet phase, with nothing else changing: every
+// change still pending must be announced; then the probe makes each kind
+// of change the only one. With MCP notifications, they are judged while
+// the sessions are still connected, so d must not be closed yet.
+func (w *world) endProbes(d *mcpDriver, consumerLat *latencies) {
 	w.changes.drain()
 	w.changeProbe(consumerLat)
-
 	if w.notes != nil {
-		// Judged while the sessions are still connected: every end's
-		// deadline passes within the margin.
+		// Every end's deadline passes within the margin.
 		w.notes.drain()
-		w.notifyProbe(context.Background(), opts.mcp, mcpserve.DefaultNotifyWindow, consumerLat)
+		w.notifyProbe(context.Background(), d, mcpserve.DefaultNotifyWindow, consumerLat)
 		w.changes.drain() // the probe's starts and ends, in process
 	}
-	if opts.mcp != nil {
-		opts.mcp.close()
-	}
-	stopBg()
-	bg.Wait()
-	if opts.Progress != nil {
-		io.WriteString(opts.Progress, "\r\033[K")
-	}
-	w.growth.judgeRun()
-	w.growth.judgeEnd()
-
-	reason, _ := rs.reason.Load().(string)
-	rep := w.report(elapsed, reason == "interrupted", book.Merged())
-	if opts.mcp != nil {
-		rep.Mode = "mcp: " + opts.mcp.endpointName()
-	}
-	return rep
 }
 
 // sampleInterval spreads about 200 resource samples over the run.
