@@ -145,3 +145,12 @@ func inferObject[T any]() (json.RawMessage, error) {
 	}
 	return json.Marshal(s)
 }
+
+// TypedTool is the first half of StartTypedTool: t with its schemas
+// inferred from In and Out, and the handler that decodes, validates and
+// encodes around h, for a caller that starts them itself (a table of
+// routes started in a loop, a benchmark of the handler alone). Its errors
+// are StartTypedTool's before the start. Most servers want StartTypedTool.
+func TypedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler, error) {
+	return typedTool(t, h)
+}

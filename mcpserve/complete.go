@@ -41,10 +41,10 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Re
 	switch p.Ref.Type {
 	case refPrompt:
 		what = "prompt " + quote.Name(p.Ref.Name)
-		c, err = s.cat.CompletePrompt(ctx, p.Ref.Name, p.Argument.Name, p.Argument.Value, given, cred)
+		c, err = s.cat.Complete(ctx, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: p.Ref.Name, Argument: p.Argument.Name, Value: p.Argument.Value, Context: given, Credential: cred})
 	case refResource:
 		what = "resource template " + quote.Name(p.Ref.URI)
-		c, err = s.cat.CompleteTemplate(ctx, p.Ref.URI, p.Argument.Name, p.Argument.Value, given, cred)
+		c, err = s.cat.Complete(ctx, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: p.Ref.URI, Argument: p.Argument.Name, Value: p.Argument.Value, Context: given, Credential: cred})
 	default:
 		return nil, invalidParams(fmt.Sprintf("completion/complete: unknown ref type %s", quote.Name(p.Ref.Type)), nil)
 	}

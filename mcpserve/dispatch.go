@@ -202,7 +202,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 
 // resourceMIMEType returns the MIME type a resource was listed with.
 func (s *Server) resourceMIMEType(uri string) string {
-	list := s.cat.ListResources()
+	list := s.cat.Resources().List()
 	i, ok := searchResource(list, uri)
 	if !ok {
 		return ""
@@ -282,7 +282,7 @@ func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	tools, next, err := pageOf(s, methodListTools, cursor, s.cat.ToolsPage, toolToSDK)
+	tools, next, err := pageOf(s, methodListTools, cursor, s.cat.Tools().Page, toolToSDK)
 	if err != nil {
 		return nil, err
 	}
@@ -294,7 +294,7 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	rs, next, err := pageOf(s, methodListResources, cursor, s.cat.ResourcesPage, func(r catalog.Resource) *mcp.Resource {
+	rs, next, err := pageOf(s, methodListResources, cursor, s.cat.Resources().Page, func(r catalog.Resource) *mcp.Resource {
 		return &mcp.Resource{URI: r.URI, Name: r.Name, Description: r.Description, MIMEType: r.MIMEType}
 	})
 	if err != nil {

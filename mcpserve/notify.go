@@ -49,9 +49,9 @@ func newNotifier(cat *catalog.Catalog, window func(<-chan struct{}) bool, tools,
 	}
 	// What exists before the first session needs no notification: a
 	// client lists after it connects.
-	n.seenTools.Store(cat.ToolsVersion())
+	n.seenTools.Store(cat.Tools().Version())
 	n.seenResources.Store(resourcesVersion(cat))
-	n.seenPrompts.Store(cat.PromptsVersion())
+	n.seenPrompts.Store(cat.Prompts().Version())
 	return n
 }
 
@@ -98,7 +98,7 @@ func (n *notifier) run() {
 
 // versions reads what run compares with what it announced last.
 func (n *notifier) versions() (tools, resources, prompts uint64) {
-	tools, resources, prompts = n.cat.ToolsVersion(), resourcesVersion(n.cat), n.cat.PromptsVersion()
+	tools, resources, prompts = n.cat.Tools().Version(), resourcesVersion(n.cat), n.cat.Prompts().Version()
 	if n.afterRead != nil {
 		n.afterRead()
 	}
@@ -116,8 +116,8 @@ var testHookAfterRead func()
 // owner's death, which then finds the entry gone. Cheap: two atomic loads
 // per version, and a send only when something moved.
 func (n *notifier) poke() {
-	if n.cat.ToolsVersion() == n.seenTools.Load() && resourcesVersion(n.cat) == n.seenResources.Load() &&
-		(n.prompts == nil || n.cat.PromptsVersion() == n.seenPrompts.Load()) {
+	if n.cat.Tools().Version() == n.seenTools.Load() && resourcesVersion(n.cat) == n.seenResources.Load() &&
+		(n.prompts == nil || n.cat.Prompts().Version() == n.seenPrompts.Load()) {
 		return
 	}
 	select {
@@ -169,17 +169,17 @@ func sentinelResourceHandler(_ context.Context, r *mcp.ReadResourceRequest) (*mc
 }
 
 func (s *Server) toolsChanged() {
-	s.log.Debug("mcpserve: tools changed; notifying sessions", "version", s.cat.ToolsVersion())
+	s.log.Debug("mcpserve: tools changed; notifying sessions", "version", s.cat.Tools().Version())
 	s.mcp.AddTool(sentinelTool, sentinelToolHandler)
 }
 
 // resourcesVersion is what resources list_changed covers: fixed resources
 // and templates, which MCP gives no notification of their own.
 func resourcesVersion(cat *catalog.Catalog) uint64 {
-	return cat.ResourcesVersion() + cat.TemplatesVersion()
+	return cat.Resources().Version() + cat.Templates().Version()
 }
 
 func (s *Server) resourcesChanged() {
-	s.log.Debug("mcpserve: resources changed; notifying sessions", "version", s.cat.ResourcesVersion())
+	s.log.Debug("mcpserve: resources changed; notifying sessions", "version", s.cat.Resources().Version())
 	s.mcp.AddResource(sentinelResource, sentinelResourceHandler)
 }

@@ -23,7 +23,7 @@ func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	ps, next, err := pageOf(s, methodListPrompts, cursor, s.cat.PromptsPage, promptToSDK)
+	ps, next, err := pageOf(s, methodListPrompts, cursor, s.cat.Prompts().Page, promptToSDK)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func sentinelPromptHandler(context.Context, *mcp.GetPromptRequest) (*mcp.GetProm
 }
 
 func (s *Server) promptsChanged() {
-	s.log.Debug("mcpserve: prompts changed; notifying sessions", "version", s.cat.PromptsVersion())
+	s.log.Debug("mcpserve: prompts changed; notifying sessions", "version", s.cat.Prompts().Version())
 	s.mcp.AddPrompt(sentinelPrompt, sentinelPromptHandler)
 }
 
@@ -147,7 +147,7 @@ func (s *Server) receiveSurface(ctx context.Context, method string, req mcp.Requ
 // catalog can hold prompts, and starts the subscription table's sender.
 // It runs in New, before the notifier does.
 func (s *Server) startSurface() {
-	if s.cat.HoldsPrompts() {
+	if s.cat.Prompts().Enabled() {
 		s.note.prompts = s.promptsChanged
 	}
 	s.subs.start(s.mcp)
@@ -156,7 +156,7 @@ func (s *Server) startSurface() {
 // promptCapabilities advertises prompts only when the catalog can hold
 // them.
 func promptCapabilities(cat *catalog.Catalog) *mcp.PromptCapabilities {
-	if !cat.HoldsPrompts() {
+	if !cat.Prompts().Enabled() {
 		return nil
 	}
 	return &mcp.PromptCapabilities{ListChanged: true}
@@ -165,7 +165,7 @@ func promptCapabilities(cat *catalog.Catalog) *mcp.PromptCapabilities {
 // completionCapabilities advertises completions when there can be
 // something to complete: a prompt or a template.
 func completionCapabilities(cat *catalog.Catalog) *mcp.CompletionCapabilities {
-	if !cat.HoldsPrompts() && !cat.HoldsResourceTemplates() {
+	if !cat.Prompts().Enabled() && !cat.Templates().Enabled() {
 		return nil
 	}
 	return &mcp.CompletionCapabilities{}

@@ -192,7 +192,7 @@ func TestPublicPlanWithRolesRefusedAtStart(t *testing.T) {
 	if !errors.Is(err, bindsec.ErrInvalidPlan) {
 		t.Errorf("StartResource with a public plan with roles = %v, want ErrInvalidPlan", err)
 	}
-	if tools, rs := cat.ListTools(), cat.ListResources(); len(tools) != 0 || len(rs) != 0 {
+	if tools, rs := cat.Tools().List(), cat.Resources().List(); len(tools) != 0 || len(rs) != 0 {
 		t.Errorf("refused routes are listed: %v %v", tools, rs)
 	}
 }

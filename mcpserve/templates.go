@@ -16,7 +16,7 @@ func (s *Server) listResourceTemplates(req *mcp.ListResourceTemplatesRequest) (m
 	if req.Params != nil {
 		cursor = req.Params.Cursor
 	}
-	ts, next, err := pageOf(s, methodListTemplates, cursor, s.cat.ResourceTemplatesPage, func(t catalog.ResourceTemplate) *mcp.ResourceTemplate {
+	ts, next, err := pageOf(s, methodListTemplates, cursor, s.cat.Templates().Page, func(t catalog.ResourceTemplate) *mcp.ResourceTemplate {
 		return &mcp.ResourceTemplate{URITemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
 	})
 	if err != nil {

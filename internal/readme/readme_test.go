@@ -64,7 +64,7 @@ func TestCheckMarkdown(t *testing.T) {
 		md   string
 		want string // a substring of the one error expected; "" for none
 	}{
-		{"a fragment that fits", catVars + open + "tools := cat.ListTools()\nres, err := cat.CallTool(ctx, \"x\", nil, \"\")\n" + end, ""},
+		{"a fragment that fits", catVars + open + "tools := cat.Tools().List()\nres, err := cat.CallTool(ctx, \"x\", nil, \"\")\n" + end, ""},
 		{"a removed method", "text\n\n" + catVars + open + "cat.ListToolz()\n" + end, "x.md:5:5: cat.ListToolz undefined"},
 		{"a wrong argument count", catVars + open + "cat.CallTool(ctx, \"x\")\n" + end, "x.md:3:"},
 		{"an undeclared variable", open + "k.Stop(ctx)\n" + end, "undefined: k"},
@@ -83,7 +83,7 @@ func TestCheckMarkdown(t *testing.T) {
 	// root, as written, in the errors of fragments and programs alike.
 	for _, name := range []string{"docs/x.md", "docs/deep/x.md"} {
 		t.Run(name, func(t *testing.T) {
-			md := "<!-- go:vars ctx context.Context -->\n" + open + "cat.ListTools()\n" + end +
+			md := "<!-- go:vars ctx context.Context -->\n" + open + "cat.Tools().List()\n" + end +
 				open + "package main\n\nfunc main() { x := 1 }\n" + end
 			res, err := checkMarkdown(name, []byte(md))
 			if err != nil {

@@ -213,7 +213,7 @@ func (w *world) list(ctx context.Context, r *replica) {
 func (w *world) listings() [][]string {
 	var out [][]string
 	for _, r := range w.f.up() {
-		tools := r.cat.ListTools()
+		tools := r.cat.Tools().List()
 		l := make([]string, len(tools))
 		for i, t := range tools {
 			l[i] = t.Name + "=" + t.Title

@@ -248,7 +248,7 @@ func (w *world) observeForged(ctx context.Context, fg *forger, rng *rand.Rand, k
 		if r.rep.View().Revision() < rev {
 			continue // cut off from etcd: nothing to judge
 		}
-		fg.check.listing(r.name+" catalog ListTools", listedOf(r.cat.ListTools()))
+		fg.check.listing(r.name+" catalog ListTools", listedOf(r.cat.Tools().List()))
 		fg.check.listing(r.name+" catalog ToolsPage", listedOf(pages(r.cat)))
 		ep, ok := r.rep.Peer("tool", name)
 		fg.check.located(r.name, name, ep, ok, kind.madeUp())
@@ -302,7 +302,7 @@ func pages(c *catalog.Catalog) []catalog.Tool {
 	var out []catalog.Tool
 	cursor := ""
 	for {
-		p, next, err := c.ToolsPage(cursor, 5)
+		p, next, err := c.Tools().Page(cursor, 5)
 		if err != nil {
 			return out
 		}

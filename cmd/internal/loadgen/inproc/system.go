@@ -135,7 +135,7 @@ func (s *CatalogSystem) GetPrompt(ctx context.Context, name string, args map[str
 }
 
 // ListPrompts lists the catalog's live, ready prompts.
-func (s *CatalogSystem) ListPrompts() []catalog.Prompt { return s.Cat.ListPrompts() }
+func (s *CatalogSystem) ListPrompts() []catalog.Prompt { return s.Cat.Prompts().List() }
 
 // StartResourceTemplate starts a resource template consumer; the handle is
 // the catalog's own.
@@ -154,7 +154,7 @@ func (s *CatalogSystem) ReadURI(ctx context.Context, uri, credential string) (ca
 
 // ListResourceTemplates lists the catalog's live, ready templates.
 func (s *CatalogSystem) ListResourceTemplates() []catalog.ResourceTemplate {
-	return s.Cat.ListResourceTemplates()
+	return s.Cat.Templates().List()
 }
 
 // StartResource starts a fixed-resource consumer; the handle is the
@@ -168,7 +168,7 @@ func (s *CatalogSystem) StartResource(ctx context.Context, r catalog.Resource, p
 }
 
 // ListResources lists the catalog's live, ready fixed resources.
-func (s *CatalogSystem) ListResources() []catalog.Resource { return s.Cat.ListResources() }
+func (s *CatalogSystem) ListResources() []catalog.Resource { return s.Cat.Resources().List() }
 
 // OnResourceUpdated registers fn as the catalog's update listener.
 func (s *CatalogSystem) OnResourceUpdated(fn func(uri string)) (cancel func()) {
@@ -196,7 +196,7 @@ func (s *CatalogSystem) CallTool(ctx context.Context, name string, args json.Raw
 }
 
 // ListTools lists the catalog's live, ready tools.
-func (s *CatalogSystem) ListTools() []catalog.Tool { return s.Cat.ListTools() }
+func (s *CatalogSystem) ListTools() []catalog.Tool { return s.Cat.Tools().List() }
 
 // Changes returns the catalog's change channel.
 func (s *CatalogSystem) Changes() <-chan struct{} { return s.Cat.Changes() }
