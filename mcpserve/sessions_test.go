@@ -22,6 +22,15 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 // header line) and returns the status code and the session ID answered.
 func rawPost(t *testing.T, url, body string, headers map[string][]string) (int, string) {
 	t.Helper()
+	resp := rawPostResponse(t, url, body, headers)
+	defer resp.Body.Close()
+	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+}
+
+// rawPostResponse is the request rawPost and rawPostBody send; the caller
+// closes the body.
+func rawPostResponse(t *testing.T, url, body string, headers map[string][]string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +46,7 @@ func rawPost(t *testing.T, url, body string, headers map[string][]string) (int, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Mcp-Session-Id")
+	return resp
 }
 
 // rawDelete ends session id, presenting authorization (if any).

@@ -137,21 +137,7 @@ func TestLongCallsAndStreamsOutliveTimeouts(t *testing.T) {
 // rawPostBody is rawPost that returns the body.
 func rawPostBody(t *testing.T, url, body string, headers map[string][]string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, vs := range headers {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := rawPostResponse(t, url, body, headers)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
