@@ -15,7 +15,7 @@ import (
 const templateCount = 1000
 
 // BenchmarkTemplateRead is the cost of a resources/read of a templated URI
-// (catalog.ReadURI: the fixed-resource miss, the template match, the plan
+// (catalog.ReadResource: the fixed-resource miss, the template match, the plan
 // guard, the gate and the reader) with 1,000 live templates, beside the
 // naive design run in the same process: every template matched against
 // the URI, in turn, on every read, and the best match kept.
@@ -62,7 +62,7 @@ func BenchmarkTemplateRead(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				res, err := cat.ReadURI(ctx, tc.uri, "")
+				res, err := cat.ReadResource(ctx, tc.uri, "")
 				if err != nil || res.Text != "42" {
 					b.Fatalf("read %s: %q, %v", tc.uri, res.Text, err)
 				}

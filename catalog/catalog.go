@@ -14,8 +14,8 @@ import (
 	"github.com/livereg/livereg/shardreg"
 )
 
-// DefaultCap is the cap on routes of each kind for a zero Config.
-const DefaultCap = shardreg.DefaultCap
+// defaultCap is the cap on routes of each kind for a zero Config.
+const defaultCap = shardreg.DefaultCap
 
 // ErrInvalidCursor: a cursor passed to a View's Page was not made by a
 // Page of the same kind.
@@ -26,10 +26,10 @@ var ErrInvalidCursor = shardreg.ErrInvalidCursor
 // can be called.
 type Config struct {
 	// MaxTools and MaxResources cap the routes of each kind, dead routes
-	// not yet reclaimed included. 0 means DefaultCap.
+	// not yet reclaimed included. 0 means 128.
 	MaxTools, MaxResources int
 	// MaxPrompts and MaxTemplates cap prompts and resource templates the
-	// same way; 0 means DefaultCap, and negative means the catalog holds
+	// same way; 0 means 128, and negative means the catalog holds
 	// none of that kind (a server then advertises no prompts).
 	MaxPrompts, MaxTemplates int
 	// MissingPlan says what a call to a route without a live plan gets.
@@ -50,12 +50,12 @@ type Config struct {
 	// catalog's listings show them too (see Remote). nil: they list this
 	// catalog's routes only.
 	Remote Remote
-	// MaxURIBytes bounds the URI of a read (ReadURI), of an owner lookup
+	// MaxURIBytes bounds the URI of a read (ReadResource), of an owner lookup
 	// (ResourceOwner, which subscriptions use) and of a template
-	// completion: a longer one gets ErrURITooLong before any lookup or
-	// match. 0 means DefaultMaxURIBytes (8 KiB); negative means no limit,
-	// and a templated read then costs in proportion to whatever a client
-	// sends (see ReadURI).
+	// completion: a longer one gets ErrInvalidArguments before any
+	// lookup or match. 0 means 8 KiB; negative means no limit, and a
+	// templated read then costs in proportion to whatever a client
+	// sends (see ReadResource).
 	MaxURIBytes int
 }
 
@@ -93,7 +93,7 @@ type Catalog struct {
 // prompts by name, templates by key), with its own plans.
 type side struct {
 	kind    Kind
-	unknown error
+	unknown string // what the side holds, as an unknown name's error says it
 	// reg holds the kind's routes, each entry with its plan: a name and
 	// its plan are claimed, replaced and removed in one step.
 	reg *shardreg.Registry[*route]
@@ -113,21 +113,21 @@ func New(cfg Config) (*Catalog, error) {
 	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes), missing: cfg.MissingPlan}
 	c.counts.calls = new([callStripes]callStripe)
 	var err error
-	c.tools, err = newSide(KindTool, ErrUnknownTool, orDefault(cfg.MaxTools, DefaultCap), shardreg.ToolName)
+	c.tools, err = newSide(KindTool, "tool", orDefault(cfg.MaxTools, defaultCap), shardreg.ToolName)
 	if err != nil {
 		return nil, err
 	}
-	c.resources, err = newSide(KindResource, ErrUnknownResource, orDefault(cfg.MaxResources, DefaultCap), shardreg.ResourceURI)
+	c.resources, err = newSide(KindResource, "resource", orDefault(cfg.MaxResources, defaultCap), shardreg.ResourceURI)
 	if err != nil {
 		return nil, err
 	}
 	// A negative cap turns prompts or templates off: the side is made with
 	// a cap of one that nothing fills, so that every method works on it.
-	c.prompts, err = newSide(KindPrompt, ErrUnknownPrompt, capOrOff(cfg.MaxPrompts), promptName)
+	c.prompts, err = newSide(KindPrompt, "prompt", capOrOff(cfg.MaxPrompts), promptName)
 	if err != nil {
 		return nil, err
 	}
-	c.templates, err = newSide(KindTemplate, ErrUnknownResource, capOrOff(cfg.MaxTemplates), templateKey)
+	c.templates, err = newSide(KindTemplate, "resource", capOrOff(cfg.MaxTemplates), templateKey)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func New(cfg Config) (*Catalog, error) {
 	return c, nil
 }
 
-func newSide(kind Kind, unknown error, capacity int, validate func(string) error) (side, error) {
+func newSide(kind Kind, unknown string, capacity int, validate func(string) error) (side, error) {
 	reg, err := shardreg.New[*route](shardreg.WithCap(capacity), shardreg.WithValidator(validate))
 	if err != nil {
 		return side{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -165,7 +165,7 @@ type StartOption func(*startConfig) error
 
 type startConfig struct {
 	maxConcurrent int // 0: no limit
-	waitingRoom   int // -1: DefaultWaitingRoom
+	waitingRoom   int // -1: defaultWaitingRoom
 	noPlan        bool
 	completer     Completer // WithCompleter
 }
@@ -264,7 +264,7 @@ func (c *Catalog) start(ctx context.Context, s *side, name string, p bindsec.Pla
 	if cfg.maxConcurrent > 0 {
 		room := cfg.waitingRoom
 		if room < 0 {
-			room = DefaultWaitingRoom
+			room = defaultWaitingRoom
 		}
 		rt.limit = &limiter{slots: make(chan struct{}, cfg.maxConcurrent), room: int64(room)}
 	}

@@ -110,7 +110,7 @@ func TestStoppedToolIsUnknown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
 	_, err := c.CallTool(ctx, "tool", nil, "")
-	assert.ErrorIs(t, err, catalog.ErrUnknownTool)
+	assert.ErrorIs(t, err, catalog.ErrNotFound)
 	assert.NoError(t, ctx.Err(), "the call must fail at once, not wait on a dead channel")
 	assert.Zero(t, runs.Load())
 	assert.Empty(t, c.Tools().List())
@@ -252,7 +252,7 @@ func TestResources(t *testing.T) {
 
 	before := reads.Load()
 	_, err = c.ReadResource(bg, "test://missing", "")
-	assert.ErrorIs(t, err, catalog.ErrUnknownResource)
+	assert.ErrorIs(t, err, catalog.ErrNotFound)
 	assert.Equal(t, before, reads.Load(), "an unknown URI runs no body")
 	_, err = c.StartResource(bg, catalog.Resource{URI: "relative/path"}, public, reader)
 	assert.ErrorIs(t, err, catalog.ErrInvalidName)
@@ -261,14 +261,14 @@ func TestResources(t *testing.T) {
 	require.NoError(t, other.Stop(bg))
 	before = reads.Load()
 	_, err = c.ReadResource(bg, "file:///a", "")
-	assert.ErrorIs(t, err, catalog.ErrUnknownResource)
+	assert.ErrorIs(t, err, catalog.ErrNotFound)
 	assert.Equal(t, before, reads.Load(), "a stopped route's body never runs")
 
 	cancel()
 	<-k.Done()
 	before = reads.Load()
 	_, err = c.ReadResource(bg, "test://doc", "")
-	assert.True(t, errors.Is(err, catalog.ErrUnknownResource) || errors.Is(err, catalog.ErrRouteGone), "got %v", err)
+	assert.True(t, errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone), "got %v", err)
 	assert.Equal(t, before, reads.Load(), "a dead route's body never runs")
 
 	k2, err := c.StartResource(bg, catalog.Resource{URI: "test://doc"}, public, func(context.Context, catalog.Read) (catalog.Contents, error) {
@@ -288,7 +288,7 @@ func TestStartingToolIsNotListedOrCallable(t *testing.T) {
 		hooked.Add(1)
 		assert.NotContains(t, toolNames(c), name, "listed while starting")
 		_, err := c.CallTool(bg, name, nil, "")
-		assert.ErrorIs(t, err, catalog.ErrUnknownTool, "callable while starting")
+		assert.ErrorIs(t, err, catalog.ErrNotFound, "callable while starting")
 		assert.Equal(t, 1, c.Stats().ToolSlots, "it holds its slot while starting")
 	})
 	startTool(t, c, bg, "tool", public, func(context.Context, catalog.Call) (catalog.Result, error) {

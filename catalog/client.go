@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/livereg/livereg/internal/quote"
 )
@@ -46,26 +47,19 @@ type Progress struct {
 	Message  string
 }
 
-// LogLevel is a log message's severity, as MCP (RFC 5424) names them.
-type LogLevel string
-
-// The log levels, least severe first.
-const (
-	LevelDebug     LogLevel = "debug"
-	LevelInfo      LogLevel = "info"
-	LevelNotice    LogLevel = "notice"
-	LevelWarning   LogLevel = "warning"
-	LevelError     LogLevel = "error"
-	LevelCritical  LogLevel = "critical"
-	LevelAlert     LogLevel = "alert"
-	LevelEmergency LogLevel = "emergency"
-)
-
 // LogMessage is one log message to the caller. Data is any value that
 // encodes as JSON (a string, a map); Logger names its source and may be
 // empty.
+//
+// Level is a slog.Level. MCP has eight levels (RFC 5424's); slog names
+// four of them, and the MCP Go SDK names all eight as slog levels
+// (mcp.LevelDebug, LevelInfo, LevelNotice, LevelWarning, LevelError,
+// LevelCritical, LevelAlert, LevelEmergency): notice is halfway between
+// slog.LevelInfo and slog.LevelWarn, and critical, alert and emergency are
+// slog.LevelError plus 4, 8 and 12. A level between two of them counts as
+// the lower one.
 type LogMessage struct {
-	Level  LogLevel
+	Level  slog.Level
 	Logger string
 	Data   any
 }
@@ -92,9 +86,10 @@ func (c Call) ReportProgress(ctx context.Context, p Progress) error {
 	return cl.Progress(ctx, p)
 }
 
-// Log sends a log message to the caller, if it takes them; otherwise it
-// does nothing and returns nil. ctx as for ReportProgress.
-func (c Call) Log(ctx context.Context, level LogLevel, data any) error {
+// Log sends a log message of level (see LogMessage) to the caller, if it
+// takes them; otherwise it does nothing and returns nil. ctx as for
+// ReportProgress.
+func (c Call) Log(ctx context.Context, level slog.Level, data any) error {
 	cl := ClientFrom(ctx)
 	if cl == nil || cl.Log == nil {
 		return nil

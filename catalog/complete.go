@@ -10,26 +10,40 @@ import (
 	"github.com/livereg/livereg/owner"
 )
 
-// MaxCompletionValues is the most values a completion answers with, as the
+// maxCompletionValues is the most values a completion answers with, as the
 // MCP specification bounds it; a Completer's extra values are cut, and
 // HasMore set.
-const MaxCompletionValues = 100
+const maxCompletionValues = 100
 
-// CompletionRequest is one completion/complete as a Completer receives it:
-// the argument (of a prompt) or variable (of a template) being completed,
-// what the user typed so far, and the values already given to the others.
+// CompletionRequest is one completion/complete: which prompt or template,
+// which of its arguments or variables, and what the user typed so far. A
+// caller fills in the fields down to Credential and passes it to
+// Catalog.Complete; the route's Completer gets it with Credential cleared
+// and Principal and Owner filled in.
 type CompletionRequest struct {
+	// Kind is KindPrompt or KindTemplate.
+	Kind Kind
+	// Name is the prompt's name, or the template's URI template as listed.
+	Name string
+	// Argument is the prompt's argument, or the template's variable.
 	Argument string
 	Value    string
 	// Context holds the other arguments' values, if the client sent them.
 	// Read-only.
 	Context map[string]string
-	// Principal and Owner are as in Call.
+	// Credential is a bearer token without its prefix; "" for none. The
+	// completer never sees it.
+	Credential string
+	// Principal and Owner are as in Call: whom the credential proved, and
+	// the route's owner. Complete sets them; a caller's values are
+	// ignored.
 	Principal bindsec.Principal
 	Owner     owner.Ref
 }
 
-// Completion is a Completer's answer: suggested values, best first; Total,
+// Completion is a Completer's answer: suggested values, best first (at
+// most 100, as the MCP specification bounds them; more are cut, and HasMore
+// set); Total,
 // if known, counts all the values there are; HasMore says there are more
 // than Values holds.
 type Completion struct {
@@ -68,40 +82,20 @@ func takeCompleter(opts []StartOption) ([]StartOption, Completer) {
 	return opts, sc.completer
 }
 
-// CompleteRequest is one completion/complete as a caller asks it of
-// Catalog.Complete: which prompt or template, which of its arguments or
-// variables, what the user typed so far, and the credential to present.
-// The completer receives a CompletionRequest, which holds the principal
-// the credential proved instead of the credential.
-type CompleteRequest struct {
-	// Kind is KindPrompt or KindTemplate.
-	Kind Kind
-	// Name is the prompt's name, or the template's URI template as listed.
-	Name string
-	// Argument is the prompt's argument, or the template's variable.
-	Argument string
-	Value    string
-	// Context holds the other arguments' values, if the client sent them.
-	// Read-only.
-	Context map[string]string
-	// Credential is a bearer token without its prefix; "" for none.
-	Credential string
-}
-
 // Complete completes r.Argument of the prompt or template r.Name from
 // r.Value, presenting r.Credential to the route's plan, and runs the
 // route's completer on the calling goroutine. A route without a completer
-// answers no values. Errors: ErrUnknownPrompt for a prompt,
-// ErrUnknownResource for a template (also for a template listed under
-// other variable names, and for a dead owner's route), ErrInvalidArguments
-// for an argument or variable the route does not declare, a denial, the
-// errors of admission (ErrRouteGone, ErrRoutePanicked, ErrOverloaded), the
-// completer's own; ErrInvalidArguments also for another Kind.
+// answers no values. Errors: ErrNotFound for a prompt, and for a template
+// (also for a template listed under other variable names, and for a dead
+// owner's route), ErrInvalidArguments for an argument or variable the route
+// does not declare, a denial, the errors of admission (ErrRouteGone,
+// ErrRoutePanicked, ErrOverloaded), the completer's own;
+// ErrInvalidArguments also for another Kind.
 //
 // It is safe for concurrent use; it costs a lookup, the guard and the
 // completer, and for a template a parse of r.Name.
-func (c *Catalog) Complete(ctx context.Context, r CompleteRequest) (Completion, error) {
-	rq := CompletionRequest{Argument: r.Argument, Value: r.Value, Context: r.Context}
+func (c *Catalog) Complete(ctx context.Context, r CompletionRequest) (Completion, error) {
+	rq := CompletionRequest{Kind: r.Kind, Name: r.Name, Argument: r.Argument, Value: r.Value, Context: r.Context}
 	switch r.Kind {
 	case KindPrompt:
 		return c.completePrompt(ctx, r.Name, r.Credential, rq)
@@ -135,19 +129,19 @@ func (c *Catalog) completeTemplate(ctx context.Context, uriTemplate, credential 
 	}
 	key, _, err := parseTemplate(uriTemplate)
 	if err != nil {
-		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})
+		return Completion{}, c.refused(ctx, &unknownError{"resource", uriTemplate})
 	}
 	rt, err := c.resolve(ctx, &c.templates, key, credential, &rq.Principal)
 	if err != nil {
-		if errors.Is(err, ErrUnknownResource) {
-			err = &unknownError{ErrUnknownResource, uriTemplate}
+		if errors.Is(err, ErrNotFound) {
+			err = &unknownError{"resource", uriTemplate}
 		}
 		return Completion{}, c.refused(ctx, err)
 	}
 	tr := rt.template
 	if tr.tpl.URITemplate != uriTemplate {
 		// The live template has other variable names.
-		return Completion{}, c.refused(ctx, &unknownError{ErrUnknownResource, uriTemplate})
+		return Completion{}, c.refused(ctx, &unknownError{"resource", uriTemplate})
 	}
 	declared := false
 	for _, n := range tr.tmpl.Varnames() {
@@ -171,8 +165,8 @@ func (c *Catalog) runCompleter(ctx context.Context, rt *route, f Completer, rq C
 	}
 	rq.Owner = rt.ref
 	res, err = f(ctx, rq)
-	if len(res.Values) > MaxCompletionValues {
-		res.Values, res.HasMore = res.Values[:MaxCompletionValues], true
+	if len(res.Values) > maxCompletionValues {
+		res.Values, res.HasMore = res.Values[:maxCompletionValues], true
 	}
 	return res, err
 }

@@ -33,26 +33,26 @@ func TestCompletePrompt(t *testing.T) {
 	k, err := c.StartPrompt(ctx, catalog.Prompt{Name: "city", Arguments: []catalog.PromptArgument{{Name: "name"}}}, public,
 		echoPrompt(nil), catalog.WithCompleter(prefixes(&ran, "paris", "park", "rome")))
 	require.NoError(t, err)
-	got, err := c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "name", Value: "par"})
+	got, err := c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "name", Value: "par"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"paris", "park"}, got.Values)
 
-	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "nope", Value: "p"})
+	_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "nope", Value: "p"})
 	require.ErrorIs(t, err, catalog.ErrInvalidArguments)
-	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "town", Argument: "name", Value: "p"})
-	require.ErrorIs(t, err, catalog.ErrUnknownPrompt)
+	_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: "town", Argument: "name", Value: "p"})
+	require.ErrorIs(t, err, catalog.ErrNotFound)
 
 	cancel()
 	<-k.Done()
-	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "name", Value: "p"})
-	require.ErrorIs(t, err, catalog.ErrUnknownPrompt, "the completer died with its consumer")
+	_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: "city", Argument: "name", Value: "p"})
+	require.ErrorIs(t, err, catalog.ErrNotFound, "the completer died with its consumer")
 	assert.EqualValues(t, 1, ran.Load())
 }
 
 func TestCompleteWithoutCompleterAndCut(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	startPrompt(t, c, bg, catalog.Prompt{Name: "plain", Arguments: []catalog.PromptArgument{{Name: "a"}}}, echoPrompt(nil))
-	got, err := c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "plain", Argument: "a"})
+	got, err := c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: "plain", Argument: "a"})
 	require.NoError(t, err)
 	assert.Empty(t, got.Values)
 
@@ -65,7 +65,7 @@ func TestCompleteWithoutCompleterAndCut(t *testing.T) {
 		echoPrompt(nil), catalog.WithCompleter(prefixes(&ran, words...)))
 	require.NoError(t, err)
 	defer func() { _ = k.Stop(bg) }()
-	got, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "many", Argument: "a", Value: "w"})
+	got, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: "many", Argument: "a", Value: "w"})
 	require.NoError(t, err)
 	assert.Len(t, got.Values, catalog.MaxCompletionValues)
 	assert.True(t, got.HasMore)
@@ -79,17 +79,17 @@ func TestCompleteTemplate(t *testing.T) {
 	k, err := c.StartResourceTemplate(ctx, catalog.ResourceTemplate{URITemplate: "test://c/{id}"}, public, tag("c", nil),
 		catalog.WithCompleter(prefixes(&ran, "10", "11", "20")))
 	require.NoError(t, err)
-	got, err := c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "id", Value: "1"})
+	got, err := c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "id", Value: "1"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"10", "11"}, got.Values)
-	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{other}", Argument: "other", Value: "1"})
-	require.ErrorIs(t, err, catalog.ErrUnknownResource, "the template as listed, variable names included")
-	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "x", Value: "1"})
+	_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindTemplate, Name: "test://c/{other}", Argument: "other", Value: "1"})
+	require.ErrorIs(t, err, catalog.ErrNotFound, "the template as listed, variable names included")
+	_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "x", Value: "1"})
 	require.ErrorIs(t, err, catalog.ErrInvalidArguments)
 	cancel()
 	<-k.Done()
-	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "id", Value: "1"})
-	require.ErrorIs(t, err, catalog.ErrUnknownResource)
+	_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindTemplate, Name: "test://c/{id}", Argument: "id", Value: "1"})
+	require.ErrorIs(t, err, catalog.ErrNotFound)
 	assert.EqualValues(t, 1, ran.Load())
 }
 
@@ -106,7 +106,7 @@ func TestCompleteOwnerDiesBeforeAdmission(t *testing.T) {
 		cancel()
 		<-k.Done()
 	})
-	_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: "p", Argument: "a"})
+	_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: "p", Argument: "a"})
 	require.ErrorIs(t, err, catalog.ErrRouteGone)
 	assert.Zero(t, ran.Load())
 }
@@ -124,7 +124,7 @@ func TestCompleteRefusesOtherKinds(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	startTool(t, c, bg, "city", public, reply(""))
 	for _, k := range []catalog.Kind{catalog.KindTool, catalog.KindResource, ""} {
-		_, err := c.Complete(bg, catalog.CompleteRequest{Kind: k, Name: "city", Argument: "name"})
+		_, err := c.Complete(bg, catalog.CompletionRequest{Kind: k, Name: "city", Argument: "name"})
 		assert.ErrorIs(t, err, catalog.ErrInvalidArguments, "kind %q", k)
 	}
 }

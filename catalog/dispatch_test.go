@@ -276,12 +276,12 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	diedAt.Store(clock.Add(1))
 	// Calls that begin after the death was observed: not one body may run
 	// for them, whether they resolve the route before it is reclaimed
-	// (ErrRouteGone) or after (ErrUnknownTool).
+	// (ErrRouteGone) or after (ErrNotFound).
 	const after = 100
 	lateErrs := launch(after)
 	for range after {
 		err := <-lateErrs
-		assert.True(t, errors.Is(err, catalog.ErrRouteGone) || errors.Is(err, catalog.ErrUnknownTool),
+		assert.True(t, errors.Is(err, catalog.ErrRouteGone) || errors.Is(err, catalog.ErrNotFound),
 			"a call after the death got %v", err)
 	}
 	close(gate)

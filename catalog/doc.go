@@ -86,7 +86,7 @@
 // variable names match the same URIs: the second is ErrDuplicate while
 // the first's owner lives.
 //
-// [Catalog.ReadURI] reads a URI the way resources/read does: a live fixed
+// [Catalog.ReadResource] reads a URI the way resources/read does: a live fixed
 // resource wins; otherwise the live templates that match it compete, and
 // the one with the most literal text reads it, ties going to the smaller
 // template string, so the winner never depends on timing. The reader gets
@@ -94,7 +94,7 @@
 // [Read.RawVars]; a variable that decodes to a NUL byte or invalid UTF-8
 // is refused ([ErrInvalidArguments]) unless the template sets
 // AllowRawBytes. A URI longer than [Config.MaxURIBytes] (8 KiB by
-// default) is refused ([ErrURITooLong]) before any lookup: matching costs
+// default) is refused ([ErrInvalidArguments]) before any lookup: matching costs
 // about 3 µs per byte of URI. A template whose owner died never
 // matches, and a read that chose it just before the death is refused at
 // its gate (ErrRouteGone). Templates are indexed by the literal text

@@ -11,11 +11,12 @@ import (
 // errors.Is. Denials by the route's plan are bindsec's errors
 // (bindsec.ErrUnauthenticated, ErrForbidden, ErrExpired, ErrNoPlan).
 var (
-	// ErrUnknownTool: no live, ready tool of that name. MCP answers this
-	// with JSON-RPC error -32602.
-	ErrUnknownTool = errors.New("catalog: unknown tool")
-	// ErrUnknownResource: no live, ready resource with that URI.
-	ErrUnknownResource = errors.New("catalog: unknown resource")
+	// ErrNotFound: no live, ready route of that kind has that name (a
+	// tool's or prompt's name, a resource's URI, a template's URI
+	// template). The error names the kind ("unknown tool", "unknown
+	// resource") and the name asked for. MCP answers it with JSON-RPC
+	// error -32602, or -32002 for a resources/read.
+	ErrNotFound = errors.New("catalog: not found")
 	// ErrRouteGone: the route's owner died or stopped, or the route is
 	// changing hands, between the lookup and the body's admission. The
 	// body did not run; retrying may reach a successor.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
@@ -56,7 +57,7 @@ func ExampleCall_ReportProgress() {
 			for i := 1; i <= 3; i++ {
 				_ = c.ReportProgress(ctx, catalog.Progress{Progress: float64(i), Total: 3})
 			}
-			_ = c.Log(ctx, catalog.LevelInfo, "counted")
+			_ = c.Log(ctx, slog.LevelInfo, "counted")
 			return catalog.TextResult("done"), nil
 		})
 	defer k.Stop(ctx)
@@ -77,7 +78,7 @@ func ExampleCall_ReportProgress() {
 	// progress 1/3
 	// progress 2/3
 	// progress 3/3
-	// info counted
+	// INFO counted
 	// done
 }
 

@@ -90,3 +90,9 @@ func (k *Consumer) Waiting() int64 {
 func TypedToolOf[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler, error) {
 	return typedTool(t, h)
 }
+
+// The limits, for the external tests that probe them.
+const (
+	DefaultMaxURIBytes  = defaultMaxURIBytes
+	MaxCompletionValues = maxCompletionValues
+)

@@ -15,6 +15,11 @@ import (
 // the returned release exactly once, when the consumer stops, dies by any
 // path, or fails to start after the claim.
 //
+// The release must be fenced: it removes the claim only while it is still
+// the one Claim made, never a successor's. It runs from Stop or from the
+// goroutine that reclaims a dead owner's route; it may block on the
+// network, bounded by the claimer.
+//
 // Claim is called concurrently, from the goroutines that start consumers;
 // it may block on the network, bounded by ctx (the consumer's context).
 // Errors: ErrDuplicate (another owner holds the name elsewhere),
@@ -22,21 +27,13 @@ import (
 // claimer's own, each wrapped; Start returns them wrapped again with the
 // route. On error the claimer must leave nothing claimed.
 type Claimer interface {
-	Claim(ctx context.Context, c Claim) (Release, error)
+	Claim(ctx context.Context, c Claim) (release func(), err error)
 }
-
-// Release gives a claim up. It must be fenced: it removes the claim only
-// while it is still the one Claim made, never a successor's. It runs once,
-// from Stop or from the goroutine that reclaims a dead owner's route; it
-// may block on the network, bounded by the claimer.
-type Release func()
 
 // Claim is what a catalog asks a Claimer to claim.
 type Claim struct {
-	// Kind is the route's Kind, as a string: a Claimer in the cmd module
-	// passes it on to etcdfleet's Replica.Key, which takes a string for
-	// callers that have not moved to Kind.
-	Kind string
+	// Kind is the route's kind.
+	Kind Kind
 	// Name is the tool name, resource URI or prompt name, or a resource
 	// template's key (the template with every variable renamed, so that
 	// templates that differ only in variable names claim one name).
@@ -58,7 +55,7 @@ type Claim struct {
 // fleetHold is a route's fleet claim; the zero value holds none.
 type fleetHold struct {
 	once    sync.Once
-	release Release
+	release func()
 }
 
 // claim asks c's claimer, if any, to claim rt's name. It runs before the
@@ -67,7 +64,7 @@ func (c *Catalog) claim(ctx context.Context, rt *route) error {
 	if c.claimer == nil {
 		return nil
 	}
-	cl := Claim{Kind: string(rt.side.kind), Name: rt.name, Owner: rt.ref, Kill: rt.release, Tool: rt.tool, Resource: rt.resource}
+	cl := Claim{Kind: rt.side.kind, Name: rt.name, Owner: rt.ref, Kill: rt.release, Tool: rt.tool, Resource: rt.resource}
 	rel, err := c.claimer.Claim(ctx, cl)
 	if err != nil {
 		return err

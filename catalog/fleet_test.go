@@ -28,7 +28,7 @@ func newRecorder() *recorder {
 	return &recorder{held: map[string]uint64{}, released: map[string]int{}, kills: map[string]func(){}}
 }
 
-func (r *recorder) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release, error) {
+func (r *recorder) Claim(ctx context.Context, cl catalog.Claim) (func(), error) {
 	if r.during != nil {
 		r.during(cl)
 	}
@@ -86,7 +86,7 @@ func TestClaimerRefusalLeavesNothing(t *testing.T) {
 		require.ErrorIs(t, err, catalog.ErrDuplicate)
 		// ...but not ready: not callable.
 		_, err = c.CallTool(bg, cl.Name, nil, "")
-		require.ErrorIs(t, err, catalog.ErrUnknownTool)
+		require.ErrorIs(t, err, catalog.ErrNotFound)
 	}
 	rec.held["taken"] = 0
 	_, err := c.StartTool(bg, catalog.Tool{Name: "taken"}, public, fleetEcho)
@@ -143,7 +143,7 @@ func TestClaimerReleasedOncePerDeath(t *testing.T) {
 	<-k.Done()
 	waitReleased(t, rec, "kill")
 	_, err = c.CallTool(bg, "kill", nil, "")
-	require.True(t, errors.Is(err, catalog.ErrUnknownTool) || errors.Is(err, catalog.ErrRouteGone), "%v", err)
+	require.True(t, errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone), "%v", err)
 }
 
 // An owner that dies after its claim succeeded, before the route is ready,

@@ -6,9 +6,9 @@ import (
 	"sync/atomic"
 )
 
-// DefaultWaitingRoom is how many calls may wait for a slot of a route
+// defaultWaitingRoom is how many calls may wait for a slot of a route
 // started WithMaxConcurrent, unless WithWaitingRoom says otherwise.
-const DefaultWaitingRoom = 64
+const defaultWaitingRoom = 64
 
 // limiter bounds the bodies of one route that run at once. Routes without
 // WithMaxConcurrent have none, and pay nothing for it.
@@ -49,7 +49,7 @@ func (l *limiter) acquire(ctx context.Context, done <-chan struct{}, rt *route) 
 func (l *limiter) release() { <-l.slots }
 
 // WithMaxConcurrent makes at most n bodies of the route run at once. A call
-// beyond them waits for a slot, in a waiting room of DefaultWaitingRoom
+// beyond them waits for a slot, in a waiting room of 64
 // calls (see WithWaitingRoom), until its ctx ends; past the room it gets
 // ErrOverloaded at once. n must be at least 1.
 //

@@ -95,7 +95,7 @@ func TestDeadOwnersPlanGrantsNothing(t *testing.T) {
 			kill()
 			waitReclaimBegun(t, reached)
 			_, err := c.CallTool(bg, "doomed", nil, "")
-			assert.ErrorIs(t, err, catalog.ErrUnknownTool)
+			assert.ErrorIs(t, err, catalog.ErrNotFound)
 			assert.Zero(t, ran.Load(), "a dead owner's public plan let its body run")
 			assert.Empty(t, c.Tools().List())
 		})

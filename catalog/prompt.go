@@ -2,7 +2,6 @@ package catalog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"unicode"
 	"unicode/utf8"
@@ -12,13 +11,9 @@ import (
 	"github.com/livereg/livereg/owner"
 )
 
-// ErrUnknownPrompt: no live, ready prompt of that name. MCP answers it with
-// JSON-RPC error -32602.
-var ErrUnknownPrompt = errors.New("catalog: unknown prompt")
-
-// MaxPromptNameLen is the longest prompt name StartPrompt accepts, in
+// maxPromptNameLen is the longest prompt name StartPrompt accepts, in
 // bytes.
-const MaxPromptNameLen = 256
+const maxPromptNameLen = 256
 
 // Prompt describes a prompt route, as prompts/list advertises it.
 type Prompt struct {
@@ -75,15 +70,15 @@ func capOrOff(n int) int {
 	if n < 0 {
 		return 1
 	}
-	return orDefault(n, DefaultCap)
+	return orDefault(n, defaultCap)
 }
 
-// promptName is the prompt side's name rule: at most MaxPromptNameLen
+// promptName is the prompt side's name rule: at most maxPromptNameLen
 // bytes, no spaces or control characters (the registry has refused
 // empty names and invalid UTF-8 already).
 func promptName(name string) error {
-	if len(name) > MaxPromptNameLen {
-		return fmt.Errorf("prompt names have at most %d bytes, this one has %d", MaxPromptNameLen, len(name))
+	if len(name) > maxPromptNameLen {
+		return fmt.Errorf("prompt names have at most %d bytes, this one has %d", maxPromptNameLen, len(name))
 	}
 	for i, r := range name {
 		if unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError {
@@ -103,8 +98,8 @@ type promptRoute struct {
 // StartPrompt starts a consumer serving prompt p with handler h under plan
 // p. It behaves as StartTool: the same start order, duplicate guard, cap
 // (Config.MaxPrompts), owner-conditional stop and reclaim on death.
-// Errors as StartTool's, and ErrInvalidRoute for a nil handler, an
-// argument without a name, or two arguments of the same name; ErrCapReached
+// Errors as StartTool's (ErrInvalidName for a name over 256 bytes), and
+// ErrInvalidRoute for a nil handler, an argument without a name, or two arguments of the same name; ErrCapReached
 // when the catalog holds no prompts. Options: those of StartTool, and
 // WithCompleter.
 func (c *Catalog) StartPrompt(ctx context.Context, p Prompt, plan bindsec.Plan, h PromptHandler, opts ...StartOption) (*Consumer, error) {
@@ -138,7 +133,7 @@ func (c *Catalog) StartPrompt(ctx context.Context, p Prompt, plan bindsec.Plan, 
 // route's plan, and runs its handler on the calling goroutine, as CallTool
 // does a tool's body. A required argument missing from args fails with
 // ErrInvalidArguments before the handler runs; arguments the prompt does
-// not declare are passed on. Errors: ErrUnknownPrompt, ErrInvalidArguments,
+// not declare are passed on. Errors: ErrNotFound, ErrInvalidArguments,
 // ErrRouteGone, ErrRoutePanicked, ErrOverloaded, ErrInvalidResult (a
 // message whose role is neither "user" nor "assistant"), a denial (see
 // Denied), the context's error, or the handler's own.

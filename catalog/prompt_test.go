@@ -106,7 +106,7 @@ func TestPromptGetListStop(t *testing.T) {
 
 	require.NoError(t, k.Stop(bg))
 	_, err = c.GetPrompt(bg, "greet", nil, "")
-	require.ErrorIs(t, err, catalog.ErrUnknownPrompt)
+	require.ErrorIs(t, err, catalog.ErrNotFound)
 	assert.Equal(t, []string{"other"}, promptNames(c))
 	assert.EqualValues(t, 1, c.Stats().Calls.Unknown)
 }
@@ -119,7 +119,7 @@ func TestPromptReclaimedOnDeath(t *testing.T) {
 	require.Eventually(t, func() bool { return len(c.Prompts().List()) == 0 && c.Stats().PromptSlots == 0 },
 		10*time.Second, time.Millisecond, "the dead owner's prompt is reclaimed")
 	_, err := c.GetPrompt(bg, "p", nil, "")
-	require.ErrorIs(t, err, catalog.ErrUnknownPrompt)
+	require.ErrorIs(t, err, catalog.ErrNotFound)
 	// The slot under the cap of one is free again, and the name too.
 	startPrompt(t, c, bg, catalog.Prompt{Name: "p"}, echoPrompt(nil))
 	// A listing may reclaim the entry before the death's own reclaim

@@ -12,9 +12,8 @@ import "sync/atomic"
 //
 // A Remote may list this replica's own routes as well: a name held here is
 // listed once, as the local route describes it. The catalog does not
-// forward calls: a call for a route held only elsewhere gets
-// ErrUnknownTool or ErrUnknownResource, and a server forwards it (package
-// mcpserve's Fleet).
+// forward calls: a call for a route held only elsewhere gets ErrNotFound,
+// and a server forwards it (package mcpserve's Fleet).
 //
 // All methods are called concurrently, from any goroutine, and must not
 // block. Tools and Resources return sorted slices (by name, by URI) that

@@ -191,5 +191,5 @@ func TestRemoteRouteNotCallableHere(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Remote: fl})
 	fl.setTools("elsewhere")
 	_, err := callText(t, c, "elsewhere", "")
-	assert.ErrorIs(t, err, catalog.ErrUnknownTool)
+	assert.ErrorIs(t, err, catalog.ErrNotFound)
 }

@@ -141,7 +141,7 @@ func (rt *route) finish(ctx context.Context, s *stripe, err *error) {
 // tool's body on the calling goroutine. The arguments are checked against
 // the tool's input schema after the plan admits the call and before the
 // body runs, and the result against its output schema, if it has one (see
-// schema.go's comment). Options: WithClient. Errors: ErrUnknownTool,
+// schema.go's comment). Options: WithClient. Errors: ErrNotFound,
 // ErrInvalidArguments, ErrRouteGone, ErrRoutePanicked, ErrOverloaded (only
 // for a route started WithMaxConcurrent), ErrInvalidResult, a denial (see
 // Denied), the context's error, or the handler's own error.
@@ -190,19 +190,6 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 		}
 	}
 	return res, err
-}
-
-// ReadResource reads the resource uri, presenting credential to its plan.
-// It behaves as CallTool, with ErrUnknownResource.
-func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (Contents, error) {
-	rt, _, ok := c.resources.reg.Lookup(uri)
-	if !ok {
-		return Contents{}, c.refused(ctx, &unknownError{ErrUnknownResource, uri})
-	}
-	if c.hooks != nil && c.hooks.afterLookup != nil {
-		c.hooks.afterLookup(uri)
-	}
-	return c.readRoute(ctx, rt, Read{URI: uri}, credential)
 }
 
 // readRoute reads read.URI through rt, a route that was found
@@ -304,14 +291,14 @@ func (rt *route) current() bool {
 	return ok && cur == rt
 }
 
-// unknownError is ErrUnknownTool or ErrUnknownResource with the name asked
-// for. Unknown names are a busy server's commonest failure, so the error is
-// one small allocation, and the name is quoted (and truncated) only if the
-// message is read.
+// unknownError is ErrNotFound with what was asked for ("tool",
+// "resource", "prompt") and its name. Unknown names are a busy server's
+// commonest failure, so the error is one small allocation, and the name is
+// quoted (and truncated) only if the message is read.
 type unknownError struct {
-	sentinel error
-	name     string
+	what string
+	name string
 }
 
-func (e *unknownError) Error() string { return e.sentinel.Error() + " " + quote.Name(e.name) }
-func (e *unknownError) Unwrap() error { return e.sentinel }
+func (e *unknownError) Error() string { return "catalog: unknown " + e.what + " " + quote.Name(e.name) }
+func (e *unknownError) Unwrap() error { return ErrNotFound }

@@ -136,7 +136,7 @@ func TestBadSchemasRefusedAtStart(t *testing.T) {
 			assert.Equal(t, v, c.Version(), "a refused start changes nothing")
 			assert.Zero(t, c.Stats().ToolSlots)
 			_, err = c.CallTool(bg, "t", nil, "")
-			assert.ErrorIs(t, err, catalog.ErrUnknownTool)
+			assert.ErrorIs(t, err, catalog.ErrNotFound)
 		})
 	}
 }

@@ -21,7 +21,7 @@ type CallCounts struct {
 	Denied       uint64 // the route's plan refused the caller (see Denied)
 	Gone         uint64 // ErrRouteGone: the owner died or stopped first
 	Overloaded   uint64 // ErrOverloaded
-	Unknown      uint64 // ErrUnknownTool, ErrUnknownResource, ErrUnknownPrompt
+	Unknown      uint64 // ErrNotFound
 	Invalid      uint64 // ErrInvalidArguments, ErrInvalidResult
 	Canceled     uint64 // the caller's context ended first
 }
@@ -91,7 +91,7 @@ func classify(ctx context.Context, err error) outcome {
 		return outGone
 	case errors.Is(err, ErrOverloaded):
 		return outOverloaded
-	case errors.Is(err, ErrUnknownTool), errors.Is(err, ErrUnknownResource), errors.Is(err, ErrUnknownPrompt):
+	case errors.Is(err, ErrNotFound):
 		return outUnknown
 	case errors.Is(err, ErrInvalidArguments), errors.Is(err, ErrInvalidResult):
 		return outInvalid

@@ -70,7 +70,7 @@ func TestStatsCountCallsByOutcome(t *testing.T) {
 	require.ErrorIs(t, call(bg, "err", "", nil), fail)
 	require.ErrorIs(t, call(bg, "boom", "", nil), catalog.ErrRoutePanicked)
 	require.True(t, catalog.Denied(call(bg, "role", "", nil)))
-	require.ErrorIs(t, call(bg, "nope", "", nil), catalog.ErrUnknownTool)
+	require.ErrorIs(t, call(bg, "nope", "", nil), catalog.ErrNotFound)
 	require.ErrorIs(t, call(bg, "ok", "", json.RawMessage(`42`)), catalog.ErrInvalidArguments)
 
 	first := make(chan error, 1)

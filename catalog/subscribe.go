@@ -66,7 +66,7 @@ func (k *Consumer) Updated() error {
 }
 
 // ResourceOwner returns the owner of the route that a read of uri would
-// reach now (see ReadURI): a live fixed resource's, or the best matching
+// reach now (see ReadResource): a live fixed resource's, or the best matching
 // live template's; false when none. A server uses it to refuse a
 // subscription to a URI nobody serves, and to tell when the owner behind
 // a subscribed URI changes. It does not run the route's plan.

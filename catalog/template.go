@@ -179,7 +179,7 @@ func templateKey(name string) error {
 //   - the consumer's Name is the template's key, every variable named
 //     "_" ("files://{_}" for "files://{path}").
 //
-// See ReadURI for which route a URI reaches. Option: WithCompleter, for
+// See ReadResource for which route a URI reaches. Option: WithCompleter, for
 // the template's variables.
 func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate, p bindsec.Plan, rd ResourceReader, opts ...StartOption) (*Consumer, error) {
 	fail := func(err error) (*Consumer, error) {
@@ -221,32 +221,32 @@ func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate,
 	return k, nil
 }
 
-// ReadURI reads uri as resources/read does. A live fixed resource with
-// that URI wins (ReadResource); otherwise the live templates that match it
-// are candidates, and the most specific one reads it: the one with the
-// most literal bytes, and between equals the one whose template string
-// sorts first. The reader gets the matched variables in Read.Vars (a
-// list-valued variable joined with commas) and, when its contents name no
-// MIME type, they get the template's. Errors as ReadResource's.
+// ReadResource reads the resource uri, presenting credential to its plan,
+// as resources/read does. A live fixed resource with that URI wins;
+// otherwise the live templates that match it are candidates, and the most
+// specific one reads it: the one with the most literal bytes, and between
+// equals the one whose template string sorts first. The reader gets the
+// matched variables in Read.Vars (a list-valued variable joined with
+// commas) and, when its contents name no MIME type, they get the
+// template's. It behaves as CallTool, with ErrNotFound.
 //
-// A template whose owner is dead never reads, even for a request that
-// chose it just before the death: the read passes the route's admission
-// gate, and gets ErrRouteGone. A templated read does not scan every
-// template: the index is keyed by the literal text before a template's
-// first expression, and only the templates whose text prefixes uri are
-// matched (BenchmarkTemplateRead in package bench). Matching is
-// uritemplate's, which allocates per candidate, and is linear in the
-// URI's length at a high constant: about 3 µs and 1.7 KB allocated per
-// byte of URI (BenchmarkTemplateMatchPerByte, 64 B to 8 KiB), so 25 ms
-// for a URI at the default limit. That limit (Config.MaxURIBytes) is
-// what bounds a read's cost: a longer URI gets ErrURITooLong before any
-// lookup.
+// A template whose owner is dead never reads, even for a request that chose
+// it just before the death: the read passes the route's admission gate, and
+// gets ErrRouteGone. A templated read does not scan every template: the
+// index is keyed by the literal text before a template's first expression,
+// and only the templates whose text prefixes uri are matched
+// (BenchmarkTemplateRead in package bench). Matching is uritemplate's,
+// which allocates per candidate, and is linear in the URI's length at a
+// high constant: about 3 µs and 1.7 KB allocated per byte of URI
+// (BenchmarkTemplateMatchPerByte, 64 B to 8 KiB), so 25 ms for a URI at the
+// default limit. That limit (Config.MaxURIBytes) is what bounds a read's
+// cost: a longer URI gets ErrInvalidArguments before any lookup.
 //
 // A variable reaches the reader percent-decoded in Read.Vars, and as
 // sent in Read.RawVars; one that decodes to a NUL byte or invalid UTF-8
 // is refused with ErrInvalidArguments unless the template sets
 // AllowRawBytes.
-func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents, error) {
+func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (Contents, error) {
 	if err := c.checkURI(uri); err != nil {
 		return Contents{}, c.refused(ctx, err)
 	}
@@ -258,7 +258,7 @@ func (c *Catalog) ReadURI(ctx context.Context, uri, credential string) (Contents
 	}
 	tr, vars := c.index.match(c, uri)
 	if tr == nil {
-		return Contents{}, c.refused(ctx, &unknownError{ErrUnknownResource, uri})
+		return Contents{}, c.refused(ctx, &unknownError{"resource", uri})
 	}
 	if err := tr.checkVars(vars); err != nil {
 		return Contents{}, c.refused(ctx, err)

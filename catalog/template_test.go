@@ -33,7 +33,7 @@ func startTemplate(t testing.TB, c *catalog.Catalog, ctx context.Context, tpl st
 
 func readText(t testing.TB, c *catalog.Catalog, uri string) (string, error) {
 	t.Helper()
-	res, err := c.ReadURI(bg, uri, "")
+	res, err := c.ReadResource(bg, uri, "")
 	if err != nil {
 		return "", err
 	}
@@ -103,8 +103,8 @@ func TestReadURIPrecedence(t *testing.T) {
 		require.NoError(t, err, tt.uri)
 		assert.Equal(t, tt.want, got, tt.uri)
 	}
-	_, err = c.ReadURI(bg, "test://nothing", "")
-	require.ErrorIs(t, err, catalog.ErrUnknownResource)
+	_, err = c.ReadResource(bg, "test://nothing", "")
+	require.ErrorIs(t, err, catalog.ErrNotFound)
 }
 
 // Between two templates with as much literal text, the template string
@@ -171,7 +171,7 @@ func TestTemplateOwnerDiesBeforeAdmission(t *testing.T) {
 		cancel()
 		<-k.Done()
 	})
-	_, err := c.ReadURI(bg, "test://g/1", "")
+	_, err := c.ReadResource(bg, "test://g/1", "")
 	require.ErrorIs(t, err, catalog.ErrRouteGone)
 	assert.Zero(t, ran.Load())
 }
@@ -200,7 +200,7 @@ func TestTemplateMIMETypeFallback(t *testing.T) {
 	k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: "test://m/{x}", MIMEType: "application/json"}, public, tag("m", nil))
 	require.NoError(t, err)
 	defer func() { _ = k.Stop(bg) }()
-	res, err := c.ReadURI(bg, "test://m/1", "")
+	res, err := c.ReadResource(bg, "test://m/1", "")
 	require.NoError(t, err)
 	assert.Equal(t, "application/json", res.MIMEType)
 }
@@ -217,7 +217,7 @@ func ExampleCatalog_StartResourceTemplate() {
 	}
 	defer k.Stop(context.Background())
 
-	res, err := cat.ReadURI(context.Background(), "files://docs/readme", "")
+	res, err := cat.ReadResource(context.Background(), "files://docs/readme", "")
 	fmt.Println(res.Text, res.MIMEType, err)
 	// Output: contents of readme in docs text/plain <nil>
 }
@@ -237,7 +237,7 @@ func TestTemplateReadRacingStart(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				_, _ = c.ReadURI(bg, "race://x/1", "")
+				_, _ = c.ReadResource(bg, "race://x/1", "")
 			}
 		}
 	}()

@@ -13,7 +13,7 @@ import (
 )
 
 // TestURILimit: a URI beyond Config.MaxURIBytes is refused with
-// ErrURITooLong before any match, at every size, and fast; one at the
+// ErrInvalidArguments before any match, at every size, and fast; one at the
 // limit is read.
 func TestURILimit(t *testing.T) {
 	tests := []struct {
@@ -23,9 +23,9 @@ func TestURILimit(t *testing.T) {
 		want error
 	}{
 		{"default, at the limit", 0, catalog.DefaultMaxURIBytes, nil},
-		{"default, one over", 0, catalog.DefaultMaxURIBytes + 1, catalog.ErrURITooLong},
-		{"default, 3 MB", 0, 3 << 20, catalog.ErrURITooLong},
-		{"configured, over", 100, 101, catalog.ErrURITooLong},
+		{"default, one over", 0, catalog.DefaultMaxURIBytes + 1, catalog.ErrInvalidArguments},
+		{"default, 3 MB", 0, 3 << 20, catalog.ErrInvalidArguments},
+		{"configured, over", 100, 101, catalog.ErrInvalidArguments},
 		{"no limit", -1, 64 << 10, nil},
 	}
 	for _, tt := range tests {
@@ -35,17 +35,18 @@ func TestURILimit(t *testing.T) {
 			uri := "test://t/" + strings.Repeat("a", tt.size-len("test://t//data")) + "/data"
 			require.Len(t, uri, tt.size)
 			start := time.Now()
-			_, err := c.ReadURI(bg, uri, "")
+			_, err := c.ReadResource(bg, uri, "")
 			if tt.want == nil {
 				require.NoError(t, err)
 				return
 			}
 			require.ErrorIs(t, err, tt.want)
 			assert.Less(t, time.Since(start), 50*time.Millisecond, "a refused URI must cost no match")
+			assert.Contains(t, err.Error(), fmt.Sprintf("has %d bytes, at most", tt.size), "the error says why")
 			assert.Less(t, len(err.Error()), 200, "the error does not quote the URI")
 			_, ok := c.ResourceOwner(uri)
 			assert.False(t, ok)
-			_, err = c.Complete(bg, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: uri, Argument: "id"})
+			_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindTemplate, Name: uri, Argument: "id"})
 			require.ErrorIs(t, err, tt.want)
 		})
 	}
@@ -90,7 +91,7 @@ func TestTemplateVars(t *testing.T) {
 			k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: tt.tpl, AllowRawBytes: tt.allowRaw}, public, rd)
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = k.Stop(bg) })
-			_, err = c.ReadURI(bg, tt.uri, "")
+			_, err = c.ReadResource(bg, tt.uri, "")
 			if tt.want != nil {
 				require.ErrorIs(t, err, tt.want)
 				assert.Contains(t, err.Error(), "does not allow raw bytes")
@@ -117,7 +118,7 @@ func BenchmarkTemplateMatchPerByte(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if _, err := c.ReadURI(bg, uri, ""); err != nil {
+				if _, err := c.ReadResource(bg, uri, ""); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 
@@ -156,7 +157,7 @@ func TestCallWithClient(t *testing.T) {
 				return catalog.Result{}, err
 			}
 		}
-		return catalog.TextResult("done"), call.Log(ctx, catalog.LevelInfo, "finished")
+		return catalog.TextResult("done"), call.Log(ctx, slog.LevelInfo, "finished")
 	})
 	var got []string
 	cl := &catalog.Client{
@@ -165,13 +166,13 @@ func TestCallWithClient(t *testing.T) {
 			return nil
 		},
 		Log: func(_ context.Context, m catalog.LogMessage) error {
-			got = append(got, string(m.Level)+" "+m.Data.(string))
+			got = append(got, m.Level.String()+" "+m.Data.(string))
 			return nil
 		},
 	}
 	_, err := c.CallTool(bg, "slow", nil, "", catalog.WithClient(cl))
 	require.NoError(t, err)
-	assert.Equal(t, []string{"progress 1", "progress 2", "progress 3", "info finished"}, got)
+	assert.Equal(t, []string{"progress 1", "progress 2", "progress 3", "INFO finished"}, got)
 
 	_, err = c.CallTool(bg, "slow", nil, "")
 	require.NoError(t, err, "without a client, reports are dropped")

@@ -98,7 +98,7 @@ type Read struct {
 	URI       string
 	Principal bindsec.Principal
 	// Vars are the variables a resource template matched in URI (see
-	// Catalog.ReadURI), percent-decoded: "a%2Fb" is "a/b", so a variable
+	// Catalog.ReadResource), percent-decoded: "a%2Fb" is "a/b", so a variable
 	// may hold "/", "..", or any other byte a client encodes. Unless the
 	// template sets AllowRawBytes, none holds a NUL byte or invalid
 	// UTF-8. A body that uses one as a path or a key must check it. nil

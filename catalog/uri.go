@@ -1,25 +1,17 @@
 package catalog
 
-import (
-	"errors"
-	"fmt"
-)
+import "fmt"
 
-// DefaultMaxURIBytes is the default of Config.MaxURIBytes: well above any
+// defaultMaxURIBytes is the default of Config.MaxURIBytes: well above any
 // real resource URI (registry names stop at 4 KiB), and a bound on what a
-// templated read costs (see ReadURI).
-const DefaultMaxURIBytes = 8 << 10
-
-// ErrURITooLong: a URI a client asked for is longer than
-// Config.MaxURIBytes. Nothing was looked up or matched. MCP answers it
-// with JSON-RPC error -32602.
-var ErrURITooLong = errors.New("catalog: URI too long")
+// templated read costs (see ReadResource).
+const defaultMaxURIBytes = 8 << 10
 
 // maxURI resolves Config.MaxURIBytes: 0 is the default, negative none.
 func maxURI(n int) int {
 	switch {
 	case n == 0:
-		return DefaultMaxURIBytes
+		return defaultMaxURIBytes
 	case n < 0:
 		return -1
 	}
@@ -27,10 +19,11 @@ func maxURI(n int) int {
 }
 
 // checkURI refuses a URI beyond the catalog's limit before any lookup or
-// match; it costs a length comparison.
+// match, with ErrInvalidArguments (MCP: -32602); it costs a length
+// comparison.
 func (c *Catalog) checkURI(uri string) error {
 	if c.maxURI >= 0 && len(uri) > c.maxURI {
-		return fmt.Errorf("%w: %d bytes, at most %d", ErrURITooLong, len(uri), c.maxURI)
+		return fmt.Errorf("%w: the URI has %d bytes, at most %d", ErrInvalidArguments, len(uri), c.maxURI)
 	}
 	return nil
 }

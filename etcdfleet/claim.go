@@ -48,21 +48,14 @@ type ResourceDesc struct {
 	MIMEType    string `json:"mimeType,omitempty"`
 }
 
-// Key returns the key that claims name for kind ("tool", "resource",
-// "prompt" or "resource template"): <prefix>/tools/<name>,
+// Key returns the key that claims name for kind: <prefix>/tools/<name>,
 // <prefix>/resources/<uri>, <prefix>/prompts/<name> or
 // <prefix>/templates/<key> (the template with its variables renamed, so
 // that templates differing only in variable names collide), the name
-// path-escaped
-// so that a URI's slashes stay inside one segment and distinct names make
-// distinct keys. A key over MaxKeyBytes, or an unknown kind, gives
-// catalog.ErrInvalidName. kind is a catalog.Kind's value; its callers in
-// package mcpserve and the cmd module still name it as a plain string.
-func (r *Replica) Key(kind, name string) (string, error) {
-	return r.key(catalog.Kind(kind), name)
-}
-
-func (r *Replica) key(kind catalog.Kind, name string) (string, error) {
+// path-escaped so that a URI's slashes stay inside one segment and distinct
+// names make distinct keys. A key over MaxKeyBytes, or an unknown kind,
+// gives catalog.ErrInvalidName.
+func (r *Replica) Key(kind catalog.Kind, name string) (string, error) {
 	dir, err := r.dir(kind)
 	if err != nil {
 		return "", err
@@ -124,11 +117,11 @@ type claim struct {
 // another claim of the kind commits in between), waiting first for a
 // session while the replica is between sessions. The returned release
 // deletes the key in one Txn fenced by its create revision.
-func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release, error) {
+func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (func(), error) {
 	if r == nil {
 		return nil, ErrClosed
 	}
-	key, err := r.key(catalog.Kind(cl.Kind), cl.Name)
+	key, err := r.Key(cl.Kind, cl.Name)
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: claim: %w", err)
 	}

@@ -37,7 +37,7 @@ func TestDuplicateAcrossReplicas(t *testing.T) {
 	if st := b.cat.Stats(); st.Tools != 0 || st.ToolSlots != 0 {
 		t.Fatalf("refused replica holds %d tools in %d slots", st.Tools, st.ToolSlots)
 	}
-	if _, err := b.cat.CallTool(ctx, "search", nil, ""); !errors.Is(err, catalog.ErrUnknownTool) {
+	if _, err := b.cat.CallTool(ctx, "search", nil, ""); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("refused replica's call: %v", err)
 	}
 	if _, err := a.cat.CallTool(ctx, "search", nil, ""); err != nil {
@@ -236,7 +236,7 @@ func TestRaceAfterOwnerDeath(t *testing.T) {
 // slowRelease delays every release of the claims it makes.
 type slowRelease struct{ *etcdfleet.Replica }
 
-func (s slowRelease) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release, error) {
+func (s slowRelease) Claim(ctx context.Context, cl catalog.Claim) (func(), error) {
 	rel, err := s.Replica.Claim(ctx, cl)
 	if err != nil {
 		return nil, err

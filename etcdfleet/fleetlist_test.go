@@ -96,7 +96,7 @@ func TestServerNotifiesRemoteDeath(t *testing.T) {
 	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
 	ctx, life := ctxFor(t), lifeFor(t)
 
-	srv, err := mcpserve.New(b.cat, mcpserve.Options{NotifyWindow: mcpserve.MinNotifyWindow})
+	srv, err := mcpserve.New(b.cat, mcpserve.Options{NotifyWindow: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

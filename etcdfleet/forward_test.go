@@ -198,9 +198,10 @@ func TestPeerLocatesOtherReplicas(t *testing.T) {
 	})
 	bEndpoint := strings.TrimSuffix(b.url, "/mcp") + mcpserve.DefaultFleetPath
 	for _, tc := range []struct {
-		kind, name string
-		want       string
-		ok         bool
+		kind catalog.Kind
+		name string
+		want string
+		ok   bool
 	}{
 		{"tool", "on-b", bEndpoint, true},
 		{"tool", "on-a", "", false},      // a's own

@@ -1,18 +1,19 @@
 package etcdfleet
 
+import "github.com/livereg/livereg/catalog"
+
 // Peer returns the internal endpoint of the replica that holds kind's name
-// ("tool" or "resource", as catalog names the kinds), as the View has it:
-// the endpoint that replica advertised (Config.Advertise) in its claim. ok
-// is false when the View holds no claim on the name, when this replica
-// holds it (a local route is served locally, never forwarded back), when
-// the holder advertised no endpoint, when the endpoint is this replica's
-// own (compared normalized: scheme and host case, default ports), and
-// while the replica is between sessions (see View). The View holds only
-// records the fleet signed, with endpoints Config.PeerPath and
-// Config.Peers allow: Peer never names an endpoint anyone but the fleet
-// chose. It is package mcpserve's Peers
-// method: set a Replica as mcpserve.Fleet.Peers, and a server forwards the
-// calls for routes other replicas hold.
+// (catalog.KindTool or catalog.KindResource), as the View has it: the
+// endpoint that replica advertised (Config.Advertise) in its claim. ok is
+// false when the View holds no claim on the name, when this replica holds
+// it (a local route is served locally, never forwarded back), when the
+// holder advertised no endpoint, when the endpoint is this replica's own
+// (compared normalized: scheme and host case, default ports), and while the
+// replica is between sessions (see View). The View holds only records the
+// fleet signed, with endpoints Config.PeerPath and Config.Peers allow: Peer
+// never names an endpoint anyone but the fleet chose. It is package
+// mcpserve's Peers method: set a Replica as mcpserve.Fleet.Peers, and a
+// server forwards the calls for routes other replicas hold.
 //
 // The answer is as fresh as the View: a route that started elsewhere a
 // moment ago may not be located yet, and one that died may still be; the
@@ -21,7 +22,7 @@ package etcdfleet
 // the name and one map lookup under the View's lock, and allocates only
 // the key (and, with Config.Advertise set, parses the endpoint to compare
 // it with this replica's own).
-func (r *Replica) Peer(kind, name string) (endpoint string, ok bool) {
+func (r *Replica) Peer(kind catalog.Kind, name string) (endpoint string, ok bool) {
 	key, err := r.Key(kind, name)
 	if err != nil {
 		return "", false

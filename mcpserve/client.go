@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,10 +46,7 @@ func callClient(req *mcp.CallToolRequest) *catalog.Client {
 	}
 	cl := &catalog.Client{
 		Log: func(ctx context.Context, m catalog.LogMessage) error {
-			if !knownLevel(m.Level) {
-				return fmt.Errorf("mcpserve: log level %q is not one of MCP's", m.Level)
-			}
-			return ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(m.Level), Logger: m.Logger, Data: m.Data})
+			return ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcpLevel(m.Level), Logger: m.Logger, Data: m.Data})
 		},
 	}
 	if tok := req.Params.GetProgressToken(); tok != nil {
@@ -72,13 +70,25 @@ func callClient(req *mcp.CallToolRequest) *catalog.Client {
 	return cl
 }
 
-func knownLevel(l catalog.LogLevel) bool {
-	switch l {
-	case catalog.LevelDebug, catalog.LevelInfo, catalog.LevelNotice, catalog.LevelWarning,
-		catalog.LevelError, catalog.LevelCritical, catalog.LevelAlert, catalog.LevelEmergency:
-		return true
+// mcpLevel names level as MCP does: the highest of MCP's eight levels at
+// or below it (the SDK names them as slog levels), debug below them all.
+func mcpLevel(level slog.Level) mcp.LoggingLevel {
+	for _, l := range mcpLevels {
+		if level >= l.level {
+			return l.name
+		}
 	}
-	return false
+	return "debug"
+}
+
+// mcpLevels are MCP's levels, most severe first.
+var mcpLevels = [...]struct {
+	level slog.Level
+	name  mcp.LoggingLevel
+}{
+	{mcp.LevelEmergency, "emergency"}, {mcp.LevelAlert, "alert"}, {mcp.LevelCritical, "critical"},
+	{mcp.LevelError, "error"}, {mcp.LevelWarning, "warning"}, {mcp.LevelNotice, "notice"},
+	{mcp.LevelInfo, "info"},
 }
 
 // serverRequestsEnd is the first protocol version that forbids a server's

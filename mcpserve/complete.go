@@ -41,10 +41,10 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Re
 	switch p.Ref.Type {
 	case refPrompt:
 		what = "prompt " + quote.Name(p.Ref.Name)
-		c, err = s.cat.Complete(ctx, catalog.CompleteRequest{Kind: catalog.KindPrompt, Name: p.Ref.Name, Argument: p.Argument.Name, Value: p.Argument.Value, Context: given, Credential: cred})
+		c, err = s.cat.Complete(ctx, catalog.CompletionRequest{Kind: catalog.KindPrompt, Name: p.Ref.Name, Argument: p.Argument.Name, Value: p.Argument.Value, Context: given, Credential: cred})
 	case refResource:
 		what = "resource template " + quote.Name(p.Ref.URI)
-		c, err = s.cat.Complete(ctx, catalog.CompleteRequest{Kind: catalog.KindTemplate, Name: p.Ref.URI, Argument: p.Argument.Name, Value: p.Argument.Value, Context: given, Credential: cred})
+		c, err = s.cat.Complete(ctx, catalog.CompletionRequest{Kind: catalog.KindTemplate, Name: p.Ref.URI, Argument: p.Argument.Name, Value: p.Argument.Value, Context: given, Credential: cred})
 	default:
 		return nil, invalidParams(fmt.Sprintf("completion/complete: unknown ref type %s", quote.Name(p.Ref.Type)), nil)
 	}
@@ -66,7 +66,7 @@ func (s *Server) completeError(ctx context.Context, what string, err error) erro
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "completion/complete "+what)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "completion failed: internal error"}
-	case errors.Is(err, catalog.ErrUnknownPrompt), errors.Is(err, catalog.ErrUnknownResource), errors.Is(err, catalog.ErrRouteGone):
+	case errors.Is(err, catalog.ErrNotFound), errors.Is(err, catalog.ErrRouteGone):
 		return invalidParams("unknown "+what, nil)
 	case errors.Is(err, catalog.ErrInvalidArguments):
 		return invalidParams(err.Error(), nil)

@@ -117,8 +117,8 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	cred := s.credential(ctx, req)
 	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(callClient(req)))
 	if err != nil {
-		if s.fleet != nil && errors.Is(err, catalog.ErrUnknownTool) && !isForwarded(req.Extra) {
-			if ep, ok := s.fleet.fwd.peers.Peer(kindTool, p.Name); ok {
+		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
+			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindTool, p.Name); ok {
 				return s.forwardTool(ctx, ep, cred, p)
 			}
 		}
@@ -142,7 +142,7 @@ func (s *Server) toolError(ctx context.Context, name string, err error, forwarde
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "tools/call "+q)
 		return errorResult(fmt.Sprintf("tool %s failed: internal error", q)), nil
-	case errors.Is(err, catalog.ErrUnknownTool) && !forwarded:
+	case errors.Is(err, catalog.ErrNotFound) && !forwarded:
 		return nil, invalidParams(fmt.Sprintf("unknown tool %s", q), nil)
 	case errors.Is(err, catalog.ErrInvalidArguments):
 		// The catalog's message names the tool and cuts the validator's
@@ -151,7 +151,7 @@ func (s *Server) toolError(ctx context.Context, name string, err error, forwarde
 	case errors.Is(err, catalog.ErrInvalidResult):
 		s.log.Error("mcpserve: tool result does not match its output schema; not sent", "tool", q, "err", err)
 		return errorResult(fmt.Sprintf("tool %s failed: its result does not match its output schema", q)), nil
-	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrUnknownTool):
+	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrNotFound):
 		// An unknown tool here is one that was forwarded (see above): the
 		// replica that forwarded it saw this one hold it, and its
 		// consumer has gone since, which is what a local death between
@@ -178,10 +178,10 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, invalidParams("resources/read: missing params", nil)
 	}
 	cred := s.credential(ctx, req)
-	c, err := s.cat.ReadURI(ctx, p.URI, cred)
+	c, err := s.cat.ReadResource(ctx, p.URI, cred)
 	if err != nil {
-		if s.fleet != nil && errors.Is(err, catalog.ErrUnknownResource) && !isForwarded(req.Extra) {
-			if ep, ok := s.fleet.fwd.peers.Peer(kindResource, p.URI); ok {
+		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
+			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindResource, p.URI); ok {
 				return s.forwardResource(ctx, ep, cred, p.URI)
 			}
 		}
@@ -227,12 +227,12 @@ func searchResource(list []catalog.Resource, uri string) (int, bool) {
 func (s *Server) resourceError(ctx context.Context, uri string, err error, forwarded bool) error {
 	q := quote.Name(uri)
 	switch {
-	case errors.Is(err, catalog.ErrUnknownResource) && !forwarded:
+	case errors.Is(err, catalog.ErrNotFound) && !forwarded:
 		return mcp.ResourceNotFoundError(uri)
-	case errors.Is(err, catalog.ErrURITooLong), errors.Is(err, catalog.ErrInvalidArguments):
+	case errors.Is(err, catalog.ErrInvalidArguments):
 		// Neither quotes more than quote.Most bytes of the URI.
 		return invalidParams(err.Error(), nil)
-	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrUnknownResource):
+	case errors.Is(err, catalog.ErrRouteGone), errors.Is(err, catalog.ErrNotFound):
 		return invalidParams(fmt.Sprintf("resource %s is gone: its consumer stopped before the read reached it", q),
 			map[string]any{"uri": uri, "reason": "route_gone", "retryable": true})
 	}

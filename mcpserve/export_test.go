@@ -72,3 +72,13 @@ func SetRefusalClock(t interface{ Cleanup(func()) }, now func() time.Time) {
 	refusalClock = now
 	t.Cleanup(func() { refusalClock = time.Now })
 }
+
+// Defaults and bounds, named for the tests outside the package.
+const (
+	DefaultSessionTimeout = defaultSessionTimeout
+	DefaultNotifyWindow   = defaultNotifyWindow
+	DefaultMaxHeaderBytes = defaultMaxHeaderBytes
+	MaxNameBytes          = maxNameBytes
+	MaxKeyBytes           = maxKeyBytes
+	MaxIDBytes            = maxIDBytes
+)

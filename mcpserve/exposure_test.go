@@ -124,7 +124,7 @@ func TestIdleSessionEnds(t *testing.T) {
 	if code != http.StatusOK || id == "" {
 		t.Fatalf("initialize = %d, session %q", code, id)
 	}
-	waitUntil(t, "the idle session to end", func() bool { return srv.SessionStats().Open == 0 })
+	waitUntil(t, "the idle session to end", func() bool { return srv.Stats().Sessions.Held == 0 })
 	if code, _ := rawPost(t, url, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string][]string{"Mcp-Session-Id": {id}}); code != http.StatusNotFound {
 		t.Errorf("a request on the ended session = %d, want 404", code)
 	}
@@ -156,13 +156,13 @@ func TestSessionCap(t *testing.T) {
 			t.Errorf("a live session at the cap answered %d, want 202", code)
 		}
 	}
-	if st := srv.SessionStats(); st.Open != 2 || st.Refused != 1 || st.Opened != 2 || st.Max != 2 {
-		t.Errorf("SessionStats = %+v", st)
+	if st := srv.Stats().Sessions; st.Held != 2 || st.RefusedAtCap != 1 || st.Opened != 2 || st.Max != 2 {
+		t.Errorf("Stats().Sessions = %+v", st)
 	}
 	if code := rawDelete(t, url, ids[0], ""); code != http.StatusNoContent && code != http.StatusOK {
 		t.Fatalf("DELETE = %d", code)
 	}
-	waitUntil(t, "the deleted session's slot", func() bool { return srv.SessionStats().Open == 1 })
+	waitUntil(t, "the deleted session's slot", func() bool { return srv.Stats().Sessions.Held == 1 })
 	if code, _ := rawPost(t, url, initializeBody, nil); code != http.StatusOK {
 		t.Errorf("initialize after a DELETE = %d, want 200", code)
 	}
@@ -196,7 +196,7 @@ func TestManyUndeletedSessionsBounded(t *testing.T) {
 				mu.Lock()
 				codes[code]++
 				mu.Unlock()
-				if open := srv.SessionStats().Open; open > maxSessions {
+				if open := srv.Stats().Sessions.Held; open > maxSessions {
 					t.Errorf("%d sessions open, cap %d", open, maxSessions)
 				}
 			}

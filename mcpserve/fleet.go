@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/internal/quote"
 )
 
@@ -23,13 +24,13 @@ const DefaultFleetPath = "/fleet"
 // MinFleetTokenBytes is the shortest fleet credential New accepts.
 const MinFleetTokenBytes = 16
 
-// DefaultForwardTimeout is how long a forward waits for the holder's
+// defaultForwardTimeout is how long a forward waits for the holder's
 // response to begin when Fleet.ForwardTimeout is 0.
-const DefaultForwardTimeout = 5 * time.Second
+const defaultForwardTimeout = 5 * time.Second
 
-// DefaultMaxConnsPerPeer caps the connections the Server's own fleet
+// defaultMaxConnsPerPeer caps the connections the Server's own fleet
 // client opens to one peer when Fleet.MaxConnsPerPeer is 0.
-const DefaultMaxConnsPerPeer = 64
+const defaultMaxConnsPerPeer = 64
 
 // CodePeerUnavailable is the JSON-RPC error code of a call forwarded to the
 // replica that holds its route when that replica cannot be reached, with
@@ -85,12 +86,12 @@ type Fleet struct {
 	// longer: a route body runs as long as the caller's context allows.
 	// A peer that does not begin in time (frozen, or too busy to
 	// dispatch) gives CodePeerUnavailable, not retryable: the request may
-	// have reached it. 0 means DefaultForwardTimeout; negative is
+	// have reached it. 0 means defaultForwardTimeout; negative is
 	// invalid.
 	ForwardTimeout time.Duration
 	// MaxConnsPerPeer caps the connections the Server's own client opens
 	// to one peer; a forward beyond the cap waits for one, within
-	// ForwardTimeout. 0 means DefaultMaxConnsPerPeer; negative means no
+	// ForwardTimeout. 0 means defaultMaxConnsPerPeer; negative means no
 	// cap. It does not apply to an HTTPClient given: cap that client's
 	// transport (http.Transport.MaxConnsPerHost).
 	MaxConnsPerPeer int
@@ -105,11 +106,12 @@ type Fleet struct {
 // Peers locates routes held by other replicas.
 type Peers interface {
 	// Peer returns the fleet endpoint of the replica, other than this
-	// one, that holds the route of kind ("tool" or "resource") and name,
+	// one, that holds the route of kind (catalog.KindTool or
+	// catalog.KindResource) and name,
 	// and false when no other replica is known to. It is called on
 	// every call for a route this replica does not hold, concurrently,
 	// and must not block.
-	Peer(kind, name string) (endpoint string, ok bool)
+	Peer(kind catalog.Kind, name string) (endpoint string, ok bool)
 }
 
 // fleetTokenDigest is the SHA-256 of the fleet credential: comparing
@@ -273,10 +275,3 @@ func isHopCount(v string) bool {
 	n, err := strconv.Atoi(v)
 	return err == nil && n > 0
 }
-
-// routeKinds are the catalog's names of the kinds a fleet forwards, as
-// Peers takes them.
-const (
-	kindTool     = "tool"
-	kindResource = "resource"
-)

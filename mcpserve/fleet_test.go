@@ -27,8 +27,8 @@ const fleetToken = "fleet-token-0123456789abcdef"
 // over a real etcd.
 type peerMap struct{ m sync.Map }
 
-func (p *peerMap) Peer(kind, name string) (string, bool) {
-	v, ok := p.m.Load(kind + "/" + name)
+func (p *peerMap) Peer(kind catalog.Kind, name string) (string, bool) {
+	v, ok := p.m.Load(string(kind) + "/" + name)
 	if !ok {
 		return "", false
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/internal/quote"
 )
 
@@ -61,7 +62,7 @@ var errSelf = errors.New("mcpserve: the route's endpoint is this replica's own")
 // newForwarder makes the forwarder of a Server whose options passed
 // startFleet's checks; maxResult is the Server's result limit.
 func newForwarder(f *Fleet, maxResult int64, log *slog.Logger) *forwarder {
-	fw := &forwarder{peers: f.Peers, token: f.Token, begin: cmpOr(f.ForwardTimeout, DefaultForwardTimeout),
+	fw := &forwarder{peers: f.Peers, token: f.Token, begin: cmpOr(f.ForwardTimeout, defaultForwardTimeout),
 		limit: hopBodyLimit(maxResult), log: log, conns: map[string]*peerConn{}}
 	if hc := f.HTTPClient; hc != nil {
 		fw.rt, fw.jar, fw.whole = hc.Transport, hc.Jar, hc.Timeout
@@ -71,7 +72,7 @@ func newForwarder(f *Fleet, maxResult int64, log *slog.Logger) *forwarder {
 	} else {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
-		if n := cmpOr(f.MaxConnsPerPeer, DefaultMaxConnsPerPeer); n > 0 {
+		if n := cmpOr(f.MaxConnsPerPeer, defaultMaxConnsPerPeer); n > 0 {
 			tr.MaxConnsPerHost = n
 		}
 		fw.rt, fw.own = tr, true
@@ -228,7 +229,7 @@ func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.
 		return nil, err
 	}
 	if err != nil {
-		return nil, f.failed(ctx, endpoint, nil, kindTool, p.Name, err)
+		return nil, f.failed(ctx, endpoint, nil, catalog.KindTool, p.Name, err)
 	}
 	h := &hop{cred: cred}
 	res, err := cs.CallTool(context.WithValue(ctx, hopKey{}, h), &mcp.CallToolParams{Name: p.Name, Arguments: p.Arguments})
@@ -237,7 +238,7 @@ func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.
 		return nil, &resultTooLarge{n: h.read.Load()}
 	}
 	if err != nil {
-		return nil, f.failed(ctx, endpoint, cs, kindTool, p.Name, err)
+		return nil, f.failed(ctx, endpoint, cs, catalog.KindTool, p.Name, err)
 	}
 	// The hop's own metadata (the holder's serverInfo, which the SDK adds
 	// to every 2026-07-28 result) is not the caller's: this server adds
@@ -253,7 +254,7 @@ func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string
 		return nil, err
 	}
 	if err != nil {
-		return nil, f.failed(ctx, endpoint, nil, kindResource, uri, err)
+		return nil, f.failed(ctx, endpoint, nil, catalog.KindResource, uri, err)
 	}
 	h := &hop{cred: cred}
 	res, err := cs.ReadResource(context.WithValue(ctx, hopKey{}, h), &mcp.ReadResourceParams{URI: uri})
@@ -262,7 +263,7 @@ func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string
 		return nil, &resultTooLarge{n: h.read.Load()}
 	}
 	if err != nil {
-		return nil, f.failed(ctx, endpoint, cs, kindResource, uri, err)
+		return nil, f.failed(ctx, endpoint, cs, catalog.KindResource, uri, err)
 	}
 	delete(res.Meta, mcp.MetaKeyServerInfo)
 	return res, nil
@@ -275,7 +276,7 @@ func (f *forwarder) readResource(ctx context.Context, endpoint, cred, uri string
 // elsewhere advertises a new endpoint), and holding a session per dead
 // endpoint would leak; the next call to a live one opens another, which
 // costs no round trip.
-func (f *forwarder) failed(ctx context.Context, endpoint string, cs *mcp.ClientSession, kind, name string, err error) error {
+func (f *forwarder) failed(ctx context.Context, endpoint string, cs *mcp.ClientSession, kind catalog.Kind, name string, err error) error {
 	var (
 		rpc *jsonrpc.Error
 		ue  *url.Error

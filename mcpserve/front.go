@@ -54,7 +54,7 @@ func (h *httpFront) resolve(opts Options, hopts *mcp.StreamableHTTPOptions, auth
 	if err != nil {
 		return err
 	}
-	maxSessions := cmpOr(opts.MaxSessions, DefaultMaxSessions)
+	maxSessions := cmpOr(opts.MaxSessions, defaultMaxSessions)
 	h.auth, h.bind, h.stateful = auth, auth && !hopts.Stateless, !hopts.Stateless
 	h.path, h.policy, h.origins, h.limits = opts.Path, opts.RequireCredential, origins, limits
 	h.slots.max, h.slots.shares = int64(maxSessions), newShares(maxSessions, clientShare, anonShare, auth)

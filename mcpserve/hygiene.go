@@ -19,19 +19,19 @@ import (
 // at most quote.Most bytes. URIs are bounded by the catalog
 // (catalog.Config.MaxURIBytes).
 const (
-	// MaxNameBytes bounds a tool's or a prompt's name, and the name in a
+	// maxNameBytes bounds a tool's or a prompt's name, and the name in a
 	// completion's reference: no registry holds a longer one.
-	MaxNameBytes = shardreg.MaxNameLen
-	// MaxKeyBytes bounds an argument's name: a tools/call's or a
+	maxNameBytes = shardreg.MaxNameLen
+	// maxKeyBytes bounds an argument's name: a tools/call's or a
 	// prompts/get's argument keys, a completion's argument name and the
 	// keys of its context.
-	MaxKeyBytes = 1 << 10
-	// MaxMethodBytes bounds a JSON-RPC method name; MCP's longest is
+	maxKeyBytes = 1 << 10
+	// maxMethodBytes bounds a JSON-RPC method name; MCP's longest is
 	// under 40 bytes.
-	MaxMethodBytes = 128
-	// MaxIDBytes bounds a JSON-RPC id: a string id comes back in its
+	maxMethodBytes = 128
+	// maxIDBytes bounds a JSON-RPC id: a string id comes back in its
 	// response.
-	MaxIDBytes = 256
+	maxIDBytes = 256
 	// maxErrorData bounds the data of an error livereg or the SDK
 	// returns; a longer one has its long strings cut (boundData).
 	maxErrorData = 512
@@ -74,14 +74,14 @@ func (s *Server) checkStrings(method string, req mcp.Request) error {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
 		if p := r.Params; p != nil {
-			if err := within("tool name", p.Name, MaxNameBytes); err != nil {
+			if err := within("tool name", p.Name, maxNameBytes); err != nil {
 				return err
 			}
 			return argumentKeysWithin(p.Arguments)
 		}
 	case *mcp.GetPromptRequest:
 		if p := r.Params; p != nil {
-			if err := within("prompt name", p.Name, MaxNameBytes); err != nil {
+			if err := within("prompt name", p.Name, maxNameBytes); err != nil {
 				return err
 			}
 			return keysWithin(p.Arguments)
@@ -101,14 +101,14 @@ func (s *Server) checkStrings(method string, req mcp.Request) error {
 	case *mcp.CompleteRequest:
 		if p := r.Params; p != nil {
 			if p.Ref != nil {
-				if err := within("reference name", p.Ref.Name, MaxNameBytes); err != nil {
+				if err := within("reference name", p.Ref.Name, maxNameBytes); err != nil {
 					return err
 				}
 				if err := s.uriWithin(p.Ref.URI); err != nil {
 					return err
 				}
 			}
-			if err := within("argument name", p.Argument.Name, MaxKeyBytes); err != nil {
+			if err := within("argument name", p.Argument.Name, maxKeyBytes); err != nil {
 				return err
 			}
 			if p.Context != nil {
@@ -133,11 +133,11 @@ func within(what, v string, most int) error {
 }
 
 // argumentKeysWithin checks the keys of a tools/call's arguments, an
-// object as sent; above MaxKeyBytes it reads the object once, without
+// object as sent; above maxKeyBytes it reads the object once, without
 // keeping its values.
 // Arguments that are not an object are left to the catalog to refuse.
 func argumentKeysWithin(raw json.RawMessage) error {
-	if len(raw) <= MaxKeyBytes {
+	if len(raw) <= maxKeyBytes {
 		return nil // no key is longer than the whole: most calls stop here
 	}
 	d := json.NewDecoder(bytes.NewReader(raw))
@@ -150,7 +150,7 @@ func argumentKeysWithin(raw json.RawMessage) error {
 			return nil
 		}
 		if k, ok := t.(string); ok {
-			if err := within("argument name", k, MaxKeyBytes); err != nil {
+			if err := within("argument name", k, maxKeyBytes); err != nil {
 				return err
 			}
 		}
@@ -164,7 +164,7 @@ func argumentKeysWithin(raw json.RawMessage) error {
 
 func keysWithin(m map[string]string) error {
 	for k := range m {
-		if err := within("argument name", k, MaxKeyBytes); err != nil {
+		if err := within("argument name", k, maxKeyBytes); err != nil {
 			return err
 		}
 	}

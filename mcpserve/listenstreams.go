@@ -12,11 +12,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxListenStreams caps the subscriptions/listen streams open at
+// defaultMaxListenStreams caps the subscriptions/listen streams open at
 // once. An open stream holds an HTTP request, its connection, a session of
 // the SDK and a parked goroutine, a few tens of KB in all, so the cap
-// bounds them near the sessions' own (DefaultMaxSessions).
-const DefaultMaxListenStreams = 1000
+// bounds them near the sessions' own (defaultMaxSessions).
+const defaultMaxListenStreams = 1000
 
 // methodSubscriptionsListen is the 2026-07-28 request that opens a stream
 // of list_changed notifications; it lasts until the client cancels it or
@@ -25,11 +25,11 @@ const methodSubscriptionsListen = "subscriptions/listen"
 
 // Errors of listen streams; match them with errors.Is.
 var (
-	// ErrTooManyListenStreams: a subscriptions/listen arrived while
+	// errTooManyListenStreams: a subscriptions/listen arrived while
 	// Options.MaxListenStreams streams were open. The client gets JSON-RPC
 	// error CodeOverloaded with data {"reason":"too_many_listen_streams",
 	// "retryable":true}; open streams are untouched.
-	ErrTooManyListenStreams = errors.New("mcpserve: listen stream limit reached")
+	errTooManyListenStreams = errors.New("mcpserve: listen stream limit reached")
 	// errShuttingDown ends the listen streams of a graceful shutdown, and
 	// refuses those that arrive during it.
 	errShuttingDown = errors.New("mcpserve: server shutting down")
@@ -40,11 +40,10 @@ var (
 // concurrent use; opening and ending a stream cost one mutex and a few
 // atomic operations.
 type listenStreams struct {
-	max     int64 // <= 0: unlimited
-	shares  *shares
-	open    atomic.Int64
-	opened  atomic.Uint64
-	refused atomic.Uint64
+	max    int64 // <= 0: unlimited
+	shares *shares
+	open   atomic.Int64
+	opened atomic.Uint64
 
 	mu       sync.Mutex
 	closed   bool // Close: refuse every later stream
@@ -59,9 +58,9 @@ func newListenStreams(max int, sh *shares) *listenStreams {
 // start admits a stream: it returns the context the SDK's listen handler
 // parks on (ended by endAll, or when ctx ends) and the function to call
 // once the handler returned. At the cap, or while the server closes or
-// shuts down, it returns an error wrapping ErrTooManyListenStreams,
+// shuts down, it returns an error wrapping errTooManyListenStreams,
 // ErrClosed or errShuttingDown and admits nothing; over cl's share of the
-// cap, one wrapping both ErrTooManyListenStreams and ErrOverShare.
+// cap, one wrapping both errTooManyListenStreams and errOverShare.
 func (l *listenStreams) start(ctx context.Context, cl client) (context.Context, func(), error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -71,12 +70,10 @@ func (l *listenStreams) start(ctx context.Context, cl client) (context.Context, 
 	case l.draining > 0:
 		return nil, nil, errShuttingDown
 	case !l.shares.take(cl):
-		l.refused.Add(1)
-		return nil, nil, fmt.Errorf("%w: %w (%d streams)", ErrTooManyListenStreams, ErrOverShare, l.shares.perClient)
+		return nil, nil, fmt.Errorf("%w: %w (%d streams)", errTooManyListenStreams, errOverShare, l.shares.perClient)
 	case l.max > 0 && l.open.Load() >= l.max:
 		l.shares.give(cl)
-		l.refused.Add(1)
-		return nil, nil, fmt.Errorf("%w (%d streams)", ErrTooManyListenStreams, l.max)
+		return nil, nil, fmt.Errorf("%w (%d streams)", errTooManyListenStreams, l.max)
 	}
 	lctx, cancel := context.WithCancelCause(ctx)
 	l.live[&cancel] = struct{}{}
@@ -143,37 +140,14 @@ func (s *Server) receiveListen(next mcp.MethodHandler) mcp.MethodHandler {
 // give up.
 func (s *Server) refuseListen(err error) error {
 	reason := "shutting_down"
-	if errors.Is(err, ErrTooManyListenStreams) {
+	if errors.Is(err, errTooManyListenStreams) {
 		reason = "too_many_listen_streams"
-		why, limit := ReasonCap, s.listens.max
-		if errors.Is(err, ErrOverShare) {
-			why, limit = ReasonShare, s.listens.shares.perClient
+		why, limit := reasonCap, s.listens.max
+		if errors.Is(err, errOverShare) {
+			why, limit = reasonShare, s.listens.shares.perClient
 		}
 		s.refused.listens.refused(s.log, why, limit)
 	}
 	data, _ := json.Marshal(map[string]any{"reason": reason, "retryable": true})
 	return &jsonrpc.Error{Code: CodeOverloaded, Message: err.Error() + "; retry later", Data: data}
-}
-
-// ListenStats is a snapshot of the subscriptions/listen streams of a
-// Server.
-type ListenStats struct {
-	// Open is how many streams are open now.
-	Open int64
-	// Opened counts the streams admitted since New.
-	Opened uint64
-	// Refused counts the streams refused at Options.MaxListenStreams or
-	// over a client's share of it (see RefusalStats for which).
-	Refused uint64
-	// Max is the cap in force; 0 means none.
-	Max int64
-}
-
-// ListenStats reports the server's subscriptions/listen streams: a few
-// atomic loads, safe for concurrent use.
-func (s *Server) ListenStats() ListenStats {
-	return ListenStats{
-		Open: s.listens.open.Load(), Opened: s.listens.opened.Load(),
-		Refused: s.listens.refused.Load(), Max: max(s.listens.max, 0),
-	}
 }

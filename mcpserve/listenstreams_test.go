@@ -25,9 +25,9 @@ var listenParams = map[string]any{"notifications": map[string]any{"toolsListChan
 func untilListens(t *testing.T, srv *mcpserve.Server, open int64) {
 	t.Helper()
 	deadline := time.Now().Add(eventGuard)
-	for srv.ListenStats().Open != open {
+	for srv.Stats().ListenStreams.Held != open {
 		if time.Now().After(deadline) {
-			t.Fatalf("listen streams open = %d, want %d", srv.ListenStats().Open, open)
+			t.Fatalf("listen streams open = %d, want %d", srv.Stats().ListenStreams.Held, open)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -42,7 +42,7 @@ func TestListenStreamCap(t *testing.T) {
 	// not the share (shares_test.go), refuses the second stream.
 	f := newStateless(t, cat, mcpserve.Options{MaxListenStreams: 1, ClientShare: 1})
 	a := f.connectCurrent("")
-	if st := f.srv.ListenStats(); st.Open != 1 || st.Max != 1 {
+	if st := f.srv.Stats().ListenStreams; st.Held != 1 || st.Max != 1 {
 		t.Fatalf("after one client: %+v", st)
 	}
 	// The first message is the answer: a refusal, or the acknowledgement
@@ -58,7 +58,7 @@ func TestListenStreamCap(t *testing.T) {
 	if err := json.Unmarshal(msg.Error.Data, &data); err != nil || data.Reason != "too_many_listen_streams" || !data.Retryable {
 		t.Errorf("refusal data = %s", msg.Error.Data)
 	}
-	if st := f.srv.ListenStats(); st.Open != 1 || st.Refused != 1 {
+	if st := f.srv.Stats().ListenStreams; st.Held != 1 || st.RefusedAtCap != 1 {
 		t.Errorf("after the refusal: %+v", st)
 	}
 	// The open stream still carries notifications.
@@ -77,7 +77,7 @@ func TestListenStreamCap(t *testing.T) {
 	}
 	defer func() { _ = k.Stop(context.Background()) }()
 	wait(t, b.tools, "list_changed on the stream admitted after the first ended")
-	if st := f.srv.ListenStats(); st.Open != 1 || st.Opened != 2 || st.Refused != 1 {
+	if st := f.srv.Stats().ListenStreams; st.Held != 1 || st.Opened != 2 || st.RefusedAtCap != 1 {
 		t.Errorf("at the end: %+v, want 1 open, 2 opened, 1 refused", st)
 	}
 }
@@ -101,7 +101,7 @@ func TestCloseEndsListenStreams(t *testing.T) {
 	closed := make(chan struct{})
 	go func() { _ = srv.Close(); close(closed) }()
 	wait(t, closed, "Close")
-	if st := srv.ListenStats(); st.Open != 0 {
+	if st := srv.Stats().ListenStreams; st.Held != 0 {
 		t.Errorf("after Close: %+v", st)
 	}
 	select {

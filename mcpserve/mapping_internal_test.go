@@ -48,7 +48,7 @@ func TestErrorMapping(t *testing.T) {
 		tool want
 		read want
 	}{
-		{"unknown", context.Background(), fmt.Errorf("catalog: %w %q", catalog.ErrUnknownTool, "x"),
+		{"unknown", context.Background(), fmt.Errorf("catalog: %w %q", catalog.ErrNotFound, "x"),
 			want{code: -32602, text: "unknown tool"}, want{code: -32602, text: "not found"}},
 		{"route gone", context.Background(), wrap(catalog.ErrRouteGone),
 			want{code: -32602, text: "is gone", reason: "route_gone"}, want{code: -32602, text: "is gone", reason: "route_gone"}},
@@ -73,8 +73,8 @@ func TestErrorMapping(t *testing.T) {
 			res, err := s.toolError(tc.ctx, "x", tc.err, false)
 			check(t, "tools/call", res, err, tc.tool)
 			readErr := tc.err
-			if errors.Is(readErr, catalog.ErrUnknownTool) {
-				readErr = fmt.Errorf("catalog: %w %q", catalog.ErrUnknownResource, "x://y")
+			if errors.Is(readErr, catalog.ErrNotFound) {
+				readErr = fmt.Errorf("catalog: %w %q", catalog.ErrNotFound, "x://y")
 			}
 			check(t, "resources/read", nil, s.resourceError(tc.ctx, "x://y", readErr, false), tc.read)
 		})
@@ -109,5 +109,32 @@ func check(t *testing.T, what string, res mcp.Result, err error, w want) {
 	txt := r.Content[0].(*mcp.TextContent).Text
 	if !strings.Contains(txt, w.text) || strings.Contains(txt, "t0ps3cret") || strings.Contains(txt, "secret panic value") {
 		t.Errorf("%s: text %q, want %q and no secret", what, txt, w.text)
+	}
+}
+
+// TestMCPLevel: a body's slog level reaches the client as the highest of
+// MCP's eight levels at or below it.
+func TestMCPLevel(t *testing.T) {
+	for _, tc := range []struct {
+		level slog.Level
+		want  mcp.LoggingLevel
+	}{
+		{slog.LevelDebug - 4, "debug"},
+		{slog.LevelDebug, "debug"},
+		{slog.LevelInfo - 1, "debug"},
+		{slog.LevelInfo, "info"},
+		{mcp.LevelNotice, "notice"},
+		{slog.LevelWarn - 1, "notice"},
+		{slog.LevelWarn, "warning"},
+		{slog.LevelError, "error"},
+		{slog.LevelError + 3, "error"},
+		{mcp.LevelCritical, "critical"},
+		{mcp.LevelAlert, "alert"},
+		{mcp.LevelEmergency, "emergency"},
+		{mcp.LevelEmergency + 100, "emergency"},
+	} {
+		if got := mcpLevel(tc.level); got != tc.want {
+			t.Errorf("mcpLevel(%v) = %q, want %q", tc.level, got, tc.want)
+		}
 	}
 }

@@ -36,8 +36,7 @@ type Options struct {
 	// limit, and the server logs it. A result forwarded from another
 	// replica of a fleet is counted, and refused, the same way here, and
 	// read through a limit derived from this one (see the package doc's
-	// "Serving a fleet"). 0 means DefaultMaxResultBytes; negative is
-	// invalid.
+	// "Serving a fleet"). 0 means 16 MiB; negative is invalid.
 	MaxResultBytes int64
 	// TransportCredential, if set, gives the credential of a request on a
 	// session served by ServeTransport or ServeStdio, which carry no HTTP
@@ -49,8 +48,7 @@ type Options struct {
 	TransportCredential func(ctx context.Context, req mcp.Request) string
 	// ShutdownTimeout bounds how long ListenAndServe and Serve wait for
 	// in-flight requests after their context ends, and how long Close and
-	// ServeTransport wait for sessions to close. 0 means
-	// DefaultShutdownTimeout.
+	// ServeTransport wait for sessions to close. 0 means 5 seconds.
 	ShutdownTimeout time.Duration
 
 	// Notifications and streams.
@@ -58,26 +56,24 @@ type Options struct {
 	// NotifyWindow is the coalescing window of list_changed notifications:
 	// after one notification of a kind, the next one waits at least this
 	// long, and carries every change made meanwhile. 0 means
-	// DefaultNotifyWindow; a value below MinNotifyWindow is raised to it;
-	// negative is invalid.
+	// 50 ms; a value below 20 ms is raised to it; negative is invalid.
 	NotifyWindow time.Duration
 	// MaxListenStreams caps the subscriptions/listen streams open at once,
 	// whatever transport carries them. At the cap a listen gets JSON-RPC
-	// error CodeOverloaded ([ErrTooManyListenStreams]) and open streams
-	// are untouched. 0 means DefaultMaxListenStreams; negative means no
-	// cap.
+	// error CodeOverloaded ([errTooManyListenStreams]) and open streams
+	// are untouched. 0 means 1,000; negative means no cap.
 	MaxListenStreams int
 	// MaxSubscriptionsPerSession caps the resource subscriptions one
 	// session holds. Beyond it a resources/subscribe to a new URI gets
-	// JSON-RPC error CodeOverloaded ([ErrTooManySubscriptions], reason
+	// JSON-RPC error CodeOverloaded ([errTooManySubscriptions], reason
 	// "too_many_subscriptions") and changes nothing. 0 means
-	// DefaultMaxSubscriptionsPerSession (256); negative means no cap.
+	// 256; negative means no cap.
 	MaxSubscriptionsPerSession int
 	// MaxSubscriptions caps the resource subscriptions of all sessions
 	// together, split between clients by ClientShare and AnonymousShare;
 	// beyond it, or a client's share of it, a resources/subscribe is
 	// refused as beyond MaxSubscriptionsPerSession. 0 means
-	// DefaultMaxSubscriptions (16,384); negative means no cap.
+	// 16,384; negative means no cap.
 	MaxSubscriptions int
 
 	// The HTTP front: sessions, credentials, shares and bounds.
@@ -93,13 +89,11 @@ type Options struct {
 	Stateless bool
 	// SessionTimeout closes an HTTP session that received no request for
 	// this long (a call in progress counts as activity; an open standalone
-	// stream does not). 0 means DefaultSessionTimeout; negative means
-	// never.
+	// stream does not). 0 means 10 minutes; negative means never.
 	SessionTimeout time.Duration
 	// MaxSessions caps the HTTP sessions held at once. At the cap an
-	// initialize gets HTTP 503 with Retry-After ([ErrTooManySessions]) and
-	// live sessions are untouched. 0 means DefaultMaxSessions; negative
-	// means no cap.
+	// initialize gets HTTP 503 with Retry-After ([errTooManySessions]) and
+	// live sessions are untouched. 0 means 1,000; negative means no cap.
 	MaxSessions int
 	// RequireCredential says which HTTP requests, initialize included,
 	// must carry a bearer token the catalog's authenticator accepts; the
@@ -112,18 +106,16 @@ type Options struct {
 	// ClientShare is the fraction of each cap (MaxSessions,
 	// MaxListenStreams, MaxSubscriptions) that one client may hold, rounded
 	// up and at least one: a client over its share is refused as at the
-	// cap (wrapping [ErrOverShare]) while other clients are still served.
+	// cap (wrapping [errOverShare]) while other clients are still served.
 	// A client is the subject its bearer token authenticates as, or else
 	// its remote IP address (so clients behind one proxy or NAT share
-	// theirs); sessions over stdio or in memory hold no share. 0 means
-	// DefaultClientShare (1/4); 1 turns the per-client bound off; outside
-	// [0, 1] is invalid. A cap that is off has no shares.
+	// theirs); sessions over stdio or in memory hold no share. 0 means 1/4; 1 turns the
+	// per-client bound off; outside [0, 1] is invalid. A cap that is off has no shares.
 	ClientShare float64
 	// AnonymousShare is the fraction of each cap that the clients
 	// without a valid credential hold together, when the catalog has an
 	// authenticator (without one every client is anonymous, and only
-	// ClientShare applies). 0 means DefaultAnonymousShare (1/2); 1 turns
-	// it off; outside [0, 1] is invalid.
+	// ClientShare applies). 0 means 1/2; 1 turns it off; outside [0, 1] is invalid.
 	AnonymousShare float64
 	// Limits are the HTTP server timeouts and sizes Serve and
 	// ListenAndServe apply; the zero value is the defaults.

@@ -75,7 +75,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 func (s *Server) promptError(ctx context.Context, name string, err error) error {
 	q := quote.Name(name)
 	switch {
-	case errors.Is(err, catalog.ErrUnknownPrompt), errors.Is(err, catalog.ErrRouteGone):
+	case errors.Is(err, catalog.ErrNotFound), errors.Is(err, catalog.ErrRouteGone):
 		return invalidParams(fmt.Sprintf("unknown prompt %s", q), nil)
 	case errors.Is(err, catalog.ErrInvalidArguments):
 		return invalidParams(err.Error(), nil)

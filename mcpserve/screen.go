@@ -98,16 +98,16 @@ func screenMessage(w http.ResponseWriter, msg []byte) bool {
 			return false
 		}
 	}
-	if len(method) > MaxMethodBytes {
+	if len(method) > maxMethodBytes {
 		refuseMessage(w, env.ID, jsonrpc.CodeMethodNotFound,
-			fmt.Sprintf("method not found: %s (at most %d bytes)", quote.Name(method), MaxMethodBytes))
+			fmt.Sprintf("method not found: %s (at most %d bytes)", quote.Name(method), maxMethodBytes))
 		return false
 	}
 	return true
 }
 
 // badID says why id is refused, or "" when it is a string of at most
-// MaxIDBytes or an integer within ±(2^53 - 1). A request must carry one;
+// maxIDBytes or an integer within ±(2^53 - 1). A request must carry one;
 // a notification none (absent is not checked here).
 func badID(id json.RawMessage, request bool) string {
 	if len(id) == 0 {
@@ -119,8 +119,8 @@ func badID(id json.RawMessage, request bool) string {
 		if json.Unmarshal(id, &str) != nil {
 			return "the id is not a valid string"
 		}
-		if len(str) > MaxIDBytes {
-			return fmt.Sprintf("the id is a string of %d bytes, at most %d", len(str), MaxIDBytes)
+		if len(str) > maxIDBytes {
+			return fmt.Sprintf("the id is a string of %d bytes, at most %d", len(str), maxIDBytes)
 		}
 		return ""
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -257,8 +257,8 @@ func (e *echoBound) finish() {
 }
 
 // errorLead is how far into a message its "error" member is looked for:
-// past "jsonrpc" and an id of at most MaxIDBytes (screen refuses longer).
-const errorLead = 64 + 6*MaxIDBytes
+// past "jsonrpc" and an id of at most maxIDBytes (screen refuses longer).
+const errorLead = 64 + 6*maxIDBytes
 
 // boundWrite returns p rewritten when it is one JSON-RPC error response,
 // bare or as one SSE event, whose error needs bounding; false otherwise.

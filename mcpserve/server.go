@@ -26,19 +26,19 @@ const (
 
 // Defaults for a zero Options.
 const (
-	// DefaultNotifyWindow is the coalescing window of list_changed
+	// defaultNotifyWindow is the coalescing window of list_changed
 	// notifications.
-	DefaultNotifyWindow = 50 * time.Millisecond
-	// MinNotifyWindow is the shortest window accepted. The SDK debounces
+	defaultNotifyWindow = 50 * time.Millisecond
+	// minNotifyWindow is the shortest window accepted. The SDK debounces
 	// its own sends by 10ms and restarts that delay on every change, so a
 	// shorter window could postpone a notification for as long as a storm
 	// lasts.
-	MinNotifyWindow = 20 * time.Millisecond
-	// DefaultShutdownTimeout bounds the graceful part of a shutdown, and
+	minNotifyWindow = 20 * time.Millisecond
+	// defaultShutdownTimeout bounds the graceful part of a shutdown, and
 	// how long Close waits for sessions to close.
-	DefaultShutdownTimeout = 5 * time.Second
-	// DefaultMaxResultBytes is the default bound on one result's size.
-	DefaultMaxResultBytes = 16 << 20
+	defaultShutdownTimeout = 5 * time.Second
+	// defaultMaxResultBytes is the default bound on one result's size.
+	defaultMaxResultBytes = 16 << 20
 )
 
 // JSON-RPC error codes of this package, in the range JSON-RPC reserves for
@@ -112,9 +112,9 @@ func notifyWindow(d time.Duration) (time.Duration, error) {
 	case d < 0:
 		return 0, fmt.Errorf("%w: negative notify window %v", ErrInvalidOptions, d)
 	case d == 0:
-		return DefaultNotifyWindow, nil
+		return defaultNotifyWindow, nil
 	}
-	return max(d, MinNotifyWindow), nil
+	return max(d, minNotifyWindow), nil
 }
 
 // newServer is New with the coalescing wait given, so that tests can hold a
@@ -146,15 +146,15 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	if err != nil {
 		return nil, err
 	}
-	maxListens := cmpOr(opts.MaxListenStreams, DefaultMaxListenStreams)
+	maxListens := cmpOr(opts.MaxListenStreams, defaultMaxListenStreams)
 	s := &Server{
 		cat:       cat,
 		mcp:       srv,
 		log:       log,
 		cred:      opts.TransportCredential,
 		page:      cmpOr(opts.PageSize, mcp.DefaultPageSize),
-		grace:     cmpOr(opts.ShutdownTimeout, DefaultShutdownTimeout),
-		maxResult: cmpOr(opts.MaxResultBytes, DefaultMaxResultBytes),
+		grace:     cmpOr(opts.ShutdownTimeout, defaultShutdownTimeout),
+		maxResult: cmpOr(opts.MaxResultBytes, defaultMaxResultBytes),
 		calls:     newCalls(hopts.Stateless),
 		listens:   newListenStreams(maxListens, newShares(maxListens, clientShare, anonShare, auth)),
 		refused:   newRefusalCounts(),

@@ -10,19 +10,19 @@ import (
 
 // Defaults of what bounds the HTTP sessions a Server holds.
 const (
-	// DefaultSessionTimeout closes an HTTP session that has received no
+	// defaultSessionTimeout closes an HTTP session that has received no
 	// request for this long. Ordinary clients (the TypeScript SDK's
 	// close(), the MCP Inspector) never send DELETE, so without a timeout
 	// every session they open is held until the process ends.
-	DefaultSessionTimeout = 10 * time.Minute
-	// DefaultMaxSessions caps the HTTP sessions held at once. A session
+	defaultSessionTimeout = 10 * time.Minute
+	// defaultMaxSessions caps the HTTP sessions held at once. A session
 	// costs about 15 KB at rest, so the cap bounds them near 15 MB.
-	DefaultMaxSessions = 1000
+	defaultMaxSessions = 1000
 )
 
-// ErrTooManySessions: an initialize arrived while Options.MaxSessions
+// errTooManySessions: an initialize arrived while Options.MaxSessions
 // sessions were open. It is answered with HTTP 503 and a Retry-After.
-var ErrTooManySessions = errors.New("mcpserve: session limit reached")
+var errTooManySessions = errors.New("mcpserve: session limit reached")
 
 // sessionSlots counts the HTTP sessions held against Options.MaxSessions.
 // A POST that may create a session (it carries no session ID) reserves a
@@ -30,11 +30,10 @@ var ErrTooManySessions = errors.New("mcpserve: session limit reached")
 // the slot, and the slot is returned when that session ends. A request
 // that created no session returns its slot when it ends.
 type sessionSlots struct {
-	max     int64 // <= 0: unlimited
-	shares  *shares
-	open    atomic.Int64
-	opened  atomic.Uint64
-	refused atomic.Uint64
+	max    int64 // <= 0: unlimited
+	shares *shares
+	open   atomic.Int64
+	opened atomic.Uint64
 }
 
 // slot is one reservation: reserved, then claimed by a session or released.
@@ -50,22 +49,20 @@ const (
 	slotReleased
 )
 
-// reserve takes a slot for cl, or returns nil and why (ReasonShare when
-// cl holds its share, ReasonCap at the cap). The share is taken first, so
+// reserve takes a slot for cl, or returns nil and why (reasonShare when
+// cl holds its share, reasonCap at the cap). The share is taken first, so
 // that a client over its share is refused as such even at the cap. A
 // compare-and-swap rather than an add and an undo, so that Open never
 // reads above the cap.
 func (c *sessionSlots) reserve(cl client) (*slot, string) {
 	if !c.shares.take(cl) {
-		c.refused.Add(1)
-		return nil, ReasonShare
+		return nil, reasonShare
 	}
 	for {
 		n := c.open.Load()
 		if c.max > 0 && n >= c.max {
 			c.shares.give(cl)
-			c.refused.Add(1)
-			return nil, ReasonCap
+			return nil, reasonCap
 		}
 		if c.open.CompareAndSwap(n, n+1) {
 			return &slot{slots: c, client: cl}, ""
@@ -96,36 +93,13 @@ func (sl *slot) release() {
 	}
 }
 
-// SessionStats is a snapshot of the HTTP sessions of a Server.
-type SessionStats struct {
-	// Open is how many sessions are held now, counting initializes in
-	// progress.
-	Open int64
-	// Opened counts the sessions created since New.
-	Opened uint64
-	// Refused counts the initializes refused at Options.MaxSessions or
-	// over a client's share of it (see RefusalStats for which).
-	Refused uint64
-	// Max is the cap in force; 0 means none.
-	Max int64
-}
-
-// SessionStats reports the server's HTTP sessions: a few atomic loads,
-// safe for concurrent use.
-func (s *Server) SessionStats() SessionStats {
-	return SessionStats{
-		Open: s.http.slots.open.Load(), Opened: s.http.slots.opened.Load(),
-		Refused: s.http.slots.refused.Load(), Max: max(s.http.slots.max, 0),
-	}
-}
-
 // refuseSession answers an initialize at the session cap, or over its
 // client's share of it (reason). Live sessions are untouched; the client
 // may retry once one ends.
 func (s *Server) refuseSession(w http.ResponseWriter, reason string) {
-	err, limit := ErrTooManySessions, s.http.slots.max
-	if reason == ReasonShare {
-		err, limit = ErrOverShare, s.http.slots.shares.perClient
+	err, limit := errTooManySessions, s.http.slots.max
+	if reason == reasonShare {
+		err, limit = errOverShare, s.http.slots.shares.perClient
 	}
 	s.refused.sessions.refused(s.log, reason, limit)
 	w.Header().Set("Retry-After", "30")
@@ -142,5 +116,5 @@ func sessionTimeout(d time.Duration) time.Duration {
 	case d > 0:
 		return d
 	}
-	return DefaultSessionTimeout
+	return defaultSessionTimeout
 }

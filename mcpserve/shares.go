@@ -19,42 +19,30 @@ import (
 
 // Defaults of the shares of a cap.
 const (
-	// DefaultClientShare is the fraction of each cap one client may hold:
+	// defaultClientShare is the fraction of each cap one client may hold:
 	// a quarter, so that it takes four clients at their share to fill a
 	// cap, while a lone client still gets 250 of the 1,000 default
 	// sessions, far more than any real client opens.
-	DefaultClientShare = 0.25
-	// DefaultAnonymousShare is the fraction of each cap that the clients
+	defaultClientShare = 0.25
+	// defaultAnonymousShare is the fraction of each cap that the clients
 	// without a credential hold together, when an authenticator is
 	// configured: half, so that anonymous clients from many addresses can
 	// never take what authenticated ones need.
-	DefaultAnonymousShare = 0.5
+	defaultAnonymousShare = 0.5
 )
 
-// ErrOverShare: a client asked for a session, a listen stream or a
+// errOverShare: a client asked for a session, a listen stream or a
 // subscription while it held its share of the cap (Options.ClientShare),
 // or while the anonymous clients together held theirs
 // (Options.AnonymousShare). It is answered as the cap itself is: other
 // clients are untouched.
-var ErrOverShare = errors.New("mcpserve: client over its share of the cap")
+var errOverShare = errors.New("mcpserve: client over its share of the cap")
 
-// Reasons of a refusal, as RefusalStats reports them.
+// Reasons of a refusal, as the log names them.
 const (
-	// ReasonCap: the cap itself was reached.
-	ReasonCap = "cap"
-	// ReasonShare: the client, or the anonymous clients together, held
-	// their share of the cap.
-	ReasonShare = "share"
-	// ReasonSession: the session held Options.MaxSubscriptionsPerSession
-	// subscriptions.
-	ReasonSession = "session"
-)
-
-// The caps, as RefusalStats names them.
-const (
-	CapSessions      = "sessions"
-	CapListenStreams = "listen_streams"
-	CapSubscriptions = "subscriptions"
+	reasonCap     = "cap"     // the cap itself was reached
+	reasonShare   = "share"   // the client, or the anonymous clients together, held their share
+	reasonSession = "session" // the session held Options.MaxSubscriptionsPerSession
 )
 
 // client is who holds a share: its principal's subject when the request
@@ -183,9 +171,9 @@ var refusalClock = time.Now
 // second ago.
 func (rf *refusals) refused(log *slog.Logger, reason string, limit int64) {
 	switch reason {
-	case ReasonShare:
+	case reasonShare:
 		rf.share.Add(1)
-	case ReasonSession:
+	case reasonSession:
 		rf.session.Add(1)
 	default:
 		rf.cap.Add(1)
@@ -205,31 +193,6 @@ func (rf *refusals) refused(log *slog.Logger, reason string, limit int64) {
 		"suppressed", suppressed)
 }
 
-// RefusalStat is how many requests one cap refused for one reason.
-type RefusalStat struct {
-	// Cap is CapSessions, CapListenStreams or CapSubscriptions.
-	Cap string
-	// Reason is ReasonCap, ReasonShare or (subscriptions only)
-	// ReasonSession.
-	Reason string
-	// Count counts the refusals since New.
-	Count uint64
-}
-
-// RefusalStats reports the refusals of every cap by reason, always the
-// same entries in the same order: a few atomic loads, safe for concurrent
-// use.
-func (s *Server) RefusalStats() []RefusalStat {
-	out := make([]RefusalStat, 0, 7)
-	for _, rf := range []*refusals{&s.refused.sessions, &s.refused.listens, &s.refused.subs} {
-		out = append(out, RefusalStat{rf.name, ReasonCap, rf.cap.Load()}, RefusalStat{rf.name, ReasonShare, rf.share.Load()})
-		if rf == &s.refused.subs {
-			out = append(out, RefusalStat{rf.name, ReasonSession, rf.session.Load()})
-		}
-	}
-	return out
-}
-
 // refusalCounts are a Server's refusals, one per cap.
 type refusalCounts struct {
 	sessions, listens, subs refusals
@@ -237,7 +200,7 @@ type refusalCounts struct {
 
 func newRefusalCounts() *refusalCounts {
 	rc := &refusalCounts{}
-	rc.sessions.name, rc.listens.name, rc.subs.name = CapSessions, CapListenStreams, CapSubscriptions
+	rc.sessions.name, rc.listens.name, rc.subs.name = "sessions", "listen streams", "subscriptions"
 	return rc
 }
 
@@ -249,7 +212,7 @@ func shareOptions(o Options) (clientShare, anon float64, err error) {
 		return 0, 0, fmt.Errorf("%w: a share must be a fraction in (0, 1] (0 for its default): ClientShare %v, AnonymousShare %v",
 			ErrInvalidOptions, o.ClientShare, o.AnonymousShare)
 	}
-	return cmpOrF(o.ClientShare, DefaultClientShare), cmpOrF(o.AnonymousShare, DefaultAnonymousShare), nil
+	return cmpOrF(o.ClientShare, defaultClientShare), cmpOrF(o.AnonymousShare, defaultAnonymousShare), nil
 }
 
 func cmpOrF(f, def float64) float64 {

@@ -20,16 +20,6 @@ import (
 	"github.com/livereg/livereg/mcpserve"
 )
 
-// refusals returns the count RefusalStats reports for a cap and reason.
-func refusals(srv *mcpserve.Server, cap, reason string) uint64 {
-	for _, r := range srv.RefusalStats() {
-		if r.Cap == cap && r.Reason == reason {
-			return r.Count
-		}
-	}
-	return 0
-}
-
 // A greedy anonymous client that initializes as fast as it can holds its
 // share of the sessions and no more: the authenticated client is served.
 func TestSessionShareGreedyClient(t *testing.T) {
@@ -52,10 +42,10 @@ func TestSessionShareGreedyClient(t *testing.T) {
 	if code, id := rawPost(t, url, initializeBody, bearerHeader(exposureToken)); code != http.StatusOK || id == "" {
 		t.Fatalf("the authenticated client's initialize = %d, want 200", code)
 	}
-	if n := refusals(srv, mcpserve.CapSessions, mcpserve.ReasonShare); n != 18 {
+	if n := srv.Stats().Sessions.RefusedOverShare; n != 18 {
 		t.Errorf("share refusals = %d, want 18", n)
 	}
-	if n := refusals(srv, mcpserve.CapSessions, mcpserve.ReasonCap); n != 0 {
+	if n := srv.Stats().Sessions.RefusedAtCap; n != 0 {
 		t.Errorf("cap refusals = %d, want 0", n)
 	}
 }
@@ -136,7 +126,7 @@ func TestListenShareGreedyClient(t *testing.T) {
 	if code := listenOnce(t, f.http.URL, exposureToken); code != 0 {
 		t.Fatalf("the authenticated client's listen refused with %d", code)
 	}
-	if n := refusals(f.srv, mcpserve.CapListenStreams, mcpserve.ReasonShare); n != 4 {
+	if n := f.srv.Stats().ListenStreams.RefusedOverShare; n != 4 {
 		t.Errorf("share refusals = %d, want 4", n)
 	}
 }
@@ -185,8 +175,8 @@ func TestSubscriptionShareGreedyClient(t *testing.T) {
 	if err := alice.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://r9"}); err != nil {
 		t.Fatalf("the authenticated client's subscribe: %v", err)
 	}
-	if st := f.srv.SubscriptionStats(); st.Held != 3 {
-		t.Errorf("SubscriptionStats = %+v, want 3 held", st)
+	if st := f.srv.Stats().Subscriptions; st.Held != 3 {
+		t.Errorf("Stats().Subscriptions = %+v, want 3 held", st)
 	}
 }
 
@@ -213,8 +203,8 @@ func TestSubscriptionsPerSessionCap(t *testing.T) {
 	if n := f.srv.SubscribersOf("test://r3"); n != 0 {
 		t.Errorf("the refused URI has %d subscribers", n)
 	}
-	if st := f.srv.SubscriptionStats(); st.Held != 3 || st.MaxPerSession != 3 {
-		t.Errorf("SubscriptionStats = %+v", st)
+	if st := f.srv.Stats(); st.Subscriptions.Held != 3 || st.MaxSubscriptionsPerSession != 3 {
+		t.Errorf("Stats = %+v", st)
 	}
 	if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://r0"}); err != nil {
 		t.Errorf("subscribing again to a URI held: %v", err)
@@ -225,7 +215,7 @@ func TestSubscriptionsPerSessionCap(t *testing.T) {
 	if err := c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://r3"}); err != nil {
 		t.Errorf("after an unsubscribe: %v", err)
 	}
-	if n := refusals(f.srv, mcpserve.CapSubscriptions, mcpserve.ReasonSession); n != 1 {
+	if n := f.srv.Stats().Subscriptions.RefusedPerSession; n != 1 {
 		t.Errorf("per-session refusals = %d, want 1", n)
 	}
 }
@@ -286,7 +276,7 @@ func TestRefusalLogsRateLimited(t *testing.T) {
 	if len(got) < 2 || !strings.Contains(got[len(got)-1], "suppressed=") || strings.Contains(got[len(got)-1], "suppressed=0") {
 		t.Errorf("the line after a quiet second: %q, want a count of those left out", got)
 	}
-	if n := refusals(srv, mcpserve.CapSessions, mcpserve.ReasonCap) + refusals(srv, mcpserve.CapSessions, mcpserve.ReasonShare); n != 21 {
+	if n := srv.Stats().Sessions.RefusedAtCap + srv.Stats().Sessions.RefusedOverShare; n != 21 {
 		t.Errorf("%d refusals counted, want 21", n)
 	}
 }

@@ -347,7 +347,7 @@ func TestStatelessCredentialAlways(t *testing.T) {
 			t.Errorf("%s without a token: HTTP %d, want 401", method, resp.StatusCode)
 		}
 	}
-	if got := f.srv.ListenStats().Opened; got != 0 {
+	if got := f.srv.Stats().ListenStreams.Opened; got != 0 {
 		t.Errorf("%d listen streams opened without a credential", got)
 	}
 	f.connectCurrent(goodToken)

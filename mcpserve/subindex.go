@@ -15,23 +15,23 @@ import (
 
 // Defaults of the subscription caps.
 const (
-	// DefaultMaxSubscriptionsPerSession caps one session's resource
+	// defaultMaxSubscriptionsPerSession caps one session's resource
 	// subscriptions: far above what a client following the resources it
 	// shows needs, far below the 30,000 one anonymous session made in a
 	// probe (63 MB).
-	DefaultMaxSubscriptionsPerSession = 256
-	// DefaultMaxSubscriptions caps the subscriptions of all sessions: at
+	defaultMaxSubscriptionsPerSession = 256
+	// defaultMaxSubscriptions caps the subscriptions of all sessions: at
 	// the 2 KB each that probe measured, about 32 MB.
-	DefaultMaxSubscriptions = 16384
+	defaultMaxSubscriptions = 16384
 )
 
-// ErrTooManySubscriptions: a resources/subscribe to a new URI arrived
+// errTooManySubscriptions: a resources/subscribe to a new URI arrived
 // while its session held Options.MaxSubscriptionsPerSession subscriptions,
 // all sessions together Options.MaxSubscriptions, or its client its share
-// of them (then it wraps ErrOverShare too). The client gets JSON-RPC error
+// of them (then it wraps errOverShare too). The client gets JSON-RPC error
 // CodeOverloaded with data {"reason":"too_many_subscriptions",
 // "limit":N,"retryable":false}; nothing changes.
-var ErrTooManySubscriptions = errors.New("mcpserve: subscription limit reached")
+var errTooManySubscriptions = errors.New("mcpserve: subscription limit reached")
 
 // testHookRecheck, if set, runs for each URI the re-check looks up, with
 // no lock held: a test parks it to show that nothing waits for it.
@@ -57,6 +57,7 @@ type subIndex struct {
 	clientOf   func(mcp.Request) client
 
 	total   int64                             // subscriptions held: (session, URI) pairs
+	opened  uint64                            // subscriptions admitted since New
 	clients map[*mcp.ServerSession]client     // whose share a session's subscriptions count in
 	byOwner map[owner.Ref]map[string]struct{} // subscribed URIs by the owner serving them
 	watched map[owner.Ref]struct{}            // owners with an AfterDeath of the table's
@@ -72,8 +73,8 @@ type subIndex struct {
 func (t *subscriptions) limit(opts Options, clientShare, anonShare float64, auth bool, rc *refusalCounts, clientOf func(mcp.Request) client) {
 	ix := &t.ix
 	ix.grace, _ = notifyWindow(opts.NotifyWindow)
-	ix.perSession = int64(cmpOr(opts.MaxSubscriptionsPerSession, DefaultMaxSubscriptionsPerSession))
-	max := cmpOr(opts.MaxSubscriptions, DefaultMaxSubscriptions)
+	ix.perSession = int64(cmpOr(opts.MaxSubscriptionsPerSession, defaultMaxSubscriptionsPerSession))
+	max := cmpOr(opts.MaxSubscriptions, defaultMaxSubscriptions)
 	ix.max = int64(max)
 	ix.shares = newShares(max, clientShare, anonShare, auth)
 	ix.refused = &rc.subs
@@ -101,24 +102,25 @@ func (t *subscriptions) admitLocked(req *mcp.SubscribeRequest, held int) error {
 	var limit int64
 	switch {
 	case ix.perSession > 0 && int64(held) >= ix.perSession:
-		reason, limit = ReasonSession, ix.perSession
+		reason, limit = reasonSession, ix.perSession
 	case !ix.shares.take(cl):
-		reason, limit = ReasonShare, ix.shares.perClient
+		reason, limit = reasonShare, ix.shares.perClient
 	case ix.max > 0 && ix.total >= ix.max:
 		ix.shares.give(cl)
-		reason, limit = ReasonCap, ix.max
+		reason, limit = reasonCap, ix.max
 	}
 	if reason != "" {
 		ix.refused.refused(t.log, reason, limit)
-		err := fmt.Errorf("%w (%d subscriptions)", ErrTooManySubscriptions, limit)
-		if reason == ReasonShare {
-			err = fmt.Errorf("%w: %w (%d subscriptions)", ErrTooManySubscriptions, ErrOverShare, limit)
+		err := fmt.Errorf("%w (%d subscriptions)", errTooManySubscriptions, limit)
+		if reason == reasonShare {
+			err = fmt.Errorf("%w: %w (%d subscriptions)", errTooManySubscriptions, errOverShare, limit)
 		}
 		data, _ := json.Marshal(map[string]any{"reason": "too_many_subscriptions", "limit": limit, "retryable": false})
 		return &jsonrpc.Error{Code: CodeOverloaded, Message: err.Error() + "; unsubscribe from another resource first", Data: data}
 	}
 	ix.clients[ss] = cl
 	ix.total++
+	ix.opened++
 	return nil
 }
 
@@ -263,26 +265,4 @@ func (t *subscriptions) recheck() {
 		}
 		t.sdk.Unlock()
 	}
-}
-
-// SubscriptionStats is a snapshot of a Server's resource subscriptions.
-type SubscriptionStats struct {
-	// Held counts the subscriptions held now, one per session and URI.
-	Held int64
-	// URIs counts the distinct URIs subscribed to.
-	URIs int
-	// Max and MaxPerSession are the caps in force; 0 means none.
-	Max, MaxPerSession int64
-	// Rechecked counts the URIs looked up again after their owner died.
-	Rechecked uint64
-}
-
-// SubscriptionStats reports the server's resource subscriptions; safe for
-// concurrent use (it takes the table's mutex).
-func (s *Server) SubscriptionStats() SubscriptionStats {
-	t := s.subs
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return SubscriptionStats{Held: t.ix.total, URIs: len(t.byURI), Max: max(t.ix.max, 0),
-		MaxPerSession: max(t.ix.perSession, 0), Rechecked: t.ix.lookups.Load()}
 }

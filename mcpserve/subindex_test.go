@@ -44,7 +44,7 @@ func TestRecheckCostProportional(t *testing.T) {
 		t.Fatalf("heard of %s", got)
 	}
 	awaitTable(t, f, n, 1)
-	if st := f.srv.SubscriptionStats(); st.Rechecked != 1 || st.Held != int64(n) {
+	if st := f.srv.Stats(); st.Rechecked != 1 || st.Subscriptions.Held != int64(n) {
 		t.Errorf("after one death among %d subscriptions: %+v, want 1 URI re-checked", n+1, st)
 	}
 }
@@ -135,7 +135,7 @@ func TestListChangedDelayUnderSubscriptions(t *testing.T) {
 			}
 		}
 	}
-	if st := f.srv.SubscriptionStats(); st.Held != sessions*perSession {
+	if st := f.srv.Stats(); st.Subscriptions.Held != sessions*perSession {
 		t.Fatalf("%+v, want %d held", st, sessions*perSession)
 	}
 	var delays []time.Duration

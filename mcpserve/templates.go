@@ -8,7 +8,7 @@ import (
 
 // methodListTemplates is the template listing the middleware answers from
 // the catalog; resources/read of a templated URI goes through
-// catalog.Catalog.ReadURI with every other read.
+// catalog.Catalog.ReadResource with every other read.
 const methodListTemplates = "resources/templates/list"
 
 func (s *Server) listResourceTemplates(req *mcp.ListResourceTemplatesRequest) (mcp.Result, error) {

@@ -6,23 +6,13 @@ import (
 	"time"
 )
 
-// Defaults of Limits.
+// The defaults of Limits.
 const (
-	// DefaultReadHeaderTimeout bounds reading a request's headers.
-	DefaultReadHeaderTimeout = 10 * time.Second
-	// DefaultReadTimeout bounds reading a whole request, body included,
-	// so that a body trickled in byte by byte cannot hold a connection.
-	DefaultReadTimeout = 30 * time.Second
-	// DefaultWriteTimeout bounds each write of a response, not the whole
-	// response: a standalone SSE stream lives as long as its session and
-	// a call's response waits as long as the call, but a client that stops
-	// reading is cut off once one write has waited this long.
-	DefaultWriteTimeout = 30 * time.Second
-	// DefaultIdleTimeout closes a keep-alive connection idle this long.
-	DefaultIdleTimeout = 2 * time.Minute
-	// DefaultMaxHeaderBytes bounds a request's headers (Go's default is
-	// 1 MB).
-	DefaultMaxHeaderBytes = 64 << 10
+	defaultReadHeaderTimeout = 10 * time.Second
+	defaultReadTimeout       = 30 * time.Second
+	defaultWriteTimeout      = 30 * time.Second
+	defaultIdleTimeout       = 2 * time.Minute
+	defaultMaxHeaderBytes    = 64 << 10
 )
 
 // Limits are the HTTP server's timeouts and sizes that Serve and
@@ -30,11 +20,25 @@ const (
 // turns the bound off. Handler applies none of them: mount it in an
 // http.Server of your own with bounds of your choosing.
 type Limits struct {
+	// ReadHeaderTimeout bounds reading a request's headers: 10 seconds
+	// by default.
 	ReadHeaderTimeout time.Duration
-	ReadTimeout       time.Duration
-	WriteTimeout      time.Duration
-	IdleTimeout       time.Duration
-	MaxHeaderBytes    int
+	// ReadTimeout bounds reading a whole request, body included, so that
+	// a body trickled in byte by byte cannot hold a connection: 30
+	// seconds by default.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of a response, not the whole
+	// response: a standalone SSE stream lives as long as its session and
+	// a call's response waits as long as the call, but a client that
+	// stops reading is cut off once one write has waited this long. 30
+	// seconds by default.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection idle this long: 2
+	// minutes by default.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers: 64 KiB by default (Go's
+	// own default is 1 MB).
+	MaxHeaderBytes int
 }
 
 func (l Limits) resolve() (Limits, error) {
@@ -45,11 +49,11 @@ func (l Limits) resolve() (Limits, error) {
 		return cmpOr(d, def)
 	}
 	out := Limits{
-		ReadHeaderTimeout: pick(l.ReadHeaderTimeout, DefaultReadHeaderTimeout),
-		ReadTimeout:       pick(l.ReadTimeout, DefaultReadTimeout),
-		WriteTimeout:      pick(l.WriteTimeout, DefaultWriteTimeout),
-		IdleTimeout:       pick(l.IdleTimeout, DefaultIdleTimeout),
-		MaxHeaderBytes:    cmpOr(l.MaxHeaderBytes, DefaultMaxHeaderBytes),
+		ReadHeaderTimeout: pick(l.ReadHeaderTimeout, defaultReadHeaderTimeout),
+		ReadTimeout:       pick(l.ReadTimeout, defaultReadTimeout),
+		WriteTimeout:      pick(l.WriteTimeout, defaultWriteTimeout),
+		IdleTimeout:       pick(l.IdleTimeout, defaultIdleTimeout),
+		MaxHeaderBytes:    cmpOr(l.MaxHeaderBytes, defaultMaxHeaderBytes),
 	}
 	if out.MaxHeaderBytes < 0 {
 		return Limits{}, fmt.Errorf("%w: negative MaxHeaderBytes", ErrInvalidOptions)

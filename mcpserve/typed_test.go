@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -191,8 +192,8 @@ func TestProgressAndLogging(t *testing.T) {
 						return sumOut{}, err
 					}
 				}
-				_ = c.Log(ctx, catalog.LevelDebug, "debug detail")
-				_ = c.Log(ctx, catalog.LevelWarning, map[string]any{"done": steps})
+				_ = c.Log(ctx, slog.LevelDebug, "debug detail")
+				_ = c.Log(ctx, slog.LevelWarn, map[string]any{"done": steps})
 				return sumOut{Sum: steps}, nil
 			})
 			f := newFixture(t, cat, mcpserve.Options{})

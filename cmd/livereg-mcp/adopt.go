@@ -47,8 +47,9 @@ type adopter struct {
 // adoption is a start to try again; start may return a nil consumer that
 // its caller owns (the fortune victim), which is then not watched.
 type adoption struct {
-	kind, name string
-	start      func() (*catalog.Consumer, error)
+	kind  catalog.Kind
+	name  string
+	start func() (*catalog.Consumer, error)
 }
 
 func newAdopter(rep *etcdfleet.Replica, log *slog.Logger) *adopter {
@@ -165,7 +166,7 @@ func (a *adopter) tryAll(woke string) {
 // held reports whether the view shows p's name claimed. A template's key
 // is the catalog's rewrite of it, not known here: it is always tried.
 func (a *adopter) held(p adoption) bool {
-	if p.kind == "resource template" {
+	if p.kind == catalog.KindTemplate {
 		return false
 	}
 	key, err := a.rep.Key(p.kind, p.name)

@@ -98,10 +98,10 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.path, "path", "/mcp", "URL path of the MCP endpoint")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve one session over stdin/stdout instead of HTTP")
 	fs.BoolVar(&c.stateless, "stateless", false, "serve HTTP without sessions, as MCP 2026-07-28 clients need (legacy clients then get no list_changed)")
-	fs.IntVar(&c.maxListens, "max-listen-streams", mcpserve.DefaultMaxListenStreams, "cap on the open subscriptions/listen streams (negative: no cap)")
+	fs.IntVar(&c.maxListens, "max-listen-streams", 1000, "cap on the open subscriptions/listen streams (negative: no cap)")
 	fs.BoolVar(&c.conformance, "conformance", false, "also start the fixtures of the MCP conformance suite")
 	fs.StringVar(&c.urlFile, "url-file", "", "write the endpoint URL to this file once listening")
-	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", mcpserve.DefaultShutdownTimeout, "bound on the graceful shutdown")
+	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 5*time.Second, "bound on the graceful shutdown")
 }
 
 func (c *tokenConfig) flags(fs *flag.FlagSet) {

@@ -31,16 +31,16 @@ type starter struct {
 }
 
 func (s *starter) tool(t catalog.Tool, p bindsec.Plan, h catalog.ToolHandler) {
-	s.start("tool", t.Name, func() (*catalog.Consumer, error) { return s.cat.StartTool(s.ctx, t, p, h) })
+	s.start(catalog.KindTool, t.Name, func() (*catalog.Consumer, error) { return s.cat.StartTool(s.ctx, t, p, h) })
 }
 
 func (s *starter) resource(r catalog.Resource, p bindsec.Plan, rd catalog.ResourceReader) {
-	s.start("resource", r.URI, func() (*catalog.Consumer, error) { return s.cat.StartResource(s.ctx, r, p, rd) })
+	s.start(catalog.KindResource, r.URI, func() (*catalog.Consumer, error) { return s.cat.StartResource(s.ctx, r, p, rd) })
 }
 
 // start runs start unless an earlier one failed; kind and name are the
 // route's as a fleet claims it.
-func (s *starter) start(kind, name string, start func() (*catalog.Consumer, error)) {
+func (s *starter) start(kind catalog.Kind, name string, start func() (*catalog.Consumer, error)) {
 	if s.err != nil {
 		return
 	}
@@ -121,7 +121,7 @@ func (d *demoRoutes) start(ctx context.Context, cfg config, cat *catalog.Catalog
 			return err
 		}
 		d.ks = append(d.ks, k)
-		adopt.watch(adoption{"tool", replicaToolPrefix + fl.rep.Name(), start}, k)
+		adopt.watch(adoption{catalog.KindTool, replicaToolPrefix + fl.rep.Name(), start}, k)
 	}
 	return nil
 }

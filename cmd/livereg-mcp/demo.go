@@ -168,7 +168,7 @@ func startVictimDemo(ctx context.Context, cat *catalog.Catalog, log *slog.Logger
 		}
 		// Another replica's fortune: this one starts its own once that
 		// one is gone. The victim owns the consumer, not the adopter.
-		adopt.add(adoption{"tool", victimName, func() (*catalog.Consumer, error) {
+		adopt.add(adoption{catalog.KindTool, victimName, func() (*catalog.Consumer, error) {
 			_, err := v.start()
 			return nil, err
 		}})

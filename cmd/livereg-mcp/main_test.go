@@ -67,7 +67,7 @@ func TestParseArgs(t *testing.T) {
 	if _, err := parseArgs([]string{"extra"}, env, io.Discard); err == nil {
 		t.Error("a stray argument was accepted")
 	}
-	if cfg.stateless || cfg.maxListens != mcpserve.DefaultMaxListenStreams {
+	if cfg.stateless || cfg.maxListens != 1000 {
 		t.Errorf("stateless defaults = %v, %d", cfg.stateless, cfg.maxListens)
 	}
 	cfg, err = parseArgs([]string{"-stateless", "-max-listen-streams", "7"}, env, io.Discard)

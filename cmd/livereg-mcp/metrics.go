@@ -18,7 +18,7 @@ import (
 
 // metrics is a Prometheus collector that reads the catalog's and the
 // server's counters when scraped, so that serving calls costs nothing
-// extra: Catalog.Stats and Server.SessionStats are snapshots taken on
+// extra: Catalog.Stats and Server.Stats are snapshots taken on
 // demand. The core packages do not import client_golang; only this
 // command does.
 type metrics struct {
@@ -47,11 +47,11 @@ func newMetrics(cat *catalog.Catalog, srv *mcpserve.Server) *metrics {
 		sessionsOpen:         prometheus.NewDesc("livereg_mcp_sessions_open", "HTTP sessions held now.", nil, nil),
 		sessionsMax:          prometheus.NewDesc("livereg_mcp_sessions_max", "The cap on HTTP sessions; 0: none.", nil, nil),
 		sessionsOpened:       prometheus.NewDesc("livereg_mcp_sessions_opened_total", "HTTP sessions created.", nil, nil),
-		sessionsRefusedTotal: prometheus.NewDesc("livereg_mcp_sessions_refused_total", "Initializes refused at the session cap.", nil, nil),
+		sessionsRefusedTotal: prometheus.NewDesc("livereg_mcp_sessions_refused_total", "Initializes refused, at the session cap or over a client's share of it.", nil, nil),
 		listensOpen:          prometheus.NewDesc("livereg_mcp_listen_streams_open", "subscriptions/listen streams open now.", nil, nil),
 		listensMax:           prometheus.NewDesc("livereg_mcp_listen_streams_max", "The cap on open listen streams; 0: none.", nil, nil),
 		listensOpened:        prometheus.NewDesc("livereg_mcp_listen_streams_opened_total", "Listen streams admitted.", nil, nil),
-		listensRefusedTotal:  prometheus.NewDesc("livereg_mcp_listen_streams_refused_total", "Listen streams refused at the cap.", nil, nil),
+		listensRefusedTotal:  prometheus.NewDesc("livereg_mcp_listen_streams_refused_total", "Listen streams refused, at the cap or over a client's share of it.", nil, nil),
 		mcpRefusals: prometheus.NewDesc("livereg_mcp_refusals_total",
 			"Sessions, listen streams and subscriptions refused, by cap and reason: cap (the cap was reached), share (the client, or the anonymous clients together, held their share of it), session (the session's own subscription cap).",
 			[]string{"cap", "reason"}, nil),
@@ -92,20 +92,26 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.refusals, prometheus.CounterValue, float64(st.Duplicates), "duplicate")
 	ch <- prometheus.MustNewConstMetric(m.refusals, prometheus.CounterValue, float64(st.CapRefusals), "cap")
-	ss := m.srv.SessionStats()
-	ch <- prometheus.MustNewConstMetric(m.sessionsOpen, prometheus.GaugeValue, float64(ss.Open))
-	ch <- prometheus.MustNewConstMetric(m.sessionsMax, prometheus.GaugeValue, float64(ss.Max))
-	ch <- prometheus.MustNewConstMetric(m.sessionsOpened, prometheus.CounterValue, float64(ss.Opened))
-	ch <- prometheus.MustNewConstMetric(m.sessionsRefusedTotal, prometheus.CounterValue, float64(ss.Refused))
-	ls := m.srv.ListenStats()
-	ch <- prometheus.MustNewConstMetric(m.listensOpen, prometheus.GaugeValue, float64(ls.Open))
-	ch <- prometheus.MustNewConstMetric(m.listensMax, prometheus.GaugeValue, float64(ls.Max))
-	ch <- prometheus.MustNewConstMetric(m.listensOpened, prometheus.CounterValue, float64(ls.Opened))
-	ch <- prometheus.MustNewConstMetric(m.listensRefusedTotal, prometheus.CounterValue, float64(ls.Refused))
-	for _, r := range m.srv.RefusalStats() {
-		ch <- prometheus.MustNewConstMetric(m.mcpRefusals, prometheus.CounterValue, float64(r.Count), r.Cap, r.Reason)
+	ms := m.srv.Stats()
+	ch <- prometheus.MustNewConstMetric(m.sessionsOpen, prometheus.GaugeValue, float64(ms.Sessions.Held))
+	ch <- prometheus.MustNewConstMetric(m.sessionsMax, prometheus.GaugeValue, float64(ms.Sessions.Max))
+	ch <- prometheus.MustNewConstMetric(m.sessionsOpened, prometheus.CounterValue, float64(ms.Sessions.Opened))
+	ch <- prometheus.MustNewConstMetric(m.sessionsRefusedTotal, prometheus.CounterValue, float64(ms.Sessions.RefusedAtCap+ms.Sessions.RefusedOverShare))
+	ch <- prometheus.MustNewConstMetric(m.listensOpen, prometheus.GaugeValue, float64(ms.ListenStreams.Held))
+	ch <- prometheus.MustNewConstMetric(m.listensMax, prometheus.GaugeValue, float64(ms.ListenStreams.Max))
+	ch <- prometheus.MustNewConstMetric(m.listensOpened, prometheus.CounterValue, float64(ms.ListenStreams.Opened))
+	ch <- prometheus.MustNewConstMetric(m.listensRefusedTotal, prometheus.CounterValue, float64(ms.ListenStreams.RefusedAtCap+ms.ListenStreams.RefusedOverShare))
+	for _, c := range []struct {
+		name string
+		st   mcpserve.CapStats
+	}{{"sessions", ms.Sessions}, {"listen_streams", ms.ListenStreams}, {"subscriptions", ms.Subscriptions}} {
+		ch <- prometheus.MustNewConstMetric(m.mcpRefusals, prometheus.CounterValue, float64(c.st.RefusedAtCap), c.name, "cap")
+		ch <- prometheus.MustNewConstMetric(m.mcpRefusals, prometheus.CounterValue, float64(c.st.RefusedOverShare), c.name, "share")
+		if c.name == "subscriptions" {
+			ch <- prometheus.MustNewConstMetric(m.mcpRefusals, prometheus.CounterValue, float64(c.st.RefusedPerSession), c.name, "session")
+		}
 	}
-	ch <- prometheus.MustNewConstMetric(m.subscriptionsHeld, prometheus.GaugeValue, float64(m.srv.SubscriptionStats().Held))
+	ch <- prometheus.MustNewConstMetric(m.subscriptionsHeld, prometheus.GaugeValue, float64(ms.Subscriptions.Held))
 }
 
 // serveMetrics serves /metrics on ln in the Prometheus text format until
@@ -118,13 +124,15 @@ func serveMetrics(ctx context.Context, ln net.Listener, cat *catalog.Catalog, sr
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
+	// The bounds of the MCP endpoint's defaults (mcpserve.Limits): a
+	// scraper is as untrusted as any client.
 	hs := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: mcpserve.DefaultReadHeaderTimeout,
-		ReadTimeout:       mcpserve.DefaultReadTimeout,
-		WriteTimeout:      mcpserve.DefaultWriteTimeout,
-		IdleTimeout:       mcpserve.DefaultIdleTimeout,
-		MaxHeaderBytes:    mcpserve.DefaultMaxHeaderBytes,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

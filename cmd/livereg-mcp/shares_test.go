@@ -139,7 +139,7 @@ func TestGreedyClientCannotStarveAnother(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg := localConfig(aliceToken + "@alice:admin")
-			cfg.stateless, cfg.maxListens = stateless, mcpserve.DefaultMaxListenStreams
+			cfg.stateless, cfg.maxListens = stateless, 1000
 			s := startRun(t, cfg)
 			tr := &http.Transport{MaxIdleConnsPerHost: 64}
 			hc := &http.Client{Transport: tr}

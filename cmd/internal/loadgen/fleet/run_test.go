@@ -103,7 +103,7 @@ type unfenced struct {
 	cli *clientv3.Client
 }
 
-func (u unfenced) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release, error) {
+func (u unfenced) Claim(ctx context.Context, cl catalog.Claim) (func(), error) {
 	rel, err := u.rep.Claim(ctx, cl)
 	if err != nil {
 		return nil, err
@@ -190,7 +190,7 @@ func TestMainBadFlags(t *testing.T) {
 // that loses its session cannot kill the consumers that claimed under it.
 type deaf struct{ rep *etcdfleet.Replica }
 
-func (d deaf) Claim(ctx context.Context, cl catalog.Claim) (catalog.Release, error) {
+func (d deaf) Claim(ctx context.Context, cl catalog.Claim) (func(), error) {
 	cl.Kill = func() {}
 	return d.rep.Claim(ctx, cl)
 }
@@ -226,7 +226,7 @@ type blind struct {
 	n   *atomic.Int64
 }
 
-func (b blind) Peer(kind, name string) (string, bool) {
+func (b blind) Peer(kind catalog.Kind, name string) (string, bool) {
 	if b.n.Add(1)%2 == 0 {
 		return "", false
 	}

@@ -105,7 +105,7 @@ type callSnapshot struct {
 // flight or began during the call, the only entry the call could resolve
 // is the holder's (earlier holders' entries were removed or replaced before
 // the holder's start succeeded). If the holder was observed dead before the
-// call began, the right answer is ErrUnknownTool; ErrRouteGone or a
+// call began, the right answer is ErrNotFound; ErrRouteGone or a
 // success means resolve returned the dead entry.
 func (c deadEntryChecker) callEnded(s callSnapshot, o outcome) {
 	if s.starts&countMask != 0 || s.ns.starts.Load() != s.starts {

@@ -44,20 +44,20 @@ func mapKey(k kind, key string) string {
 }
 
 func (f *fakeSystem) GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (res catalog.PromptResult, err error) {
-	err = f.dispatch(ctx, mapKey(kindPrompt, name), credential, catalog.ErrUnknownPrompt, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+	err = f.dispatch(ctx, mapKey(kindPrompt, name), credential, catalog.ErrNotFound, func(e *fakeEntry, pr bindsec.Principal) (err error) {
 		res, err = e.ph(ctx, catalog.PromptGet{Name: name, Arguments: args, Principal: pr, Owner: e.ref})
 		return err
 	})
 	return res, err
 }
 
-// ReadURI reads uri's fixed resource if one is held, else uri with the
+// ReadResource reads uri's fixed resource if one is held, else uri with the
 // most specific live template that matches it.
-func (f *fakeSystem) ReadURI(ctx context.Context, uri, credential string) (res catalog.Contents, err error) {
+func (f *fakeSystem) ReadResource(ctx context.Context, uri, credential string) (res catalog.Contents, err error) {
 	f.mu.Lock()
 	if _, ok := f.entries[mapKey(kindResource, uri)]; ok {
 		f.mu.Unlock()
-		err = f.dispatch(ctx, mapKey(kindResource, uri), credential, catalog.ErrUnknownResource, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+		err = f.dispatch(ctx, mapKey(kindResource, uri), credential, catalog.ErrNotFound, func(e *fakeEntry, pr bindsec.Principal) (err error) {
 			res, err = e.rd(ctx, catalog.Read{URI: uri, Principal: pr, Owner: e.ref})
 			return err
 		})
@@ -81,11 +81,11 @@ func (f *fakeSystem) ReadURI(ctx context.Context, uri, credential string) (res c
 	}
 	f.mu.Unlock()
 	if best == nil {
-		return res, fmt.Errorf("fake: %w %q", catalog.ErrUnknownResource, uri)
+		return res, fmt.Errorf("fake: %w %q", catalog.ErrNotFound, uri)
 	}
 	// The key's entry may have changed hands since the match, to a variant
 	// with other variable names: the variables are the entry's own.
-	err = f.dispatch(ctx, mapKey(kindTemplate, best.key), credential, catalog.ErrUnknownResource, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+	err = f.dispatch(ctx, mapKey(kindTemplate, best.key), credential, catalog.ErrNotFound, func(e *fakeEntry, pr bindsec.Principal) (err error) {
 		vars := map[string]string{}
 		for name, v := range e.match.Match(uri) {
 			if f.has(bugWrongVars) {

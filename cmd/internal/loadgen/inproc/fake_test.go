@@ -65,7 +65,7 @@ const (
 	// incumbent would (invariant 9).
 	bugLiveTakeover
 	// bugMatchDead: a templated read matches templates whose owner is
-	// dead, which then answer ErrUnknownResource, though a live template
+	// dead, which then answer ErrNotFound, though a live template
 	// matches too (invariant 5's templated reads).
 	bugMatchDead
 	// bugLessSpecific: a templated read picks the least specific template
@@ -362,7 +362,7 @@ func (k *fakeConsumer) stop() {
 }
 
 func (f *fakeSystem) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (res catalog.Result, err error) {
-	err = f.dispatch(ctx, name, credential, catalog.ErrUnknownTool, func(e *fakeEntry, pr bindsec.Principal) (err error) {
+	err = f.dispatch(ctx, name, credential, catalog.ErrNotFound, func(e *fakeEntry, pr bindsec.Principal) (err error) {
 		res, err = e.h(ctx, catalog.Call{Name: name, Arguments: args, Principal: pr})
 		return err
 	})

@@ -40,10 +40,10 @@ func (w *world) invoke(ctx context.Context, ns *nameState, a callArgs, cred cred
 		}
 		return res.Messages[0].Content.Text, nil
 	case kindTemplate:
-		res, err := w.sys.ReadURI(ctx, uriFor(ns, a), cred.token())
+		res, err := w.sys.ReadResource(ctx, uriFor(ns, a), cred.token())
 		return res.Text, err
 	case kindResource:
-		res, err := w.sys.ReadURI(context.WithValue(ctx, argsKey{}, a), ns.name, cred.token())
+		res, err := w.sys.ReadResource(context.WithValue(ctx, argsKey{}, a), ns.name, cred.token())
 		return res.Text, err
 	}
 	res, err := w.sys.CallTool(ctx, ns.name, encodeArgs(a.Seq, cred, a.Panic, a.Probe), cred.token())

@@ -16,8 +16,8 @@ type kind uint8
 const (
 	kindTool     kind = iota
 	kindPrompt        // StartPrompt, GetPrompt, ListPrompts
-	kindTemplate      // StartResourceTemplate, ReadURI, ListResourceTemplates
-	kindResource      // StartResource, ReadURI of its fixed URI, ListResources, Consumer.Updated
+	kindTemplate      // StartResourceTemplate, ReadResource, ListResourceTemplates
+	kindResource      // StartResource, ReadResource of its fixed URI, ListResources, Consumer.Updated
 	numKinds
 )
 

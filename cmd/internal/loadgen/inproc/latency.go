@@ -14,7 +14,7 @@ const (
 	opMCPCall            // tools/call through the MCP client
 	opMCPList            // tools/list through the MCP client
 	opGet                // GetPrompt from a resolver, every outcome
-	opRead               // ReadURI of a templated URI from a resolver
+	opRead               // ReadResource of a templated URI from a resolver
 	opMCPGet             // prompts/get through the MCP client
 	opMCPRead            // resources/read of a templated URI through the MCP client
 	numOps

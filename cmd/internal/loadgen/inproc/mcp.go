@@ -53,6 +53,10 @@ type mcpDriver struct {
 // mcpCodeOverloaded is mcpserve's JSON-RPC code for a full route queue.
 const mcpCodeOverloaded = -32029
 
+// notifyWindow is the list_changed coalescing window the served catalog
+// runs with, which the notification checks allow for.
+const notifyWindow = 50 * time.Millisecond
+
 var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // start serves the catalog (unless there is a target) and connects one
@@ -60,7 +64,7 @@ var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 func (d *mcpDriver) start(ctx context.Context) error {
 	endpoint := d.target
 	if d.cat != nil {
-		srv, err := mcpserve.New(d.cat, mcpserve.Options{Name: "loadgen", Logger: discardLogger, Stateless: d.stateless()})
+		srv, err := mcpserve.New(d.cat, mcpserve.Options{Name: "loadgen", Logger: discardLogger, Stateless: d.stateless(), NotifyWindow: notifyWindow})
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
 	"github.com/livereg/livereg/cmd/internal/loadgen/runner"
 	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
-	"github.com/livereg/livereg/mcpserve"
 )
 
 // RunOptions are the parts of a run that are not its Config.
@@ -140,7 +139,7 @@ func (w *world) startMCP(ctx context.Context, opts *RunOptions, book *latency.Bo
 		if opts.notifyMargin > 0 {
 			margin = opts.notifyMargin
 		}
-		w.notes = newNotifyChecker(w.t, w.tick, int(numCreds), mcpserve.DefaultNotifyWindow+margin)
+		w.notes = newNotifyChecker(w.t, w.tick, int(numCreds), notifyWindow+margin)
 		d.noted = w.notes.noted
 	}
 	if err := d.start(ctx); err != nil {
@@ -242,7 +241,7 @@ func (w *world) endProbes(d *mcpDriver, consumerLat *latencies) {
 	if w.notes != nil {
 		// Every end's deadline passes within the margin.
 		w.notes.drain()
-		w.notifyProbe(context.Background(), d, mcpserve.DefaultNotifyWindow, consumerLat)
+		w.notifyProbe(context.Background(), d, notifyWindow, consumerLat)
 		w.changes.drain() // the probe's starts and ends, in process
 	}
 }

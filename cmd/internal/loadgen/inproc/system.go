@@ -15,7 +15,7 @@ import (
 // *catalog.Catalog the invariants are about. It is an interface so that
 // tests can substitute deliberately broken systems and prove that every
 // checker sees the bug. Errors must match the catalog's sentinels with
-// errors.Is (catalog.ErrDuplicate, ErrCapReached, ErrUnknownTool,
+// errors.Is (catalog.ErrDuplicate, ErrCapReached, ErrNotFound,
 // ErrRouteGone, ErrRoutePanicked, ErrOverloaded, and the denials that
 // catalog.Denied recognises).
 type System interface {
@@ -25,18 +25,18 @@ type System interface {
 	Stats() catalog.Stats
 
 	// Prompts and resource templates, under the same owner discipline as
-	// tools. Errors as above, with catalog.ErrUnknownPrompt and
-	// catalog.ErrUnknownResource for what resolves nothing. ReadURI is a
+	// tools. Errors as above, with catalog.ErrNotFound and
+	// catalog.ErrNotFound for what resolves nothing. ReadResource is a
 	// resources/read of a URI that only templates hold: the most specific
 	// live template that matches it reads it.
 	StartPrompt(ctx context.Context, p catalog.Prompt, pl bindsec.Plan, h catalog.PromptHandler) (Consumer, error)
 	GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (catalog.PromptResult, error)
 	ListPrompts() []catalog.Prompt
 	StartResourceTemplate(ctx context.Context, t catalog.ResourceTemplate, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error)
-	ReadURI(ctx context.Context, uri, credential string) (catalog.Contents, error)
+	ReadResource(ctx context.Context, uri, credential string) (catalog.Contents, error)
 	ListResourceTemplates() []catalog.ResourceTemplate
 
-	// Fixed resources, read with ReadURI, and their updates: fn runs for
+	// Fixed resources, read with ReadResource, and their updates: fn runs for
 	// every update a resource consumer publishes (Consumer.Updated), on
 	// the publisher's goroutine, until cancel is called.
 	StartResource(ctx context.Context, r catalog.Resource, pl bindsec.Plan, rd catalog.ResourceReader) (Consumer, error)
@@ -147,9 +147,9 @@ func (s *CatalogSystem) StartResourceTemplate(ctx context.Context, t catalog.Res
 	return k, nil
 }
 
-// ReadURI reads a URI as resources/read does.
-func (s *CatalogSystem) ReadURI(ctx context.Context, uri, credential string) (catalog.Contents, error) {
-	return s.Cat.ReadURI(ctx, uri, credential)
+// ReadResource reads a URI as resources/read does.
+func (s *CatalogSystem) ReadResource(ctx context.Context, uri, credential string) (catalog.Contents, error) {
+	return s.Cat.ReadResource(ctx, uri, credential)
 }
 
 // ListResourceTemplates lists the catalog's live, ready templates.

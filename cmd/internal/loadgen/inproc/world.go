@@ -36,7 +36,7 @@ func classify(err error) outcome {
 	switch {
 	case err == nil:
 		return outcomeOK
-	case errors.Is(err, catalog.ErrUnknownTool), errors.Is(err, catalog.ErrUnknownPrompt), errors.Is(err, catalog.ErrUnknownResource):
+	case errors.Is(err, catalog.ErrNotFound):
 		return outcomeUnknown
 	case errors.Is(err, catalog.ErrRouteGone):
 		return outcomeGone

@@ -19,11 +19,12 @@ import (
 	"github.com/livereg/livereg/catalog"
 )
 
-// Route is one fixture: its kind and name as a fleet claims them ("tool",
-// "resource", "prompt" or "resource template"; a resource's name is its
-// URI, a template's its URI template), and how to start its consumer.
+// Route is one fixture: its kind and name as a fleet claims them (a
+// resource's name is its URI, a template's its URI template), and how to
+// start its consumer.
 type Route struct {
-	Kind, Name string
+	Kind catalog.Kind
+	Name string
 	// Start starts the fixture's consumer in cat; its body lives until
 	// ctx ends or the consumer stops.
 	Start func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error)
@@ -49,7 +50,7 @@ type set struct {
 }
 
 func (s *set) tool(t catalog.Tool, h catalog.ToolHandler) {
-	s.routes = append(s.routes, Route{"tool", t.Name, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
+	s.routes = append(s.routes, Route{catalog.KindTool, t.Name, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
 		return cat.StartTool(ctx, t, public, h)
 	}})
 }
@@ -66,19 +67,19 @@ func (s *set) typed(t catalog.Tool, h catalog.ToolHandler, err error) {
 }
 
 func (s *set) resource(r catalog.Resource, rd catalog.ResourceReader) {
-	s.routes = append(s.routes, Route{"resource", r.URI, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
+	s.routes = append(s.routes, Route{catalog.KindResource, r.URI, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
 		return cat.StartResource(ctx, r, public, rd)
 	}})
 }
 
 func (s *set) prompt(p catalog.Prompt, h catalog.PromptHandler, opts ...catalog.StartOption) {
-	s.routes = append(s.routes, Route{"prompt", p.Name, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
+	s.routes = append(s.routes, Route{catalog.KindPrompt, p.Name, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
 		return cat.StartPrompt(ctx, p, public, h, opts...)
 	}})
 }
 
 func (s *set) template(t catalog.ResourceTemplate, rd catalog.ResourceReader) {
-	s.routes = append(s.routes, Route{"resource template", t.URITemplate, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
+	s.routes = append(s.routes, Route{catalog.KindTemplate, t.URITemplate, func(ctx context.Context, cat *catalog.Catalog) (*catalog.Consumer, error) {
 		return cat.StartResourceTemplate(ctx, t, public, rd)
 	}})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/livereg/livereg/catalog"
@@ -30,7 +31,7 @@ func (s *set) talking() {
 						return catalog.Result{}, err
 					}
 				}
-				if err := c.Log(ctx, catalog.LevelInfo, msg); err != nil {
+				if err := c.Log(ctx, slog.LevelInfo, msg); err != nil {
 					return catalog.Result{}, err
 				}
 			}

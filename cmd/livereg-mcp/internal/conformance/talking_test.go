@@ -78,16 +78,16 @@ func TestRoutesNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	kinds := map[string]int{}
+	kinds := map[catalog.Kind]int{}
 	for _, r := range routes {
-		key := r.Kind + " " + r.Name
+		key := string(r.Kind) + " " + r.Name
 		if r.Name == "" || seen[key] {
 			t.Errorf("route %q: empty or seen twice", key)
 		}
 		seen[key] = true
 		kinds[r.Kind]++
 	}
-	want := map[string]int{"tool": 13, "resource": 3, "prompt": 4, "resource template": 1}
+	want := map[catalog.Kind]int{catalog.KindTool: 13, catalog.KindResource: 3, catalog.KindPrompt: 4, catalog.KindTemplate: 1}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d routes of kind %q, want %d", kinds[k], k, n)
