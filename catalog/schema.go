@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -161,21 +160,10 @@ type schemaError struct {
 }
 
 func (e *schemaError) Error() string {
-	return fmt.Sprintf("catalog: tool %s: %v: %s", quote.Name(e.name), e.sentinel, cut(e.cause.Error(), maxMessage))
+	return fmt.Sprintf("catalog: tool %s: %v: %s", quote.Name(e.name), e.sentinel, quote.Cut(e.cause.Error(), maxMessage))
 }
 
 func (e *schemaError) Unwrap() []error { return []error{e.sentinel, e.cause} }
-
-// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}
 
 // Defaults. The JSON Schema specification leaves "default" to the
 // application; MCP clients show it, and a typed tool fills it in: an

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/internal/quote"
 )
 
 // callClient is what a tool body reports to, and asks, over the request's
@@ -169,7 +169,7 @@ func elicit(ctx context.Context, ss *mcp.ServerSession, r catalog.ElicitRequest)
 	case catalog.ElicitDecline, catalog.ElicitCancel:
 		return catalog.ElicitResult{Action: a}, nil
 	}
-	return catalog.ElicitResult{}, fmt.Errorf("mcpserve: %s: the client answered with unknown action %q", methodElicit, cut(res.Action, 64))
+	return catalog.ElicitResult{}, fmt.Errorf("mcpserve: %s: the client answered with unknown action %q", methodElicit, quote.Cut(res.Action, 64))
 }
 
 // askError describes a failed request to the client. It wraps ctx's error
@@ -182,21 +182,10 @@ func askError(ctx context.Context, method string, err error) error {
 	}
 	var we *jsonrpc.Error
 	if errors.As(err, &we) {
-		return fmt.Errorf("mcpserve: %s: the client answered with error %d: %s", method, we.Code, cut(we.Message, maxErrorText))
+		return fmt.Errorf("mcpserve: %s: the client answered with error %d: %s", method, we.Code, quote.Cut(we.Message, maxErrorText))
 	}
-	return fmt.Errorf("mcpserve: %s: %s", method, cut(err.Error(), maxErrorText))
+	return fmt.Errorf("mcpserve: %s: %s", method, quote.Cut(err.Error(), maxErrorText))
 }
 
 // maxErrorText is how much of a client's error text askError keeps.
 const maxErrorText = 256
-
-// cut shortens s to at most n bytes, on a rune boundary, marking the cut.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
-}

@@ -134,18 +134,19 @@ func serveMetrics(ctx context.Context, ln net.Listener, cat *catalog.Catalog, sr
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-	select {
-	case err := <-served:
+	// Once ctx ends, scrapes in flight get 5 seconds to finish, and
+	// serveMetrics returns when they have.
+	drained := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(drained)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	})
+	err := hs.Serve(ln)
+	if stop() || !errors.Is(err, http.ErrServerClosed) {
 		return err
-	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
+	<-drained
 	return nil
 }

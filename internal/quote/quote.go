@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Most is how many bytes of a client's string an error message shows.
@@ -19,6 +20,19 @@ func Name(name string) string {
 		return fmt.Sprintf("%q...(%d bytes)", name[:Most], len(name))
 	}
 	return fmt.Sprintf("%q", name)
+}
+
+// Cut shortens s to at most n bytes, on a rune boundary, marking a cut
+// with "...". For text that is not a name: a validator's or a client's
+// message, shown unquoted.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // MaxMessage bounds what Message returns, quoted pieces cut or not.

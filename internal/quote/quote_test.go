@@ -38,3 +38,23 @@ func TestMessage(t *testing.T) {
 		}
 	}
 }
+
+func TestCut(t *testing.T) {
+	tests := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 5, "short"},
+		{"longer", 4, "long..."},
+		{"héllo", 2, "h..."}, // é is two bytes: no half rune
+		{"héllo", 3, "hé..."},
+		{"", 0, ""},
+		{"é", 0, "..."},
+	}
+	for _, tt := range tests {
+		if got := Cut(tt.in, tt.n); got != tt.want {
+			t.Errorf("Cut(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

@@ -1,9 +1,25 @@
-// Package bearer is how both loadgen worlds' MCP clients present a
-// credential: the streamable HTTP transport carries it in the
-// Authorization header of every request.
+// Package bearer is how both loadgen worlds' routes and MCP clients use
+// credentials: the plan a route registers, and the transport that carries
+// a client's token in the Authorization header of every request.
 package bearer
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/livereg/livereg/bindsec"
+)
+
+// RoleCall is the role a route's plan requires unless the route is
+// public; each world's valid token carries it.
+const RoleCall = "loadgen.call"
+
+// Plan is what a route registers: public, or needing RoleCall.
+func Plan(public bool) bindsec.Plan {
+	if public {
+		return bindsec.Plan{Public: true}
+	}
+	return bindsec.Plan{Roles: []string{RoleCall}}
+}
 
 // Transport adds one fixed bearer token to every request it sends through
 // Next; an empty Token adds nothing, for the clients that must present no

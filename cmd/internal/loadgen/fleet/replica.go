@@ -30,7 +30,7 @@ const (
 	credNone     = "none"
 	tokenValid   = "fl-valid-token"
 	subjectValid = "fleetload"
-	roleCall     = "fleetload.call"
+	roleCall     = bearer.RoleCall
 )
 
 var creds = [...]string{credValid, credNone}

@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/bearer"
 	"github.com/livereg/livereg/cmd/internal/loadgen/latency"
 	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 	"github.com/livereg/livereg/etcdfleet"
@@ -136,13 +136,6 @@ type held struct {
 
 var inputSchema = json.RawMessage(`{"type":"object"}`)
 
-func plan(rec *record) bindsec.Plan {
-	if rec.public {
-		return bindsec.Plan{Public: true}
-	}
-	return bindsec.Plan{Roles: []string{roleCall}}
-}
-
 // handler is rec's route body: it runs the body-side checks, panics when
 // asked to, and answers with its owner's tag.
 func (w *world) handler(rec *record) catalog.ToolHandler {
@@ -168,7 +161,7 @@ func (w *world) start(r *replica, ns *nameState, public bool) (*held, error) {
 	lost, before := r.rep.SessionsLost(), r.rep.Lease()
 	t0 := time.Now()
 	k, err := r.cat.StartTool(life, catalog.Tool{Name: ns.name, Title: rec.tag, Description: "fleet loadgen tool", InputSchema: inputSchema},
-		plan(rec), w.handler(rec))
+		bearer.Plan(rec.public), w.handler(rec))
 	w.lat.Record(opStart, time.Since(t0))
 	w.starts.Add(1)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 )
 
 // Sample is one reading of the process's resources.
@@ -92,21 +94,10 @@ func (g *growthChecker) add(s Sample) (thinned bool) {
 	return true
 }
 
-// sampleLoop samples every interval until ctx ends.
+// sampleLoop samples every interval until ctx ends, half as often each
+// time the series is thinned.
 func (g *growthChecker) sampleLoop(ctx context.Context, interval time.Duration) {
-	tk := time.NewTicker(interval)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tk.C:
-			if g.add(g.read()) {
-				interval *= 2
-				tk.Reset(interval)
-			}
-		}
-	}
+	wait.Slowing(ctx, interval, func() bool { return g.add(g.read()) })
 }
 
 // judgeRun checks the series for growth during the run. It reports false

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/bearer"
 )
 
 // startRoute starts rec's consumer on ns by ns's kind.
@@ -14,17 +15,17 @@ func (w *world) startRoute(ctx context.Context, ns *nameState, rec *record) (Con
 	switch ns.kind {
 	case kindPrompt:
 		return w.sys.StartPrompt(ctx, catalog.Prompt{Name: ns.name, Title: rec.tag, Description: desc,
-			Arguments: []catalog.PromptArgument{{Name: "seq", Required: true}, {Name: "cred"}}}, plan(rec), w.promptHandler(rec))
+			Arguments: []catalog.PromptArgument{{Name: "seq", Required: true}, {Name: "cred"}}}, bearer.Plan(rec.public), w.promptHandler(rec))
 	case kindTemplate:
 		rec.tmpl = ns.variants[rec.id%uint64(len(ns.variants))]
 		rec.varName = varOf(rec.tmpl)
 		return w.sys.StartResourceTemplate(ctx, catalog.ResourceTemplate{URITemplate: rec.tmpl, Name: "loadgen", Title: rec.tag, Description: desc},
-			plan(rec), w.reader(rec))
+			bearer.Plan(rec.public), w.reader(rec))
 	case kindResource:
 		// A resource has no title: its name carries the owner's tag.
-		return w.sys.StartResource(ctx, catalog.Resource{URI: ns.name, Name: rec.tag, Description: desc}, plan(rec), w.resourceReader(rec))
+		return w.sys.StartResource(ctx, catalog.Resource{URI: ns.name, Name: rec.tag, Description: desc}, bearer.Plan(rec.public), w.resourceReader(rec))
 	}
-	return w.sys.StartTool(ctx, catalog.Tool{Name: ns.name, Title: rec.tag, Description: desc}, plan(rec), w.handler(rec))
+	return w.sys.StartTool(ctx, catalog.Tool{Name: ns.name, Title: rec.tag, Description: desc}, bearer.Plan(rec.public), w.handler(rec))
 }
 
 // invoke runs one operation on ns's route with a: a tool call, a prompt
@@ -134,32 +135,55 @@ func (w *world) ended(s callSnapshot, err error, text, what string) outcome {
 	return o
 }
 
+// templateRead is one read under a template group, with the snapshots
+// taken before it was sent, which judge it once it ends.
+type templateRead struct {
+	ns         *nameState // the template the URI was made for
+	item       bool       // an item URI, which both templates match
+	args       callArgs
+	wide, spec callSnapshot
+}
+
+// beginTemplateRead snapshots g's templates and ticks the clock for a
+// read of an item URI (item) or of one only the wide template matches.
+func (w *world) beginTemplateRead(g tmplGroup, item bool, cred credClass) templateRead {
+	r := templateRead{ns: g.wide, item: item}
+	if item {
+		r.ns = g.specific
+	}
+	r.wide = callSnapshot{ns: g.wide, starts: g.wide.starts.Load()}
+	r.wide.holder = g.wide.holder.Load()
+	r.spec = callSnapshot{ns: g.specific, starts: g.specific.starts.Load()}
+	r.spec.holder = g.specific.holder.Load()
+	begin := w.tick()
+	r.wide.begin, r.spec.begin = begin, begin
+	r.args = callArgs{Seq: begin, Cred: cred.String()}
+	return r
+}
+
+// endTemplateRead judges a read that ended with o and text: which
+// template served it, and that a dead owner's did not.
+func (w *world) endTemplateRead(r templateRead, o outcome, text string) {
+	if r.item {
+		w.tmpl.readEnded(r.spec, r.wide, o, text)
+	} else {
+		w.dead.callEnded(r.wide, o)
+		w.dead.oneWinner(r.wide, o, text)
+	}
+}
+
 // readTemplate reads a URI under g: an item URI, which both of g's
 // templates match, or one only the wide template matches.
 func (w *world) readTemplate(ctx context.Context, g tmplGroup, item bool, cred credClass, l *latencies) outcome {
-	ns := g.wide
-	if item {
-		ns = g.specific
-	}
-	wide := callSnapshot{ns: g.wide, starts: g.wide.starts.Load()}
-	wide.holder = g.wide.holder.Load()
-	spec := callSnapshot{ns: g.specific, starts: g.specific.starts.Load()}
-	spec.holder = g.specific.holder.Load()
-	begin := w.tick()
-	wide.begin, spec.begin = begin, begin
+	r := w.beginTemplateRead(g, item, cred)
 	t0 := time.Now()
-	text, err := w.invoke(ctx, ns, callArgs{Seq: begin, Cred: cred.String()}, cred)
+	text, err := w.invoke(ctx, r.ns, r.args, cred)
 	l.Record(opRead, time.Since(t0))
 	o := classify(err)
 	w.kindOutcomes[kindTemplate][o].Add(1)
-	if item {
-		w.tmpl.readEnded(spec, wide, o, text)
-	} else {
-		w.dead.callEnded(wide, o)
-		w.dead.oneWinner(wide, o, text)
-	}
+	w.endTemplateRead(r, o, text)
 	if o == outcomeOther || o == outcomePanicked {
-		w.t.Unexpected("read %s: %v", uriFor(ns, callArgs{Seq: begin, Cred: cred.String()}), err)
+		w.t.Unexpected("read %s: %v", uriFor(r.ns, r.args), err)
 	}
 	return o
 }

@@ -41,24 +41,23 @@ func capOf(cfg Config, k kind) int {
 
 // newPrompts makes the prompt names, half as many as tool names.
 func newPrompts(names int) []*nameState {
-	n := max(1, names/2)
-	out := make([]*nameState, n)
-	width := len(strconv.Itoa(n - 1))
-	for i := range out {
-		out[i] = &nameState{name: fmt.Sprintf("lg.prompt-%0*d", width, i), kind: kindPrompt}
-	}
-	return out
+	return numbered(max(1, names/2), "lg.prompt-%0*d", kindPrompt)
 }
 
 // newResources makes the fixed resources' URIs, half as many as tool
 // names. No loadgen template matches them, so that a read of one reaches
 // its fixed resource or nothing.
 func newResources(names int) []*nameState {
-	n := max(1, names/2)
+	return numbered(max(1, names/2), "lg://res-%0*d", kindResource)
+}
+
+// numbered makes n names of kind k from format, numbered from 0 and
+// padded to one width so that they sort in number order.
+func numbered(n int, format string, k kind) []*nameState {
 	out := make([]*nameState, n)
 	width := len(strconv.Itoa(n - 1))
 	for i := range out {
-		out[i] = &nameState{name: fmt.Sprintf("lg://res-%0*d", width, i), kind: kindResource}
+		out[i] = &nameState{name: fmt.Sprintf(format, width, i), kind: k}
 	}
 	return out
 }

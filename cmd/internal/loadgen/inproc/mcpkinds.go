@@ -69,17 +69,8 @@ func (w *world) mcpGet(ctx context.Context, d *mcpDriver, ns *nameState, cred cr
 
 // mcpRead is readTemplate through the MCP client, with the same checks.
 func (w *world) mcpRead(ctx context.Context, d *mcpDriver, g tmplGroup, item bool, cred credClass, l *latencies) outcome {
-	ns := g.wide
-	if item {
-		ns = g.specific
-	}
-	wide := callSnapshot{ns: g.wide, starts: g.wide.starts.Load()}
-	wide.holder = g.wide.holder.Load()
-	spec := callSnapshot{ns: g.specific, starts: g.specific.starts.Load()}
-	spec.holder = g.specific.holder.Load()
-	begin := w.tick()
-	wide.begin, spec.begin = begin, begin
-	uri := uriFor(ns, callArgs{Seq: begin, Cred: cred.String()})
+	r := w.beginTemplateRead(g, item, cred)
+	uri := uriFor(r.ns, r.args)
 	t0 := time.Now()
 	res, err := d.sessions[cred].ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	l.Record(opMCPRead, time.Since(t0))
@@ -89,12 +80,7 @@ func (w *world) mcpRead(ctx context.Context, d *mcpDriver, g tmplGroup, item boo
 	if err == nil && len(res.Contents) > 0 {
 		text = res.Contents[0].Text
 	}
-	if item {
-		w.tmpl.readEnded(spec, wide, o, text)
-	} else {
-		w.dead.callEnded(wide, o)
-		w.dead.oneWinner(wide, o, text)
-	}
+	w.endTemplateRead(r, o, text)
 	if o == outcomeOther || o == outcomePanicked {
 		w.t.Unexpected("mcp resources/read %s: %v", uri, err)
 	}

@@ -3,7 +3,6 @@ package inproc
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,14 +128,8 @@ type nameState struct {
 	winners []*record // consumers whose start on the name succeeded and that may still hold it
 }
 
-func newNames(n int) []*nameState {
-	out := make([]*nameState, n)
-	width := len(strconv.Itoa(n - 1))
-	for i := range out {
-		out[i] = &nameState{name: fmt.Sprintf("lg.tool-%0*d", width, i), kind: kindTool}
-	}
-	return out
-}
+// newNames makes n tool names.
+func newNames(n int) []*nameState { return numbered(n, "lg.tool-%0*d", kindTool) }
 
 // ringSize bounds how many records a listing can map back to their owner.
 // A listed tool whose record was overwritten (ringSize later starts) is

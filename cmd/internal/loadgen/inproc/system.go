@@ -8,6 +8,7 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/cmd/internal/loadgen/bearer"
 	"github.com/livereg/livereg/owner"
 )
 
@@ -73,7 +74,7 @@ type CatalogSystem struct {
 // The loadgen's credentials. The authenticator knows all but bogus; only
 // valid holds the role that non-public plans require.
 const (
-	roleCall     = "loadgen.call"
+	roleCall     = bearer.RoleCall
 	tokenValid   = "lg-valid-token"
 	tokenNoRole  = "lg-norole-token"
 	tokenExpired = "lg-expired-token"

@@ -90,19 +90,8 @@ func (w *world) resolver(ctx context.Context, rs *runState, index int, l *latenc
 
 // pickKind draws a route kind by the mix's weights; tools if all are 0.
 func pickKind(rng *rand.Rand, m Mix) kind {
-	total := m.Tool + m.Prompt + m.Template + m.Resource
-	if total == 0 {
-		return kindTool
-	}
-	switch n := rng.IntN(total); {
-	case n < m.Tool:
-		return kindTool
-	case n < m.Tool+m.Prompt:
-		return kindPrompt
-	case n < m.Tool+m.Prompt+m.Template:
-		return kindTemplate
-	}
-	return kindResource
+	return weighted(rng, kindTool, []int{m.Tool, m.Prompt, m.Template, m.Resource},
+		[]kind{kindTool, kindPrompt, kindTemplate, kindResource})
 }
 
 // pickRead draws what a read reads, a templated URI or a fixed resource,
@@ -129,16 +118,28 @@ func (w *world) namesOf(k kind) []*nameState {
 
 // pickShape draws a death shape by the mix's weights.
 func pickShape(rng *rand.Rand, m Mix) shape {
-	n := rng.IntN(m.Stop + m.Cancel + m.Panic + m.Drop)
-	switch {
-	case n < m.Stop:
-		return shapeStop
-	case n < m.Stop+m.Cancel:
-		return shapeCancel
-	case n < m.Stop+m.Cancel+m.Panic:
-		return shapePanic
+	return weighted(rng, shapeDrop, []int{m.Stop, m.Cancel, m.Panic, m.Drop},
+		[]shape{shapeStop, shapeCancel, shapePanic, shapeDrop})
+}
+
+// weighted draws one of values, each as likely as its weight; none, when
+// every weight is 0.
+func weighted[T any](rng *rand.Rand, none T, weights []int, values []T) T {
+	total := 0
+	for _, w := range weights {
+		total += w
 	}
-	return shapeDrop
+	if total == 0 {
+		return none
+	}
+	n := rng.IntN(total)
+	for i, w := range weights {
+		if n < w {
+			return values[i]
+		}
+		n -= w
+	}
+	return none
 }
 
 // consumer starts consumers, holds each a random while, and ends it by a

@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/cmd/internal/loadgen/wait"
 )
@@ -160,14 +159,6 @@ func (w *world) newRecord(ns *nameState, public bool) *record {
 	rec := &record{id: id, ns: ns, tag: tagFor(id), public: public}
 	w.ring.put(rec)
 	return rec
-}
-
-// plan is what a route registers: public, or needing the call role.
-func plan(rec *record) bindsec.Plan {
-	if rec.public {
-		return bindsec.Plan{Public: true}
-	}
-	return bindsec.Plan{Roles: []string{roleCall}}
 }
 
 // handler is the route body of rec's consumer. It runs the body-side

@@ -19,6 +19,12 @@ import (
 // ends; not at once. A call that outlasts the interval delays the next,
 // and ticks missed meanwhile are dropped, as a time.Ticker drops them.
 func Every(ctx context.Context, interval time.Duration, fn func()) {
+	Slowing(ctx, interval, func() bool { fn(); return false })
+}
+
+// Slowing is Every for a sampler that may slow down: when fn returns
+// true, the interval doubles from then on.
+func Slowing(ctx context.Context, interval time.Duration, fn func() (slower bool)) {
 	tk := time.NewTicker(interval)
 	defer tk.Stop()
 	for {
@@ -26,7 +32,10 @@ func Every(ctx context.Context, interval time.Duration, fn func()) {
 		case <-ctx.Done():
 			return
 		case <-tk.C:
-			fn()
+			if fn() {
+				interval *= 2
+				tk.Reset(interval)
+			}
 		}
 	}
 }

@@ -2,9 +2,11 @@ package wait
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -97,4 +99,26 @@ func TestEvery(t *testing.T) {
 	if calls.Load() != 0 {
 		t.Errorf("fn ran %d times after the context ended", calls.Load())
 	}
+}
+
+// TestSlowing: each call that asks to slow down doubles the interval from
+// then on, and one that does not keeps it. In a synctest bubble the clock
+// moves only when every goroutine waits, so the times are exact.
+func TestSlowing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		start := time.Now()
+		var at []time.Duration
+		Slowing(ctx, time.Second, func() bool {
+			at = append(at, time.Since(start))
+			if len(at) == 5 {
+				cancel()
+			}
+			return len(at) != 3 // the third call keeps the interval
+		})
+		want := []time.Duration{1 * time.Second, 3 * time.Second, 7 * time.Second, 11 * time.Second, 19 * time.Second}
+		if !slices.Equal(at, want) {
+			t.Errorf("fn ran at %v, want %v", at, want)
+		}
+	})
 }
