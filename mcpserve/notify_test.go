@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
@@ -17,77 +18,74 @@ import (
 // then waits on. A start made exactly there, by a hook on the notifier's
 // own goroutine, is announced; a notifier that took the channel after the
 // read would wait on a channel the start never closes, and go idle with
-// the start unannounced, which the test sees at once in a goroutine dump.
+// the start unannounced, which synctest.Wait shows at once: everything
+// waits, and no window opened.
 func TestNotifierMissesNoChangeAfterItsRead(t *testing.T) {
-	cat := newCatalog(t, catalog.Config{})
-	var armed atomic.Bool
-	late := make(chan *catalog.Consumer, 1)
-	restore := mcpserve.SetNotifierAfterRead(func() {
-		if !armed.CompareAndSwap(true, false) {
-			return
-		}
-		k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "late"}, bindsec.Plan{Public: true}, victimHandler("late"))
+	synctest.Test(t, func(t *testing.T) {
+		cat := newCatalog(t, catalog.Config{})
+		var armed atomic.Bool
+		late := make(chan *catalog.Consumer, 1)
+		restore := mcpserve.SetNotifierAfterRead(func() {
+			if !armed.CompareAndSwap(true, false) {
+				return
+			}
+			k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "late"}, bindsec.Plan{Public: true}, victimHandler("late"))
+			if err != nil {
+				t.Errorf("start between the read and the wait: %v", err)
+			}
+			late <- k
+		})
+		win := newHeldWindow()
+		srv, err := mcpserve.NewWithWindow(cat, mcpserve.Options{Logger: quietLogger()}, win.wait)
+		restore()
 		if err != nil {
-			t.Errorf("start between the read and the wait: %v", err)
+			t.Fatal(err)
 		}
-		late <- k
-	})
-	win := newHeldWindow()
-	creator := goroutineID()
-	srv, err := mcpserve.NewWithWindow(cat, mcpserve.Options{Logger: quietLogger()}, win.wait)
-	restore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := wrapFixture(t, cat, srv)
-	c := f.connect(memoryLegacy, "")
-	// Idle, the notifier wakes only once a start is complete; its first
-	// look, made as it starts, could see a start half done and announce it
-	// in two.
-	awaitNotifierIdle(t, creator)
+		t.Cleanup(func() { _ = srv.Close() })
+		c := connectInMemory(t, srv)
+		// Idle, the notifier wakes only once a start is complete; its
+		// first look, made as it starts, could see a start half done and
+		// announce it in two.
+		synctest.Wait()
 
-	// A first start is announced and opens a window. The read that ends
-	// the window finds nothing new: it is the one the hook follows with a
-	// start, so that the notifier's next step is its wait.
-	startText(t, cat, context.Background(), "first", "x")
-	wait(t, win.entered, "the window of the first start")
-	wait(t, c.tools, "list_changed for the first start")
-	armed.Store(true)
-	win.end <- struct{}{}
-	select {
-	case k := <-late:
-		if k != nil {
-			t.Cleanup(func() { _ = k.Stop(context.Background()) })
+		// A first start is announced and opens a window. The read that
+		// ends the window finds nothing new: it is the one the hook
+		// follows with a start, so that the notifier's next step is its
+		// wait.
+		startText(t, cat, context.Background(), "first", "x")
+		wait(t, win.entered, "the window of the first start")
+		wait(t, c.tools, "list_changed for the first start")
+		armed.Store(true)
+		win.end <- struct{}{}
+		synctest.Wait()
+		select {
+		case k := <-late:
+			if k != nil {
+				t.Cleanup(func() { _ = k.Stop(context.Background()) })
+			}
+		default:
+			t.Fatal("the notifier did not read the versions after its window")
 		}
-	case <-time.After(eventGuard):
-		t.Fatal("the notifier did not read the versions after its window")
-	}
 
-	// Announced, the start opens the next window; missed, the notifier
-	// parks in its select instead.
-	deadline := time.Now().Add(eventGuard)
-	for announced := false; !announced; {
+		// Announced, the start opens the next window; missed, the
+		// notifier waits in its select, and nothing moves.
 		select {
 		case <-win.entered:
-			announced = true
-		case <-time.After(time.Millisecond):
-			if notifierIdle(creator) {
-				t.Fatal("the notifier went idle with a start made after its read unannounced: it took Changes after reading the versions")
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the notifier neither announced the start nor went idle")
-			}
+		default:
+			t.Fatal("the notifier went idle with a start made after its read unannounced: it took Changes after reading the versions")
 		}
-	}
-	wait(t, c.tools, "list_changed for the start after the read")
-	if names := toolNames(t, c); !slices.Contains(names, "late") {
-		t.Fatalf("tools/list after the notification = %v", names)
-	}
+		wait(t, c.tools, "list_changed for the start after the read")
+		if names := toolNames(t, c); !slices.Contains(names, "late") {
+			t.Fatalf("tools/list after the notification = %v", names)
+		}
+	})
 }
 
 // Once a notification's window ends with nothing changed in it, the
 // notifier goes idle: it neither announces the same change again nor opens
-// another window (there is no polling), for each kind it announces.
+// another window (there is no polling), for each kind it announces. On
+// synctest's clock an hour passes in an instant once everything waits, so
+// a notifier that polls, on any period, opens a window the test sees.
 func TestNotifierQuietAfterItsWindow(t *testing.T) {
 	public := bindsec.Plan{Public: true}
 	changes := map[string]func(t *testing.T, cat *catalog.Catalog) (*catalog.Consumer, error){
@@ -107,43 +105,33 @@ func TestNotifierQuietAfterItsWindow(t *testing.T) {
 	}
 	for kind, change := range changes {
 		t.Run(kind, func(t *testing.T) {
-			cat := newCatalog(t, catalog.Config{})
-			win := newHeldWindow()
-			creator := goroutineID()
-			srv, err := mcpserve.NewWithWindow(cat, mcpserve.Options{Logger: quietLogger()}, win.wait)
-			if err != nil {
-				t.Fatal(err)
-			}
-			wrapFixture(t, cat, srv)
-			// Idle, the notifier wakes only once the change is complete;
-			// its first look, made as it starts, could see it half done.
-			awaitNotifierIdle(t, creator)
-			k, err := change(t, cat)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = k.Stop(context.Background()) })
-			wait(t, win.entered, "the window of the change")
-			win.end <- struct{}{}
-			awaitIdleNoWindow(t, creator, win)
+			synctest.Test(t, func(t *testing.T) {
+				cat := newCatalog(t, catalog.Config{})
+				win := newHeldWindow()
+				srv, err := mcpserve.NewWithWindow(cat, mcpserve.Options{Logger: quietLogger()}, win.wait)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = srv.Close() })
+				// Idle, the notifier wakes only once the change is
+				// complete; its first look, made as it starts, could see
+				// it half done.
+				synctest.Wait()
+				k, err := change(t, cat)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = k.Stop(context.Background()) })
+				wait(t, win.entered, "the window of the change")
+				win.end <- struct{}{}
+				time.Sleep(time.Hour)
+				synctest.Wait()
+				select {
+				case <-win.entered:
+					t.Fatal("the notifier opened another window with nothing changed: it announced again, or it polls")
+				default:
+				}
+			})
 		})
-	}
-}
-
-// awaitIdleNoWindow waits until the notifier made by goroutine creator is
-// idle in its select, and fails the test at once if it opens a window
-// instead, which it does only after it sent a notification.
-func awaitIdleNoWindow(t *testing.T, creator string, win *heldWindow) {
-	t.Helper()
-	deadline := time.Now().Add(eventGuard)
-	for !notifierIdle(creator) {
-		select {
-		case <-win.entered:
-			t.Fatal("the notifier opened another window with nothing changed since the last")
-		case <-time.After(time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the notifier never went idle after its window")
-		}
 	}
 }

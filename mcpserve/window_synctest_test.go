@@ -36,23 +36,21 @@ func TestNotifyWindowOnFakeClock(t *testing.T) {
 			start time.Time
 			at    []time.Duration
 		)
-		cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
-			Logger: quietLogger(),
-			ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-				mu.Lock()
-				defer mu.Unlock()
-				at = append(at, time.Since(start))
-			},
-		})
-		ct, st := mcp.NewInMemoryTransports()
-		if _, err := srv.MCP().Connect(t.Context(), st, nil); err != nil {
-			t.Fatal(err)
-		}
-		cs, err := cl.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
+		c := connectInMemory(t, srv)
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case <-c.tools:
+					mu.Lock()
+					at = append(at, time.Since(start))
+					mu.Unlock()
+				case <-done:
+					return
+				}
+			}
+		}()
 		synctest.Wait()
 
 		mu.Lock()
@@ -72,4 +70,29 @@ func TestNotifyWindowOnFakeClock(t *testing.T) {
 			t.Errorf("tools/list_changed arrived at %v, want %v", at, want)
 		}
 	})
+}
+
+// connectInMemory connects a 2025-11-25 client to srv over in-memory
+// transports, which a synctest bubble can hold (a loopback listener it
+// cannot), and closes it at the end of the test. Its list_changed
+// notifications arrive on its channels.
+func connectInMemory(t *testing.T, srv *mcpserve.Server) *client {
+	t.Helper()
+	c := &client{tools: make(chan struct{}, 64), resources: make(chan struct{}, 64)}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{
+		Logger:                     quietLogger(),
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.tools <- struct{}{} },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.resources <- struct{}{} },
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := srv.MCP().Connect(t.Context(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := cl.Connect(t.Context(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ClientSession = cs
+	t.Cleanup(func() { _ = cs.Close() })
+	return c
 }
