@@ -13,4 +13,10 @@
 // that a baseline cannot win by skipping work the real one does. The
 // floors (Floors, PlanFloors in floor_test.go) are not registries: they do a bare lookup
 // with no owner check and exist only to show what a lookup costs at best.
+//
+// The wire benchmarks (wire_bench_test.go) measure what a client of a
+// server feels: tools/call over streamable HTTP on loopback, from one raw
+// client, against livereg's mcpserve, a bare go-sdk server, a bare mcp-go
+// server and a plain net/http JSON-RPC floor, in the same run, with p50 and
+// p99 from an HDR histogram.
 package bench
