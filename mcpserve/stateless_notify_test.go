@@ -14,6 +14,9 @@ import (
 	"github.com/livereg/livereg/mcpserve"
 )
 
+// Every death path, and the restart that follows: a client of the current
+// revision is told over subscriptions/listen, the route leaves the listing,
+// a call gets -32602, and the successor's answer follows.
 func TestStatelessDeathPathsNotify(t *testing.T) {
 	for _, dp := range deathPaths {
 		t.Run(dp.name, func(t *testing.T) {
@@ -52,6 +55,9 @@ func TestStatelessDeathPathsNotify(t *testing.T) {
 	}
 }
 
+// A death after the coalescing window, which only the catalog's Changes
+// channel can carry (no request pokes the notifier), reaches a client of
+// the current revision too.
 func TestStatelessDeathAfterWindowNotifies(t *testing.T) {
 	for _, dp := range lateDeathPaths {
 		t.Run(dp.name, func(t *testing.T) {
@@ -81,6 +87,8 @@ func TestStatelessDeathAfterWindowNotifies(t *testing.T) {
 	}
 }
 
+// A resource's death and restart reach a client of the current revision as
+// resources/list_changed.
 func TestStatelessResourceDeathNotifies(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	f := newStateless(t, cat, mcpserve.Options{})
@@ -101,6 +109,8 @@ func TestStatelessResourceDeathNotifies(t *testing.T) {
 	}
 }
 
+// A restart storm costs a client of the current revision one notification
+// per window, as it does a legacy session.
 func TestStatelessStormCoalesced(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	win := newHeldWindow()
@@ -146,6 +156,9 @@ func TestStatelessStormCoalesced(t *testing.T) {
 	}
 }
 
+// In stateless mode every request is a session of the SDK's own, whose
+// lifecycle it logs at INFO; those records are demoted to DEBUG, so that
+// a busy server's log is not three lines per request.
 func TestStatelessDemotesSessionLifecycleLogs(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	sink := newLogSink()
@@ -161,6 +174,10 @@ func TestStatelessDemotesSessionLifecycleLogs(t *testing.T) {
 	}
 }
 
+// A change while a legacy client's call is in flight on a stateless
+// server, whose request has no stream to carry list_changed, logs no
+// warning, and the call and the current client's notification both
+// arrive.
 func TestStatelessLegacyCallDuringChangeWarnsNothing(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	sink := newLogSink()

@@ -23,7 +23,6 @@ import (
 const legacyVersion = "2025-11-25"
 
 // newStateless is a fixture whose server runs stateless.
-
 func newStateless(t testing.TB, cat *catalog.Catalog, opts mcpserve.Options) *fixture {
 	t.Helper()
 	opts.Stateless = true
@@ -31,13 +30,9 @@ func newStateless(t testing.TB, cat *catalog.Catalog, opts mcpserve.Options) *fi
 }
 
 // connectAt connects an SDK client over streamable HTTP asking for version
-
 // ("" for the newest the SDK speaks, which it asks for first), presenting
-
 // token as a bearer token. A client that negotiated ProtocolStateless is
-
 // returned once the server acknowledged its subscriptions/listen.
-
 func (f *fixture) connectAt(version, token string) *client {
 	f.t.Helper()
 	return f.connectWith(version, bearerClient(token))
@@ -70,9 +65,7 @@ func (f *fixture) connectWith(version string, hc *http.Client) *client {
 }
 
 // connectCurrent connects a client of the current revision and fails the
-
 // test if the server did not let it speak that revision.
-
 func (f *fixture) connectCurrent(token string) *client {
 	f.t.Helper()
 	c := f.connectAt("", token)
@@ -83,9 +76,7 @@ func (f *fixture) connectCurrent(token string) *client {
 }
 
 // post sends one JSON-RPC request of the current revision over plain HTTP,
-
 // as curl would, and returns the HTTP response; the caller closes its body.
-
 func post(t testing.TB, url, token, method, name string, params map[string]any) *http.Response {
 	t.Helper()
 	resp, err := postCtx(ctxGuard(t), url, token, method, name, params)
@@ -136,9 +127,7 @@ type rpcMessage struct {
 }
 
 // messages reads the JSON-RPC messages of a response, a JSON body or a
-
 // server-sent event stream, until the body ends.
-
 func messages(t testing.TB, resp *http.Response) []rpcMessage {
 	t.Helper()
 	defer resp.Body.Close()
@@ -169,13 +158,9 @@ func messages(t testing.TB, resp *http.Response) []rpcMessage {
 }
 
 // The current revision's handshake, as the README runs it with curl:
-
 // server/discover, then tools/list with the version in _meta and the
-
 // header. A stateful server does not offer that revision and the SDK's
-
 // client falls back to 2025-11-25; a stateless one speaks it.
-
 func TestStatelessDiscover(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	startText(t, cat, context.Background(), "hello", "hi")
@@ -221,9 +206,7 @@ func TestStatelessDiscover(t *testing.T) {
 }
 
 // Tools and resources answer a client of the current revision and one of
-
 // 2025-11-25 alike, with the same error mapping as a stateful server.
-
 func TestStatelessListAndCall(t *testing.T) {
 	g := newGuarded(t)
 	startText(t, g.cat, context.Background(), "hello", "hi")
@@ -282,30 +265,8 @@ func TestStatelessListAndCall(t *testing.T) {
 	}
 }
 
-// Every death path, and the restart that follows: a client of the current
-
-// revision is told over subscriptions/listen, the route leaves the listing,
-
-// a call gets -32602, and the successor's answer follows.
-
-// A death after the coalescing window, which only the catalog's Changes
-
-// channel can carry (no request pokes the notifier), reaches a client of
-
-// the current revision too.
-
-// A resource's death and restart reach a client of the current revision as
-
-// resources/list_changed.
-
-// A restart storm costs a client of the current revision one notification
-
-// per window, as it does a legacy session.
-
 // The credential is the bearer token of each request, also of requests
-
 // that share a client: nothing binds it to the first one.
-
 func TestStatelessCredentialPerRequest(t *testing.T) {
 	g := newGuarded(t)
 	f := newStateless(t, g.cat, mcpserve.Options{})
@@ -334,9 +295,7 @@ func TestStatelessCredentialPerRequest(t *testing.T) {
 }
 
 // Where the policy asks every request for a credential, server/discover and
-
 // subscriptions/listen are refused without one, like any other request.
-
 func TestStatelessCredentialAlways(t *testing.T) {
 	g := newGuarded(t)
 	f := newStateless(t, g.cat, mcpserve.Options{RequireCredential: mcpserve.CredentialAlways})
@@ -393,15 +352,10 @@ func TestStatelessOptions(t *testing.T) {
 }
 
 // Without sessions every request is a session of the SDK's, which logs
-
 // each one's lifecycle at INFO: those lines are demoted to DEBUG, so that
-
 // an INFO log is not three lines per request.
-
 // An older client's call in flight when the tools change has no stream for
-
 // the SDK's list_changed: that is stateless serving, not a fault, so it is
-
 // no WARN.
 
 // A route at its concurrency limit answers a client of the current revision
