@@ -2,15 +2,15 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // A baseline that skipped part of ADR-0068 would look faster than it is.
@@ -45,19 +45,33 @@ func live(t *testing.T) *owner.Token {
 // does.
 func start(t *testing.T, r Registry, name string, v int, tok *owner.Token) {
 	t.Helper()
-	require.NoError(t, r.Register(name, v, tok.Ref()))
-	require.True(t, r.MarkReady(name, tok.Ref()))
+	if err := r.Register(name, v, tok.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	if !r.MarkReady(name, tok.Ref()) {
+		t.Fatalf("r.MarkReady(name, tok.Ref()) is false")
+	}
 }
 
 // resolvesTo asserts that name resolves to v, owned by tok.
 func resolvesTo(t *testing.T, r Registry, name string, v int, tok *owner.Token) {
 	t.Helper()
 	e, ok := r.Resolve(name)
-	require.True(t, ok, "%s must resolve", name)
-	assert.Equal(t, v, e.Value)
-	assert.True(t, e.Owner.Same(tok.Ref()), "%s must be owned by the expected token", name)
-	assert.Equal(t, name, e.Name)
-	assert.True(t, e.Ready)
+	if !ok {
+		t.Fatalf("%s must resolve: ok is false", name)
+	}
+	if e.Value != v {
+		t.Errorf("e.Value = %v, want %v", e.Value, v)
+	}
+	if !e.Owner.Same(tok.Ref()) {
+		t.Errorf("%s must be owned by the expected token: e.Owner.Same(tok.Ref()) is false", name)
+	}
+	if e.Name != name {
+		t.Errorf("e.Name = %q, want %q", e.Name, name)
+	}
+	if !e.Ready {
+		t.Errorf("e.Ready is false")
+	}
 }
 
 func names(list []Entry) []string {
@@ -76,16 +90,24 @@ var scenarios = []scenario{
 		a.Release()
 		start(t, r, "x", 2, b)
 		resolvesTo(t, r, "x", 2, b)
-		assert.Equal(t, 1, r.Len())
+		if got := r.Len(); got != 1 {
+			t.Errorf("r.Len() = %v, want 1", got)
+		}
 	}},
 	{"live duplicate rejected", func(t *testing.T, mk func(int) Registry) {
 		r := mk(4)
 		a, b := live(t), live(t)
 		start(t, r, "x", 1, a)
-		require.ErrorIs(t, r.Register("x", 2, b.Ref()), shardreg.ErrDuplicate)
-		require.ErrorIs(t, r.Register("x", 3, a.Ref()), shardreg.ErrDuplicate, "also for the same owner")
+		if err := r.Register("x", 2, b.Ref()); !errors.Is(err, shardreg.ErrDuplicate) {
+			t.Fatalf("err = %v, want shardreg.ErrDuplicate", err)
+		}
+		if err := r.Register("x", 3, a.Ref()); !errors.Is(err, shardreg.ErrDuplicate) {
+			t.Fatalf("also for the same owner: err = %v, want shardreg.ErrDuplicate", err)
+		}
 		resolvesTo(t, r, "x", 1, a)
-		assert.Equal(t, 1, r.Len())
+		if got := r.Len(); got != 1 {
+			t.Errorf("r.Len() = %v, want 1", got)
+		}
 	}},
 	{"late stop keeps replacement", func(t *testing.T, mk func(int) Registry) {
 		r := mk(4)
@@ -93,12 +115,20 @@ var scenarios = []scenario{
 		start(t, r, "x", 1, a)
 		a.Release()
 		start(t, r, "x", 2, b)
-		assert.False(t, r.UnregisterOwned("x", a.Ref()), "a dead owner's late stop removes nothing")
+		if r.UnregisterOwned("x", a.Ref()) {
+			t.Errorf("a dead owner's late stop removes nothing: r.UnregisterOwned(\"x\", a.Ref()) is true")
+		}
 		resolvesTo(t, r, "x", 2, b)
-		assert.True(t, r.UnregisterOwned("x", b.Ref()))
+		if !r.UnregisterOwned("x", b.Ref()) {
+			t.Errorf("r.UnregisterOwned(\"x\", b.Ref()) is false")
+		}
 		_, ok := r.Resolve("x")
-		assert.False(t, ok)
-		assert.Equal(t, 0, r.Len())
+		if ok {
+			t.Errorf("r.Resolve(\"x\") found an entry")
+		}
+		if got := r.Len(); got != 0 {
+			t.Errorf("r.Len() = %v, want 0", got)
+		}
 	}},
 	{"takeover at full cap uses no slot", func(t *testing.T, mk func(int) Registry) {
 		r := mk(2)
@@ -107,8 +137,12 @@ var scenarios = []scenario{
 		start(t, r, "y", 2, c)
 		a.Release()
 		start(t, r, "x", 3, b)
-		assert.Equal(t, 2, r.Len())
-		require.ErrorIs(t, r.Register("z", 4, d.Ref()), shardreg.ErrCapReached)
+		if got := r.Len(); got != 2 {
+			t.Errorf("r.Len() = %v, want 2", got)
+		}
+		if err := r.Register("z", 4, d.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+			t.Fatalf("err = %v, want shardreg.ErrCapReached", err)
+		}
 		resolvesTo(t, r, "x", 3, b)
 		resolvesTo(t, r, "y", 2, c)
 	}},
@@ -119,9 +153,13 @@ var scenarios = []scenario{
 		start(t, r, "y", 2, c)
 		a.Release()
 		start(t, r, "z", 3, d)
-		assert.Equal(t, 2, r.Len())
+		if got := r.Len(); got != 2 {
+			t.Errorf("r.Len() = %v, want 2", got)
+		}
 		_, ok := r.Resolve("x")
-		assert.False(t, ok)
+		if ok {
+			t.Errorf("r.Resolve(\"x\") found an entry")
+		}
 		resolvesTo(t, r, "z", 3, d)
 	}},
 	{"full cap of live owners refuses", func(t *testing.T, mk func(int) Registry) {
@@ -129,8 +167,12 @@ var scenarios = []scenario{
 		a, b := live(t), live(t)
 		start(t, r, "x", 1, a)
 		start(t, r, "y", 2, a)
-		require.ErrorIs(t, r.Register("z", 3, b.Ref()), shardreg.ErrCapReached)
-		assert.Equal(t, 2, r.Len())
+		if err := r.Register("z", 3, b.Ref()); !errors.Is(err, shardreg.ErrCapReached) {
+			t.Fatalf("err = %v, want shardreg.ErrCapReached", err)
+		}
+		if got := r.Len(); got != 2 {
+			t.Errorf("r.Len() = %v, want 2", got)
+		}
 	}},
 	{"listing hides dead and not-ready, sorted", func(t *testing.T, mk func(int) Registry) {
 		r := mk(8)
@@ -138,29 +180,55 @@ var scenarios = []scenario{
 		for i, name := range []string{"c", "a", "b"} {
 			start(t, r, name, i, live(t))
 		}
-		require.NoError(t, r.Register("d", 9, live(t).Ref()), "registered, never marked ready")
+		if err := r.Register("d", 9, live(t).Ref()); err != nil {
+			t.Fatalf("registered, never marked ready: %v", err)
+		}
 		start(t, r, "e", 10, dying)
 		dying.Release()
-		assert.Equal(t, []string{"a", "b", "c"}, names(r.ListReady()))
-		assert.Equal(t, 4, r.Len(), "the listing reclaims the dead entry, keeps the not-ready one")
+		if got, want := names(r.ListReady()), ([]string{"a", "b", "c"}); !reflect.DeepEqual(got, want) {
+			t.Errorf("names(r.ListReady()) = %v, want %v", got, want)
+		}
+		if got := r.Len(); got != 4 {
+			t.Errorf("the listing reclaims the dead entry, keeps the not-ready one: r.Len() = %v, want 4", got)
+		}
 
 		p1, next, err := r.Page("", 2)
-		require.NoError(t, err)
-		assert.Equal(t, []string{"a", "b"}, names(p1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(p1), ([]string{"a", "b"}); !reflect.DeepEqual(got, want) {
+			t.Errorf("names(p1) = %v, want %v", got, want)
+		}
 		p2, next, err := r.Page(next, 2)
-		require.NoError(t, err)
-		assert.Equal(t, []string{"c"}, names(p2))
-		assert.Empty(t, next)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := names(p2), ([]string{"c"}); !reflect.DeepEqual(got, want) {
+			t.Errorf("names(p2) = %v, want %v", got, want)
+		}
+		if len(next) != 0 {
+			t.Errorf("next = %v, want empty", next)
+		}
 	}},
 	{"not ready until its own owner marks it", func(t *testing.T, mk func(int) Registry) {
 		r := mk(4)
 		a, b := live(t), live(t)
-		require.NoError(t, r.Register("x", 1, a.Ref()))
+		if err := r.Register("x", 1, a.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		_, ok := r.Resolve("x")
-		assert.False(t, ok, "a new entry is not ready")
-		assert.False(t, r.MarkReady("x", b.Ref()), "only the owner marks ready")
-		assert.True(t, r.MarkReady("x", a.Ref()))
-		assert.True(t, r.MarkReady("x", a.Ref()), "idempotent")
+		if ok {
+			t.Errorf("a new entry is not ready: ok is true")
+		}
+		if r.MarkReady("x", b.Ref()) {
+			t.Errorf("only the owner marks ready: r.MarkReady(\"x\", b.Ref()) is true")
+		}
+		if !r.MarkReady("x", a.Ref()) {
+			t.Errorf("r.MarkReady(\"x\", a.Ref()) is false")
+		}
+		if !r.MarkReady("x", a.Ref()) {
+			t.Errorf("idempotent: r.MarkReady(\"x\", a.Ref()) is false")
+		}
 		resolvesTo(t, r, "x", 1, a)
 	}},
 	{"resolve reclaims a dead entry", func(t *testing.T, mk func(int) Registry) {
@@ -169,22 +237,42 @@ var scenarios = []scenario{
 		start(t, r, "x", 1, a)
 		a.Release()
 		_, ok := r.Resolve("x")
-		assert.False(t, ok)
-		assert.Equal(t, 0, r.Len())
+		if ok {
+			t.Errorf("r.Resolve(\"x\") found an entry")
+		}
+		if got := r.Len(); got != 0 {
+			t.Errorf("r.Len() = %v, want 0", got)
+		}
 	}},
 	{"dead owner and bad names refused, checks in order", func(t *testing.T, mk func(int) Registry) {
 		r := mk(1)
 		a, dead := live(t), owner.New()
 		dead.Release()
-		require.ErrorIs(t, r.Register("x", 1, dead.Ref()), shardreg.ErrDeadOwner)
-		require.ErrorIs(t, r.Register("x", 1, owner.Ref{}), shardreg.ErrDeadOwner)
-		require.ErrorIs(t, r.Register("", 1, a.Ref()), shardreg.ErrInvalidName)
-		require.ErrorIs(t, r.Register("\xff", 1, a.Ref()), shardreg.ErrInvalidName)
-		require.ErrorIs(t, r.Register("", 1, dead.Ref()), shardreg.ErrInvalidName, "name before owner")
+		if err := r.Register("x", 1, dead.Ref()); !errors.Is(err, shardreg.ErrDeadOwner) {
+			t.Fatalf("err = %v, want shardreg.ErrDeadOwner", err)
+		}
+		if err := r.Register("x", 1, owner.Ref{}); !errors.Is(err, shardreg.ErrDeadOwner) {
+			t.Fatalf("err = %v, want shardreg.ErrDeadOwner", err)
+		}
+		if err := r.Register("", 1, a.Ref()); !errors.Is(err, shardreg.ErrInvalidName) {
+			t.Fatalf("err = %v, want shardreg.ErrInvalidName", err)
+		}
+		if err := r.Register("\xff", 1, a.Ref()); !errors.Is(err, shardreg.ErrInvalidName) {
+			t.Fatalf("err = %v, want shardreg.ErrInvalidName", err)
+		}
+		if err := r.Register("", 1, dead.Ref()); !errors.Is(err, shardreg.ErrInvalidName) {
+			t.Fatalf("name before owner: err = %v, want shardreg.ErrInvalidName", err)
+		}
 		start(t, r, "x", 1, a)
-		require.ErrorIs(t, r.Register("x", 2, dead.Ref()), shardreg.ErrDeadOwner, "owner before duplicate")
-		require.ErrorIs(t, r.Register("x", 2, live(t).Ref()), shardreg.ErrDuplicate, "duplicate before cap")
-		assert.Equal(t, 1, r.Len())
+		if err := r.Register("x", 2, dead.Ref()); !errors.Is(err, shardreg.ErrDeadOwner) {
+			t.Fatalf("owner before duplicate: err = %v, want shardreg.ErrDeadOwner", err)
+		}
+		if err := r.Register("x", 2, live(t).Ref()); !errors.Is(err, shardreg.ErrDuplicate) {
+			t.Fatalf("duplicate before cap: err = %v, want shardreg.ErrDuplicate", err)
+		}
+		if got := r.Len(); got != 1 {
+			t.Errorf("r.Len() = %v, want 1", got)
+		}
 	}},
 	{"concurrent restart: exactly one winner", func(t *testing.T, mk func(int) Registry) {
 		const rounds, racers = 200, 8
@@ -211,15 +299,25 @@ var scenarios = []scenario{
 			winner := -1
 			for i, err := range errs {
 				if err == nil {
-					require.Equal(t, -1, winner, "round %d: two winners", round)
+					if winner != -1 {
+						t.Fatalf("round %d: two winners: winner = %v, want -1", round, winner)
+					}
 					winner = i
 				} else {
-					require.ErrorIs(t, err, shardreg.ErrDuplicate, "round %d", round)
+					if !errors.Is(err, shardreg.ErrDuplicate) {
+						t.Fatalf("round %d: err = %v, want shardreg.ErrDuplicate", round, err)
+					}
 				}
 			}
-			require.NotEqual(t, -1, winner, "round %d: no winner", round)
-			require.Equal(t, 1, r.Len())
-			require.True(t, r.MarkReady("x", toks[winner].Ref()))
+			if winner == -1 {
+				t.Fatalf("round %d: no winner: winner = %v, want anything else", round, winner)
+			}
+			if got := r.Len(); got != 1 {
+				t.Fatalf("r.Len() = %v, want 1", got)
+			}
+			if !r.MarkReady("x", toks[winner].Ref()) {
+				t.Fatalf("r.MarkReady(\"x\", toks[winner].Ref()) is false")
+			}
 			resolvesTo(t, r, "x", winner, toks[winner])
 			for _, tok := range toks {
 				tok.Release()
@@ -236,13 +334,21 @@ func TestFloorsResolve(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			fl := f.New()
 			for i := range 10 {
-				require.NoError(t, Preload(fl, fmt.Sprint("k", i), i, tok.Ref()))
+				if err := Preload(fl, fmt.Sprint("k", i), i, tok.Ref()); err != nil {
+					t.Fatal(err)
+				}
 			}
 			e, ok := fl.Resolve("k7")
-			require.True(t, ok)
-			assert.Equal(t, 7, e.Value)
+			if !ok {
+				t.Fatalf("fl.Resolve(\"k7\") found nothing")
+			}
+			if e.Value != 7 {
+				t.Errorf("e.Value = %v, want 7", e.Value)
+			}
 			_, ok = fl.Resolve("k10")
-			assert.False(t, ok)
+			if ok {
+				t.Errorf("fl.Resolve(\"k10\") found an entry")
+			}
 		})
 	}
 }
@@ -259,62 +365,112 @@ func TestPlanConformance(t *testing.T) {
 			t.Run("live plan kept, dead plan replaced", func(t *testing.T) {
 				b := impl.New()
 				a, c := live(t), live(t)
-				require.NoError(t, b.RegisterPlan("r", need, a.Ref()))
-				require.ErrorIs(t, b.RegisterPlan("r", bindsec.Plan{Public: true}, c.Ref()), bindsec.ErrPlanHeld)
+				if err := b.RegisterPlan("r", need, a.Ref()); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.RegisterPlan("r", bindsec.Plan{Public: true}, c.Ref()); !errors.Is(err, bindsec.ErrPlanHeld) {
+					t.Fatalf("err = %v, want bindsec.ErrPlanHeld", err)
+				}
 				p, ok := b.PlanFor("r")
-				require.True(t, ok)
-				assert.False(t, p.Public, "the incumbent's plan stays")
+				if !ok {
+					t.Fatalf("b.PlanFor(\"r\") found nothing")
+				}
+				if p.Public {
+					t.Errorf("the incumbent's plan stays: p.Public is true")
+				}
 				a.Release()
-				require.NoError(t, b.RegisterPlan("r", bindsec.Plan{Public: true}, c.Ref()))
+				if err := b.RegisterPlan("r", bindsec.Plan{Public: true}, c.Ref()); err != nil {
+					t.Fatal(err)
+				}
 				p, ok = b.PlanFor("r")
-				require.True(t, ok)
-				assert.True(t, p.Public)
+				if !ok {
+					t.Fatalf("b.PlanFor(\"r\") found nothing")
+				}
+				if !p.Public {
+					t.Errorf("p.Public is false")
+				}
 			})
 			t.Run("late stop keeps replacement", func(t *testing.T) {
 				b := impl.New()
 				a, c := live(t), live(t)
-				require.NoError(t, b.RegisterPlan("r", bindsec.Plan{Public: true}, a.Ref()))
+				if err := b.RegisterPlan("r", bindsec.Plan{Public: true}, a.Ref()); err != nil {
+					t.Fatal(err)
+				}
 				a.Release()
-				require.NoError(t, b.RegisterPlan("r", need, c.Ref()))
-				assert.False(t, b.UnregisterPlanOwned("r", a.Ref()))
+				if err := b.RegisterPlan("r", need, c.Ref()); err != nil {
+					t.Fatal(err)
+				}
+				if b.UnregisterPlanOwned("r", a.Ref()) {
+					t.Errorf("b.UnregisterPlanOwned(\"r\", a.Ref()) is true")
+				}
 				_, err := b.Guard(ctx, "r", "", auth)
-				require.ErrorIs(t, err, bindsec.ErrUnauthenticated, "the replacement's plan is enforced")
-				assert.True(t, b.UnregisterPlanOwned("r", c.Ref()))
+				if !errors.Is(err, bindsec.ErrUnauthenticated) {
+					t.Fatalf("the replacement's plan is enforced: err = %v, want bindsec.ErrUnauthenticated", err)
+				}
+				if !b.UnregisterPlanOwned("r", c.Ref()) {
+					t.Errorf("b.UnregisterPlanOwned(\"r\", c.Ref()) is false")
+				}
 			})
 			t.Run("dead owner's plan ignored", func(t *testing.T) {
 				b := impl.New()
 				a := live(t)
-				require.NoError(t, b.RegisterPlan("r", need, a.Ref()))
+				if err := b.RegisterPlan("r", need, a.Ref()); err != nil {
+					t.Fatal(err)
+				}
 				a.Release()
 				_, ok := b.PlanFor("r")
-				assert.False(t, ok)
+				if ok {
+					t.Errorf("b.PlanFor(\"r\") found an entry")
+				}
 				_, err := b.Guard(ctx, "r", "good", auth)
-				require.ErrorIs(t, err, bindsec.ErrNoPlan)
+				if !errors.Is(err, bindsec.ErrNoPlan) {
+					t.Fatalf("err = %v, want bindsec.ErrNoPlan", err)
+				}
 			})
 			t.Run("takeover overwrites a live plan", func(t *testing.T) {
 				b := impl.New()
 				a, c := live(t), live(t)
-				require.NoError(t, b.RegisterPlan("r", bindsec.Plan{Public: true}, a.Ref()))
-				require.NoError(t, b.RegisterPlanTakeover("r", need, c.Ref()))
+				if err := b.RegisterPlan("r", bindsec.Plan{Public: true}, a.Ref()); err != nil {
+					t.Fatal(err)
+				}
+				if err := b.RegisterPlanTakeover("r", need, c.Ref()); err != nil {
+					t.Fatal(err)
+				}
 				p, ok := b.PlanFor("r")
-				require.True(t, ok)
-				assert.Equal(t, []string{"tools:call"}, p.Roles)
+				if !ok {
+					t.Fatalf("b.PlanFor(\"r\") found nothing")
+				}
+				if want := ([]string{"tools:call"}); !reflect.DeepEqual(p.Roles, want) {
+					t.Errorf("p.Roles = %v, want %v", p.Roles, want)
+				}
 			})
 			t.Run("guard", func(t *testing.T) {
 				b := impl.New()
 				a := live(t)
 				roles := []string{"tools:call"}
-				require.NoError(t, b.RegisterPlan("r", bindsec.Plan{Roles: roles}, a.Ref()))
+				if err := b.RegisterPlan("r", bindsec.Plan{Roles: roles}, a.Ref()); err != nil {
+					t.Fatal(err)
+				}
 				roles[0] = "changed" // plans are copied on registration
 				pr, err := b.Guard(ctx, "r", "good", auth)
-				require.NoError(t, err)
-				assert.Equal(t, "alice", pr.Subject())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := pr.Subject(); got != "alice" {
+					t.Errorf("pr.Subject() = %q, want \"alice\"", got)
+				}
 				_, err = b.Guard(ctx, "r", "plain", auth)
-				require.ErrorIs(t, err, bindsec.ErrForbidden)
+				if !errors.Is(err, bindsec.ErrForbidden) {
+					t.Fatalf("err = %v, want bindsec.ErrForbidden", err)
+				}
 				_, err = b.Guard(ctx, "r", "", auth)
-				require.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+				if !errors.Is(err, bindsec.ErrUnauthenticated) {
+					t.Fatalf("err = %v, want bindsec.ErrUnauthenticated", err)
+				}
 				_, err = b.Guard(ctx, "r", "unknown", auth)
-				require.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+				if !errors.Is(err, bindsec.ErrUnauthenticated) {
+					t.Fatalf("err = %v, want bindsec.ErrUnauthenticated", err)
+				}
 			})
 		})
 	}

@@ -2,15 +2,15 @@ package bindsec_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -46,7 +46,9 @@ func dead() owner.Ref {
 func newCatalog(t testing.TB) *shardreg.Registry[string] {
 	t.Helper()
 	c, err := shardreg.New[string](shardreg.WithValidator(shardreg.ToolName))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -65,7 +67,9 @@ func noCredentialLeak(t *testing.T, err error, credentials ...string) {
 	}
 	for _, c := range credentials {
 		if c != "" {
-			assert.NotContains(t, err.Error(), c, "an error must never carry a credential")
+			if got := err.Error(); strings.Contains(got, c) {
+				t.Errorf("an error must never carry a credential: err.Error() = %q, want it not to contain %q", got, c)
+			}
 		}
 	}
 }
@@ -82,22 +86,42 @@ func TestInvalidNames(t *testing.T) {
 		t.Run(why, func(t *testing.T) {
 			eachMode(t, func(t *testing.T, b *bindsec.Book) {
 				o := live(t)
-				assert.ErrorIs(t, b.RegisterPlan(name, adminPlan, o.Ref()), bindsec.ErrInvalidName)
-				assert.ErrorIs(t, b.RegisterPlanTakeover(name, adminPlan, o.Ref()), bindsec.ErrInvalidName)
-				assert.ErrorIs(t, b.RegisterPlan(name, adminPlan, owner.Ref{}), bindsec.ErrInvalidName, "the name is checked first")
-				assert.False(t, b.UnregisterPlanOwned(name, o.Ref()))
+				if err := b.RegisterPlan(name, adminPlan, o.Ref()); !errors.Is(err, bindsec.ErrInvalidName) {
+					t.Errorf("err = %v, want bindsec.ErrInvalidName", err)
+				}
+				if err := b.RegisterPlanTakeover(name, adminPlan, o.Ref()); !errors.Is(err, bindsec.ErrInvalidName) {
+					t.Errorf("err = %v, want bindsec.ErrInvalidName", err)
+				}
+				if err := b.RegisterPlan(name, adminPlan, owner.Ref{}); !errors.Is(err, bindsec.ErrInvalidName) {
+					t.Errorf("the name is checked first: err = %v, want bindsec.ErrInvalidName", err)
+				}
+				if b.UnregisterPlanOwned(name, o.Ref()) {
+					t.Errorf("b.UnregisterPlanOwned(name, o.Ref()) is true")
+				}
 				_, ok := b.PlanFor(name)
-				assert.False(t, ok)
-				assert.Empty(t, b.Plans())
+				if ok {
+					t.Errorf("b.PlanFor(name) found an entry")
+				}
+				if len(b.Plans()) != 0 {
+					t.Errorf("b.Plans() = %v, want empty", b.Plans())
+				}
 
 				// Guard of such a route is refused in both modes: it can
 				// never have had a plan, so PassThrough must not open it.
 				_, err := b.Guard(ctx, name, tokAdmin, tokens)
-				require.ErrorIs(t, err, bindsec.ErrInvalidName)
-				assert.Less(t, len(err.Error()), 300, "a hostile name must not blow up the error")
+				if !errors.Is(err, bindsec.ErrInvalidName) {
+					t.Fatalf("err = %v, want bindsec.ErrInvalidName", err)
+				}
+				if got := len(err.Error()); got >= 300 {
+					t.Errorf("a hostile name must not blow up the error: len(err.Error()) = %v, want < %v", got, 300)
+				}
 				_, err = b.GuardOwned(ctx, name, o.Ref(), tokAdmin, tokens)
-				require.ErrorIs(t, err, bindsec.ErrPlanOwner)
-				assert.Less(t, len(err.Error()), 300, "a hostile name must not blow up the error")
+				if !errors.Is(err, bindsec.ErrPlanOwner) {
+					t.Fatalf("err = %v, want bindsec.ErrPlanOwner", err)
+				}
+				if got := len(err.Error()); got >= 300 {
+					t.Errorf("a hostile name must not blow up the error: len(err.Error()) = %v, want < %v", got, 300)
+				}
 			})
 		})
 	}
@@ -110,19 +134,35 @@ func TestErrDeadOwner(t *testing.T) {
 	}{{"released", dead()}, {"zero Ref", owner.Ref{}}} {
 		t.Run(o.name, func(t *testing.T) {
 			b := bindsec.NewBook()
-			assert.ErrorIs(t, b.RegisterPlan("fresh", adminPlan, o.ref), bindsec.ErrDeadOwner)
-			assert.ErrorIs(t, b.RegisterPlanTakeover("fresh", adminPlan, o.ref), bindsec.ErrDeadOwner)
+			if err := b.RegisterPlan("fresh", adminPlan, o.ref); !errors.Is(err, bindsec.ErrDeadOwner) {
+				t.Errorf("err = %v, want bindsec.ErrDeadOwner", err)
+			}
+			if err := b.RegisterPlanTakeover("fresh", adminPlan, o.ref); !errors.Is(err, bindsec.ErrDeadOwner) {
+				t.Errorf("err = %v, want bindsec.ErrDeadOwner", err)
+			}
 			_, ok := b.PlanFor("fresh")
-			assert.False(t, ok)
+			if ok {
+				t.Errorf("b.PlanFor(\"fresh\") found an entry")
+			}
 
 			// A dead owner cannot take over a live plan either.
 			incumbent := live(t)
-			require.NoError(t, b.RegisterPlan("held", adminPlan, incumbent.Ref()))
-			assert.ErrorIs(t, b.RegisterPlanTakeover("held", bindsec.Plan{Public: true}, o.ref), bindsec.ErrDeadOwner)
-			assert.ErrorIs(t, b.RegisterPlan("held", bindsec.Plan{Public: true}, o.ref), bindsec.ErrDeadOwner)
+			if err := b.RegisterPlan("held", adminPlan, incumbent.Ref()); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.RegisterPlanTakeover("held", bindsec.Plan{Public: true}, o.ref); !errors.Is(err, bindsec.ErrDeadOwner) {
+				t.Errorf("err = %v, want bindsec.ErrDeadOwner", err)
+			}
+			if err := b.RegisterPlan("held", bindsec.Plan{Public: true}, o.ref); !errors.Is(err, bindsec.ErrDeadOwner) {
+				t.Errorf("err = %v, want bindsec.ErrDeadOwner", err)
+			}
 			_, po, ok := b.Lookup("held")
-			require.True(t, ok)
-			assert.True(t, po.Same(incumbent.Ref()))
+			if !ok {
+				t.Fatalf("b.Lookup(\"held\") found nothing")
+			}
+			if !po.Same(incumbent.Ref()) {
+				t.Errorf("po.Same(incumbent.Ref()) is false")
+			}
 		})
 	}
 }
@@ -131,26 +171,46 @@ func TestRegisterPlan(t *testing.T) {
 	t.Run("live incumbent kept, also against itself", func(t *testing.T) {
 		b := bindsec.NewBook()
 		a := live(t)
-		require.NoError(t, b.RegisterPlan("tool", adminPlan, a.Ref()))
+		if err := b.RegisterPlan("tool", adminPlan, a.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		for _, o := range []owner.Ref{live(t).Ref(), a.Ref()} {
 			err := b.RegisterPlan("tool", bindsec.Plan{Public: true}, o)
-			require.ErrorIs(t, err, bindsec.ErrPlanHeld)
-			assert.Contains(t, err.Error(), `"tool"`)
+			if !errors.Is(err, bindsec.ErrPlanHeld) {
+				t.Fatalf("err = %v, want bindsec.ErrPlanHeld", err)
+			}
+			if got := err.Error(); !strings.Contains(got, `"tool"`) {
+				t.Errorf("err.Error() = %q, want it to contain %q", got, `"tool"`)
+			}
 		}
 		p, po, ok := b.Lookup("tool")
-		require.True(t, ok)
-		assert.Equal(t, adminPlan, p)
-		assert.True(t, po.Same(a.Ref()))
+		if !ok {
+			t.Fatalf("b.Lookup(\"tool\") found nothing")
+		}
+		if !reflect.DeepEqual(p, adminPlan) {
+			t.Errorf("p = %v, want %v", p, adminPlan)
+		}
+		if !po.Same(a.Ref()) {
+			t.Errorf("po.Same(a.Ref()) is false")
+		}
 	})
 	t.Run("dead incumbent replaced", func(t *testing.T) {
 		b := bindsec.NewBook()
 		registerDead("tool", bindsec.Plan{Public: true})(t, b)
 		n := live(t)
-		require.NoError(t, b.RegisterPlan("tool", adminPlan, n.Ref()))
+		if err := b.RegisterPlan("tool", adminPlan, n.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		p, po, ok := b.Lookup("tool")
-		require.True(t, ok)
-		assert.Equal(t, adminPlan, p)
-		assert.True(t, po.Same(n.Ref()))
+		if !ok {
+			t.Fatalf("b.Lookup(\"tool\") found nothing")
+		}
+		if !reflect.DeepEqual(p, adminPlan) {
+			t.Errorf("p = %v, want %v", p, adminPlan)
+		}
+		if !po.Same(n.Ref()) {
+			t.Errorf("po.Same(n.Ref()) is false")
+		}
 	})
 }
 
@@ -160,24 +220,42 @@ func TestRegisterPlanTakeover(t *testing.T) {
 			eachMode(t, func(t *testing.T, b *bindsec.Book) {
 				old := owner.New()
 				defer old.Release()
-				require.NoError(t, b.RegisterPlan("tool", bindsec.Plan{Public: true}, old.Ref()))
+				if err := b.RegisterPlan("tool", bindsec.Plan{Public: true}, old.Ref()); err != nil {
+					t.Fatal(err)
+				}
 				if !incumbentAlive {
 					old.Release()
 				}
 				winner := live(t)
-				require.NoError(t, b.RegisterPlanTakeover("tool", adminPlan, winner.Ref()))
+				if err := b.RegisterPlanTakeover("tool", adminPlan, winner.Ref()); err != nil {
+					t.Fatal(err)
+				}
 
 				p, po, ok := b.Lookup("tool")
-				require.True(t, ok)
-				assert.Equal(t, adminPlan, p)
-				assert.True(t, po.Same(winner.Ref()))
-				assert.False(t, b.UnregisterPlanOwned("tool", old.Ref()), "the overwritten owner's cleanup must not remove the winner's plan")
+				if !ok {
+					t.Fatalf("b.Lookup(\"tool\") found nothing")
+				}
+				if !reflect.DeepEqual(p, adminPlan) {
+					t.Errorf("p = %v, want %v", p, adminPlan)
+				}
+				if !po.Same(winner.Ref()) {
+					t.Errorf("po.Same(winner.Ref()) is false")
+				}
+				if b.UnregisterPlanOwned("tool", old.Ref()) {
+					t.Errorf("the overwritten owner's cleanup must not remove the winner's plan: b.UnregisterPlanOwned(\"tool\", old.Ref()) is true")
+				}
 				_, err := b.Guard(ctx, "tool", "", tokens)
-				assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "the overwritten public plan must be gone")
+				if !errors.Is(err, bindsec.ErrUnauthenticated) {
+					t.Errorf("the overwritten public plan must be gone: err = %v, want bindsec.ErrUnauthenticated", err)
+				}
 
 				// Re-asserting is idempotent for the winner.
-				require.NoError(t, b.RegisterPlanTakeover("tool", adminPlan, winner.Ref()))
-				assert.Len(t, b.Plans(), 1)
+				if err := b.RegisterPlanTakeover("tool", adminPlan, winner.Ref()); err != nil {
+					t.Fatal(err)
+				}
+				if got := len(b.Plans()); got != 1 {
+					t.Errorf("len(b.Plans()) = %d, want %d", got, 1)
+				}
 			})
 		})
 	}
@@ -192,25 +270,35 @@ func TestUnregisterPlanOwned(t *testing.T) {
 	}{
 		{"same live owner", func(t *testing.T, b *bindsec.Book) owner.Ref {
 			o := live(t)
-			require.NoError(t, b.RegisterPlan("tool", adminPlan, o.Ref()))
+			if err := b.RegisterPlan("tool", adminPlan, o.Ref()); err != nil {
+				t.Fatal(err)
+			}
 			return o.Ref()
 		}, true},
 		{"same owner, dead, before anyone replaced it", func(t *testing.T, b *bindsec.Book) owner.Ref {
 			o := owner.New()
-			require.NoError(t, b.RegisterPlan("tool", adminPlan, o.Ref()))
+			if err := b.RegisterPlan("tool", adminPlan, o.Ref()); err != nil {
+				t.Fatal(err)
+			}
 			o.Release()
 			return o.Ref()
 		}, true},
 		{"another live owner", func(t *testing.T, b *bindsec.Book) owner.Ref {
-			require.NoError(t, b.RegisterPlan("tool", adminPlan, live(t).Ref()))
+			if err := b.RegisterPlan("tool", adminPlan, live(t).Ref()); err != nil {
+				t.Fatal(err)
+			}
 			return live(t).Ref()
 		}, false},
 		{"another dead owner", func(t *testing.T, b *bindsec.Book) owner.Ref {
-			require.NoError(t, b.RegisterPlan("tool", adminPlan, live(t).Ref()))
+			if err := b.RegisterPlan("tool", adminPlan, live(t).Ref()); err != nil {
+				t.Fatal(err)
+			}
 			return dead()
 		}, false},
 		{"zero Ref", func(t *testing.T, b *bindsec.Book) owner.Ref {
-			require.NoError(t, b.RegisterPlan("tool", adminPlan, live(t).Ref()))
+			if err := b.RegisterPlan("tool", adminPlan, live(t).Ref()); err != nil {
+				t.Fatal(err)
+			}
 			return owner.Ref{}
 		}, false},
 		{"no plan", func(t *testing.T, _ *bindsec.Book) owner.Ref { return live(t).Ref() }, false},
@@ -223,22 +311,34 @@ func TestUnregisterPlanOwned(t *testing.T) {
 				// Nothing may read the book before the removal: a read
 				// would reclaim a dead owner's plan, leaving nothing to
 				// remove.
-				assert.True(t, b.UnregisterPlanOwned("tool", o))
+				if !b.UnregisterPlanOwned("tool", o) {
+					t.Errorf("b.UnregisterPlanOwned(\"tool\", o) is false")
+				}
 				_, ok := b.PlanFor("tool")
-				assert.False(t, ok)
+				if ok {
+					t.Errorf("b.PlanFor(\"tool\") found an entry")
+				}
 			} else {
 				before := b.Plans()
-				assert.False(t, b.UnregisterPlanOwned("tool", o))
-				assert.Equal(t, before, b.Plans(), "nothing changed")
+				if b.UnregisterPlanOwned("tool", o) {
+					t.Errorf("b.UnregisterPlanOwned(\"tool\", o) is true")
+				}
+				if got := b.Plans(); !reflect.DeepEqual(got, before) {
+					t.Errorf("nothing changed: b.Plans() = %v, want %v", got, before)
+				}
 			}
-			assert.False(t, b.UnregisterPlanOwned("tool", o), "a second removal finds nothing")
+			if b.UnregisterPlanOwned("tool", o) {
+				t.Errorf("a second removal finds nothing: b.UnregisterPlanOwned(\"tool\", o) is true")
+			}
 		})
 	}
 }
 
 func TestPlansSortedLiveOnly(t *testing.T) {
 	b := bindsec.NewBook()
-	assert.Empty(t, b.Plans())
+	if len(b.Plans()) != 0 {
+		t.Errorf("b.Plans() = %v, want empty", b.Plans())
+	}
 	o := live(t)
 	doomed := owner.New()
 	for _, r := range []string{"zeta", "alpha", "mcp.tool.b", "mcp.tool.a", "Beta", "gamma"} {
@@ -246,7 +346,9 @@ func TestPlansSortedLiveOnly(t *testing.T) {
 		if r == "gamma" || r == "Beta" {
 			who = doomed.Ref()
 		}
-		require.NoError(t, b.RegisterPlan(r, bindsec.Plan{Roles: []string{r}}, who))
+		if err := b.RegisterPlan(r, bindsec.Plan{Roles: []string{r}}, who); err != nil {
+			t.Fatal(err)
+		}
 	}
 	want := func(routes ...string) []bindsec.RoutePlan {
 		out := make([]bindsec.RoutePlan, len(routes))
@@ -255,46 +357,80 @@ func TestPlansSortedLiveOnly(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, want("Beta", "alpha", "gamma", "mcp.tool.a", "mcp.tool.b", "zeta"), b.Plans(), "sorted by byte order")
+	if have, expected := b.Plans(), want("Beta", "alpha", "gamma", "mcp.tool.a", "mcp.tool.b", "zeta"); !reflect.DeepEqual(have, expected) {
+		t.Errorf("sorted by byte order: b.Plans() = %v, want %v", have, expected)
+	}
 	doomed.Release()
-	assert.Equal(t, want("alpha", "mcp.tool.a", "mcp.tool.b", "zeta"), b.Plans(), "dead owners' plans are not listed")
+	if have, expected := b.Plans(), want("alpha", "mcp.tool.a", "mcp.tool.b", "zeta"); !reflect.DeepEqual(have, expected) {
+		t.Errorf("dead owners' plans are not listed: b.Plans() = %v, want %v", have, expected)
+	}
 }
 
 func TestPlanForDoesNotAllocate(t *testing.T) {
 	b := bindsec.NewBook()
-	require.NoError(t, b.RegisterPlan("mcp.tool.name-000123", adminPlan, live(t).Ref()))
+	if err := b.RegisterPlan("mcp.tool.name-000123", adminPlan, live(t).Ref()); err != nil {
+		t.Fatal(err)
+	}
 	var ok bool
 	hit := testing.AllocsPerRun(1000, func() { _, ok = b.PlanFor("mcp.tool.name-000123") })
-	require.True(t, ok)
-	assert.Zero(t, hit, "PlanFor hit")
+	if !ok {
+		t.Fatalf("b.PlanFor(\"mcp.tool.name-000123\") found nothing")
+	}
+	if hit != 0 {
+		t.Errorf("PlanFor hit: hit = %v, want 0", hit)
+	}
 	miss := testing.AllocsPerRun(1000, func() { _, ok = b.PlanFor("mcp.tool.name-999999") })
-	require.False(t, ok)
-	assert.Zero(t, miss, "PlanFor miss")
+	if ok {
+		t.Fatalf("b.PlanFor(\"mcp.tool.name-999999\") found an entry")
+	}
+	if miss != 0 {
+		t.Errorf("PlanFor miss: miss = %v, want 0", miss)
+	}
 }
 
 func TestMissingPlanMode(t *testing.T) {
-	assert.Equal(t, "deny", bindsec.Deny.String())
-	assert.Equal(t, "pass-through", bindsec.PassThrough.String())
-	assert.Equal(t, "MissingPlanMode(7)", bindsec.MissingPlanMode(7).String())
-	assert.Equal(t, bindsec.Deny, bindsec.NewBook().Mode(), "deny is the default")
-	assert.Equal(t, bindsec.PassThrough, bindsec.NewBook(bindsec.WithMissingPlan(bindsec.PassThrough)).Mode())
-	assert.Equal(t, bindsec.Deny, bindsec.NewBook(bindsec.WithMissingPlan(bindsec.PassThrough), bindsec.WithMissingPlan(bindsec.Deny)).Mode(), "the last option wins")
+	if got := bindsec.Deny.String(); got != "deny" {
+		t.Errorf("bindsec.Deny.String() = %q, want \"deny\"", got)
+	}
+	if got := bindsec.PassThrough.String(); got != "pass-through" {
+		t.Errorf("bindsec.PassThrough.String() = %q, want \"pass-through\"", got)
+	}
+	if got := bindsec.MissingPlanMode(7).String(); got != "MissingPlanMode(7)" {
+		t.Errorf("bindsec.MissingPlanMode(7).String() = %q, want \"MissingPlanMode(7)\"", got)
+	}
+	if got := bindsec.NewBook().Mode(); got != bindsec.Deny {
+		t.Errorf("deny is the default: bindsec.NewBook().Mode() = %v, want bindsec.Deny", got)
+	}
+	if got := bindsec.NewBook(bindsec.WithMissingPlan(bindsec.PassThrough)).Mode(); got != bindsec.PassThrough {
+		t.Errorf("bindsec.NewBook(bindsec.WithMissingPlan(bindsec.PassThrough)).Mode() = %v, want bindsec.PassThrough", got)
+	}
+	if got := bindsec.NewBook(bindsec.WithMissingPlan(bindsec.PassThrough), bindsec.WithMissingPlan(bindsec.Deny)).Mode(); got != bindsec.Deny {
+		t.Errorf("the last option wins: bindsec.NewBook(bindsec.WithMissingPlan(bindsec.PassThrough), bindsec.WithMissingPlan(bindsec.Deny)).Mode() = %v, want bindsec.Deny", got)
+	}
 
 	// Only PassThrough opens a route without a plan: a mode from a newer
 	// or corrupted configuration fails closed.
 	_, err := bindsec.NewBook(bindsec.WithMissingPlan(7)).Guard(ctx, "tool", "", tokens)
-	assert.ErrorIs(t, err, bindsec.ErrNoPlan)
+	if !errors.Is(err, bindsec.ErrNoPlan) {
+		t.Errorf("err = %v, want bindsec.ErrNoPlan", err)
+	}
 }
 
 // The sentinels shared with the registry match either way, so one check
 // covers a route refused by the catalog and by the book.
 func TestSharedSentinels(t *testing.T) {
-	assert.ErrorIs(t, bindsec.ErrInvalidName, shardreg.ErrInvalidName)
-	assert.ErrorIs(t, bindsec.ErrDeadOwner, shardreg.ErrDeadOwner)
+	if !errors.Is(bindsec.ErrInvalidName, shardreg.ErrInvalidName) {
+		t.Errorf("err = %v, want shardreg.ErrInvalidName", bindsec.ErrInvalidName)
+	}
+	if !errors.Is(bindsec.ErrDeadOwner, shardreg.ErrDeadOwner) {
+		t.Errorf("err = %v, want shardreg.ErrDeadOwner", bindsec.ErrDeadOwner)
+	}
 	for _, e := range []error{bindsec.ErrUnauthenticated, bindsec.ErrForbidden, bindsec.ErrExpired, bindsec.ErrNoPlan, bindsec.ErrPlanHeld, bindsec.ErrPlanOwner} {
 		for _, f := range []error{bindsec.ErrUnauthenticated, bindsec.ErrForbidden, bindsec.ErrExpired, bindsec.ErrNoPlan, bindsec.ErrPlanHeld, bindsec.ErrPlanOwner} {
 			if e != f {
-				assert.NotErrorIs(t, e, f)
+				if errors.Is(e, f) {
+					t.Errorf("err = %v, want one that is not %v", e, f)
+				}
 			}
 		}
 	}

@@ -10,8 +10,6 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // ---- Guard and GuardOwned --------------------------------------------------
@@ -50,8 +48,12 @@ func TestGuardPlanStates(t *testing.T) {
 		{"dead owner's public plan", registerDead("tool", bindsec.Plan{Public: true}), "", want{bindsec.ErrNoPlan, errNone}, false},
 		{"unregistered plan", func(t *testing.T, b *bindsec.Book) {
 			o := live(t)
-			require.NoError(t, b.RegisterPlan("tool", adminPlan, o.Ref()))
-			require.True(t, b.UnregisterPlanOwned("tool", o.Ref()))
+			if err := b.RegisterPlan("tool", adminPlan, o.Ref()); err != nil {
+				t.Fatal(err)
+			}
+			if !b.UnregisterPlanOwned("tool", o.Ref()) {
+				t.Fatalf("b.UnregisterPlanOwned(\"tool\", o.Ref()) is false")
+			}
 		}, "", want{bindsec.ErrNoPlan, errNone}, false},
 	}
 	for _, tt := range tests {
@@ -66,16 +68,28 @@ func TestGuardPlanStates(t *testing.T) {
 				pr, err := b.Guard(ctx, "tool", tt.cred, a)
 				noCredentialLeak(t, err, tt.cred)
 				if expect == nil {
-					require.NoError(t, err)
+					if err != nil {
+						t.Fatal(err)
+					}
 				} else {
-					require.ErrorIs(t, err, expect)
-					assert.Zero(t, pr)
+					if !errors.Is(err, expect) {
+						t.Fatalf("err = %v, want %v", err, expect)
+					}
+					if pr != (bindsec.Principal{}) {
+						t.Errorf("pr = %v, want bindsec.Principal{}", pr)
+					}
 				}
 				if !tt.authed {
-					assert.Zero(t, a.calls.Load(), "the credential must not be looked at")
-					assert.Zero(t, pr, "an unchecked request carries no principal")
+					if got := a.calls.Load(); got != 0 {
+						t.Errorf("the credential must not be looked at: a.calls.Load() = %v, want 0", got)
+					}
+					if pr != (bindsec.Principal{}) {
+						t.Errorf("an unchecked request carries no principal: pr = %v, want bindsec.Principal{}", pr)
+					}
 				} else {
-					assert.Equal(t, int64(1), a.calls.Load())
+					if got := a.calls.Load(); got != int64(1) {
+						t.Errorf("a.calls.Load() = %v, want int64(1)", got)
+					}
 				}
 			})
 		})
@@ -83,13 +97,19 @@ func TestGuardPlanStates(t *testing.T) {
 }
 
 func registerLive(route string, p bindsec.Plan) func(t *testing.T, b *bindsec.Book) {
-	return func(t *testing.T, b *bindsec.Book) { require.NoError(t, b.RegisterPlan(route, p, live(t).Ref())) }
+	return func(t *testing.T, b *bindsec.Book) {
+		if err := b.RegisterPlan(route, p, live(t).Ref()); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func registerDead(route string, p bindsec.Plan) func(t *testing.T, b *bindsec.Book) {
 	return func(t *testing.T, b *bindsec.Book) {
 		tok := owner.New()
-		require.NoError(t, b.RegisterPlan(route, p, tok.Ref()))
+		if err := b.RegisterPlan(route, p, tok.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		tok.Release()
 	}
 }
@@ -103,30 +123,46 @@ func (a errAuth) Authenticate(context.Context, string) (bindsec.Principal, error
 
 func TestGuardAuthenticatorFailures(t *testing.T) {
 	b := bindsec.NewBook(bindsec.WithMissingPlan(bindsec.PassThrough))
-	require.NoError(t, b.RegisterPlan("tool", adminPlan, live(t).Ref()))
+	if err := b.RegisterPlan("tool", adminPlan, live(t).Ref()); err != nil {
+		t.Fatal(err)
+	}
 
 	_, err := b.Guard(ctx, "tool", tokAdmin, nil)
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "no authenticator means nobody is authenticated")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("no authenticator means nobody is authenticated: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 
 	backend := errors.New("token service unreachable")
 	_, err = b.Guard(ctx, "tool", tokAdmin, errAuth{backend})
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "any authenticator failure is a refusal")
-	assert.ErrorIs(t, err, backend, "the cause is kept")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("any authenticator failure is a refusal: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
+	if !errors.Is(err, backend) {
+		t.Errorf("the cause is kept: err = %v, want %v", err, backend)
+	}
 
 	_, err = b.Guard(ctx, "tool", tokAdmin, errAuth{fmt.Errorf("%w: revoked", bindsec.ErrUnauthenticated)})
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 
 	// A public plan needs no authenticator at all.
-	require.NoError(t, b.RegisterPlan("open", bindsec.Plan{Public: true}, live(t).Ref()))
+	if err := b.RegisterPlan("open", bindsec.Plan{Public: true}, live(t).Ref()); err != nil {
+		t.Fatal(err)
+	}
 	_, err = b.Guard(ctx, "open", "", nil)
-	assert.NoError(t, err)
+	if err != nil {
+		t.Error(err)
+	}
 }
 
 // Expires is exclusive on Guard's own clock too.
 func TestGuardExpiryBoundary(t *testing.T) {
 	var now atomic.Pointer[time.Time]
 	b := bindsec.NewBook(bindsec.WithClock(func() time.Time { return *now.Load() }))
-	require.NoError(t, b.RegisterPlan("tool", adminPlan, live(t).Ref()))
+	if err := b.RegisterPlan("tool", adminPlan, live(t).Ref()); err != nil {
+		t.Fatal(err)
+	}
 	a := bindsec.NewStaticTokens(map[string]bindsec.Principal{"tok": bindsec.NewPrincipal("", "admin").WithExpires(t0)})
 	for _, tt := range []struct {
 		at   time.Time
@@ -140,9 +176,13 @@ func TestGuardExpiryBoundary(t *testing.T) {
 		now.Store(&at)
 		_, err := b.Guard(ctx, "tool", "tok", a)
 		if tt.want == nil {
-			assert.NoError(t, err, "at Expires%v", at.Sub(t0))
+			if err != nil {
+				t.Errorf("at Expires%v: %v", at.Sub(t0), err)
+			}
 		} else {
-			assert.ErrorIs(t, err, tt.want, "at Expires%v", at.Sub(t0))
+			if !errors.Is(err, tt.want) {
+				t.Errorf("at Expires%v: err = %v, want %v", at.Sub(t0), err, tt.want)
+			}
 		}
 	}
 }
@@ -156,17 +196,27 @@ func TestGuardOwnedOtherOwnersPlan(t *testing.T) {
 			t.Run(fmt.Sprintf("public=%v,roles=%v,cred=%v", plan.Public, plan.Roles, cred != ""), func(t *testing.T) {
 				eachMode(t, func(t *testing.T, b *bindsec.Book) {
 					bound, newcomer := live(t), live(t)
-					require.NoError(t, b.RegisterPlanTakeover("tool", plan, newcomer.Ref()))
+					if err := b.RegisterPlanTakeover("tool", plan, newcomer.Ref()); err != nil {
+						t.Fatal(err)
+					}
 					a := &countingAuth{}
 					pr, err := b.GuardOwned(ctx, "tool", bound.Ref(), cred, a)
-					require.ErrorIs(t, err, bindsec.ErrPlanOwner)
-					assert.Zero(t, pr)
-					assert.Zero(t, a.calls.Load(), "the newcomer's rules must not be applied")
+					if !errors.Is(err, bindsec.ErrPlanOwner) {
+						t.Fatalf("err = %v, want bindsec.ErrPlanOwner", err)
+					}
+					if pr != (bindsec.Principal{}) {
+						t.Errorf("pr = %v, want bindsec.Principal{}", pr)
+					}
+					if got := a.calls.Load(); got != 0 {
+						t.Errorf("the newcomer's rules must not be applied: a.calls.Load() = %v, want 0", got)
+					}
 					noCredentialLeak(t, err, cred)
 
 					// The zero Ref is nobody's owner either.
 					_, err = b.GuardOwned(ctx, "tool", owner.Ref{}, cred, a)
-					assert.ErrorIs(t, err, bindsec.ErrPlanOwner)
+					if !errors.Is(err, bindsec.ErrPlanOwner) {
+						t.Errorf("err = %v, want bindsec.ErrPlanOwner", err)
+					}
 				})
 			})
 		}
@@ -176,22 +226,34 @@ func TestGuardOwnedOtherOwnersPlan(t *testing.T) {
 func TestGuardOwnedOwnPlan(t *testing.T) {
 	eachMode(t, func(t *testing.T, b *bindsec.Book) {
 		o := live(t)
-		require.NoError(t, b.RegisterPlan("tool", adminPlan, o.Ref()))
+		if err := b.RegisterPlan("tool", adminPlan, o.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		_, err := b.GuardOwned(ctx, "tool", o.Ref(), "", tokens)
-		assert.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+		if !errors.Is(err, bindsec.ErrUnauthenticated) {
+			t.Errorf("err = %v, want bindsec.ErrUnauthenticated", err)
+		}
 		_, err = b.GuardOwned(ctx, "tool", o.Ref(), tokAdmin, tokens)
-		assert.NoError(t, err)
+		if err != nil {
+			t.Error(err)
+		}
 
 		// Without a live plan of o's, GuardOwned refuses in both modes:
 		// the missing-plan mode is for routes whose owner registered none,
 		// which GuardOwned cannot tell from a plan that is gone.
 		_, err = b.GuardOwned(ctx, "other", o.Ref(), tokAdmin, tokens)
-		assert.ErrorIs(t, err, bindsec.ErrPlanOwner)
+		if !errors.Is(err, bindsec.ErrPlanOwner) {
+			t.Errorf("err = %v, want bindsec.ErrPlanOwner", err)
+		}
 		_, err = b.MissingPlan("other")
 		if b.Mode() == bindsec.Deny {
-			assert.ErrorIs(t, err, bindsec.ErrNoPlan)
+			if !errors.Is(err, bindsec.ErrNoPlan) {
+				t.Errorf("err = %v, want bindsec.ErrNoPlan", err)
+			}
 		} else {
-			assert.NoError(t, err)
+			if err != nil {
+				t.Error(err)
+			}
 		}
 	})
 }
@@ -208,7 +270,9 @@ func TestGuardOwnedDeadBoundOwner(t *testing.T) {
 	eachMode(t, func(t *testing.T, b *bindsec.Book) {
 		c, cancel := context.WithCancel(ctx)
 		o := owner.NewContext(c)
-		require.NoError(t, b.RegisterPlan("tool", adminPlan, o.Ref()))
+		if err := b.RegisterPlan("tool", adminPlan, o.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		// The request resolved the entry and is bound to o; then the
 		// supervisor kills o.
 		bound := o.Ref()
@@ -216,8 +280,12 @@ func TestGuardOwnedDeadBoundOwner(t *testing.T) {
 		<-bound.Done()
 
 		_, err := b.GuardOwned(ctx, "tool", bound, "", tokens)
-		assert.Error(t, err, "a request without credentials, bound to a dead owner whose plan required admin, was granted (mode %v)", b.Mode())
+		if err == nil {
+			t.Errorf("a request without credentials, bound to a dead owner whose plan required admin, was granted (mode %v): err returned no error", b.Mode())
+		}
 		_, err = b.GuardOwned(ctx, "tool", bound, tokReader, tokens)
-		assert.Error(t, err, "a request lacking the role, bound to a dead owner whose plan required admin, was granted (mode %v)", b.Mode())
+		if err == nil {
+			t.Errorf("a request lacking the role, bound to a dead owner whose plan required admin, was granted (mode %v): err returned no error", b.Mode())
+		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -13,8 +14,6 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // t0 is an arbitrary fixed instant: expiry tests must not depend on when
@@ -84,12 +83,18 @@ func TestAuthorize(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.plan.Authorize(tt.pr, tt.now)
 			if tt.want == nil {
-				assert.NoError(t, err, tt.comment)
+				if err != nil {
+					t.Errorf("%v: %v", tt.comment, err)
+				}
 				return
 			}
-			require.ErrorIs(t, err, tt.want, tt.comment)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("%v: err = %v, want %v", tt.comment, err, tt.want)
+			}
 			if tt.naming != "" {
-				assert.Contains(t, err.Error(), fmt.Sprintf("%q", tt.naming), "a refusal names the missing role")
+				if got := err.Error(); !strings.Contains(got, fmt.Sprintf("%q", tt.naming)) {
+					t.Errorf("a refusal names the missing role: err.Error() = %q, want it to contain %q", got, fmt.Sprintf("%q", tt.naming))
+				}
 			}
 		})
 	}
@@ -105,18 +110,36 @@ func TestPrincipalHelpers(t *testing.T) {
 		{t0, true}, // exclusive
 		{t0.Add(time.Nanosecond), true},
 	} {
-		assert.Equal(t, tt.want, pr.Expired(tt.now), "Expired at Expires%+v", tt.now.Sub(t0))
+		if got := pr.Expired(tt.now); got != tt.want {
+			t.Errorf("Expired at Expires%+v: pr.Expired(tt.now) = %v, want %v", tt.now.Sub(t0), got, tt.want)
+		}
 	}
 	forever := bindsec.Principal{}
-	assert.False(t, forever.Expired(time.Time{}))
-	assert.False(t, forever.Expired(t0))
-	assert.False(t, forever.Expired(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)))
+	if forever.Expired(time.Time{}) {
+		t.Errorf("forever.Expired(time.Time{}) is true")
+	}
+	if forever.Expired(t0) {
+		t.Errorf("forever.Expired(t0) is true")
+	}
+	if forever.Expired(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("forever.Expired(time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)) is true")
+	}
 
-	assert.True(t, pr.HasRole("a"))
-	assert.True(t, pr.HasRole("b"))
-	assert.False(t, pr.HasRole("c"))
-	assert.False(t, pr.HasRole(""), "the empty role is not held by accident")
-	assert.False(t, bindsec.Principal{}.HasRole("a"))
+	if !pr.HasRole("a") {
+		t.Errorf("pr.HasRole(\"a\") is false")
+	}
+	if !pr.HasRole("b") {
+		t.Errorf("pr.HasRole(\"b\") is false")
+	}
+	if pr.HasRole("c") {
+		t.Errorf("pr.HasRole(\"c\") is true")
+	}
+	if pr.HasRole("") {
+		t.Errorf("the empty role is not held by accident: pr.HasRole(\"\") is true")
+	}
+	if (bindsec.Principal{}.HasRole("a")) {
+		t.Errorf("bindsec.Principal{}.HasRole(\"a\") is true")
+	}
 }
 
 // Tokens used across the tests. They are long and distinctive so that a
@@ -140,7 +163,9 @@ func TestStaticTokens(t *testing.T) {
 	table := staticTable()
 	table[""] = bindsec.NewPrincipal("nobody", "admin")
 	s := bindsec.NewStaticTokens(table)
-	assert.Equal(t, 3, s.Len(), "the empty token is dropped")
+	if got := s.Len(); got != 3 {
+		t.Errorf("the empty token is dropped: s.Len() = %v, want 3", got)
+	}
 
 	tests := []struct {
 		name       string
@@ -161,16 +186,28 @@ func TestStaticTokens(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pr, err := s.Authenticate(ctx, tt.credential)
 			if tt.want == "" {
-				require.ErrorIs(t, err, bindsec.ErrUnauthenticated)
-				assert.Zero(t, pr)
+				if !errors.Is(err, bindsec.ErrUnauthenticated) {
+					t.Fatalf("err = %v, want bindsec.ErrUnauthenticated", err)
+				}
+				if pr != (bindsec.Principal{}) {
+					t.Errorf("pr = %v, want bindsec.Principal{}", pr)
+				}
 				if tt.credential != "" {
-					assert.NotContains(t, err.Error(), tt.credential, "a refusal must not echo the credential")
+					if got := err.Error(); strings.Contains(got, tt.credential) {
+						t.Errorf("a refusal must not echo the credential: err.Error() = %q, want it not to contain %q", got, tt.credential)
+					}
 				}
 				return
 			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, pr.Subject())
-			assert.Equal(t, staticTable()[tt.credential], pr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pr.Subject(); got != tt.want {
+				t.Errorf("pr.Subject() = %q, want %q", got, tt.want)
+			}
+			if want := staticTable()[tt.credential]; !reflect.DeepEqual(pr, want) {
+				t.Errorf("pr = %v, want %v", pr, want)
+			}
 		})
 	}
 }
@@ -178,10 +215,14 @@ func TestStaticTokens(t *testing.T) {
 func TestStaticTokensEmptyTable(t *testing.T) {
 	for _, table := range []map[string]bindsec.Principal{nil, {}, {"": bindsec.NewPrincipal("nobody")}} {
 		s := bindsec.NewStaticTokens(table)
-		assert.Zero(t, s.Len())
+		if got := s.Len(); got != 0 {
+			t.Errorf("s.Len() = %v, want 0", got)
+		}
 		for _, cred := range []string{"", "x", tokAdmin} {
 			_, err := s.Authenticate(context.Background(), cred)
-			assert.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+			if !errors.Is(err, bindsec.ErrUnauthenticated) {
+				t.Errorf("err = %v, want bindsec.ErrUnauthenticated", err)
+			}
 		}
 	}
 }
@@ -196,21 +237,33 @@ func TestStaticTokensKeepOnlyDigests(t *testing.T) {
 	var strs []string
 	var blobs [][]byte
 	collect(reflect.ValueOf(s), &strs, &blobs)
-	require.NotEmpty(t, blobs, "the walk must reach the stored digests")
+	if len(blobs) == 0 {
+		t.Fatalf("the walk must reach the stored digests: blobs is empty")
+	}
 	for tok := range table {
 		for _, str := range strs {
-			assert.NotContains(t, str, tok, "a plaintext token is stored as a string")
+			if strings.Contains(str, tok) {
+				t.Errorf("a plaintext token is stored as a string: str = %q, want it not to contain %q", str, tok)
+			}
 		}
 		digest := sha256.Sum256([]byte(tok))
 		found := false
 		for _, b := range blobs {
-			assert.False(t, bytes.Contains(b, []byte(tok)), "a plaintext token is stored as bytes")
+			if bytes.Contains(b, []byte(tok)) {
+				t.Errorf("a plaintext token is stored as bytes: bytes.Contains(b, []byte(tok)) is true")
+			}
 			found = found || bytes.Equal(b, digest[:])
 		}
-		assert.True(t, found, "each token is kept as its SHA-256 digest")
+		if !found {
+			t.Errorf("each token is kept as its SHA-256 digest: found is false")
+		}
 		for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%q"} {
-			assert.NotContains(t, fmt.Sprintf(verb, s), tok, "formatting with %s reveals a token", verb)
-			assert.NotContains(t, fmt.Sprintf(verb, *s), tok, "formatting with %s reveals a token", verb)
+			if got := fmt.Sprintf(verb, s); strings.Contains(got, tok) {
+				t.Errorf("formatting with %s reveals a token: fmt.Sprintf(verb, s) = %q, want it not to contain %q", verb, got, tok)
+			}
+			if got := fmt.Sprintf(verb, *s); strings.Contains(got, tok) {
+				t.Errorf("formatting with %s reveals a token: fmt.Sprintf(verb, *s) = %q, want it not to contain %q", verb, got, tok)
+			}
 		}
 	}
 }
@@ -263,11 +316,19 @@ func TestStaticTokensCopyTheirInput(t *testing.T) {
 	delete(table, tokAdmin)
 
 	pr, err := s.Authenticate(context.Background(), tokAdmin)
-	require.NoError(t, err)
-	assert.Equal(t, "ada", pr.Subject())
-	assert.Equal(t, []string{"admin", "ops"}, slices.Collect(pr.Roles()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Subject(); got != "ada" {
+		t.Errorf("pr.Subject() = %q, want \"ada\"", got)
+	}
+	if got, want := slices.Collect(pr.Roles()), ([]string{"admin", "ops"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("slices.Collect(pr.Roles()) = %v, want %v", got, want)
+	}
 	_, err = s.Authenticate(context.Background(), tokReader)
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "a token added to the map afterwards is unknown")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("a token added to the map afterwards is unknown: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 }
 
 // Plans are copied on registration, by either register: a caller editing
@@ -287,20 +348,30 @@ func TestPlanCopiedOnRegister(t *testing.T) {
 		t.Run(reg.name, func(t *testing.T) {
 			b := bindsec.NewBook()
 			roles := []string{"admin", "ops"}
-			require.NoError(t, reg.fn(b, "tool", bindsec.Plan{Roles: roles}, live(t).Ref()))
+			if err := reg.fn(b, "tool", bindsec.Plan{Roles: roles}, live(t).Ref()); err != nil {
+				t.Fatal(err)
+			}
 
 			roles[0] = "nobody"
 
 			p, ok := b.PlanFor("tool")
-			require.True(t, ok)
-			assert.Equal(t, []string{"admin", "ops"}, p.Roles)
-			assert.Equal(t, []bindsec.RoutePlan{{Route: "tool", Plan: bindsec.Plan{Roles: []string{"admin", "ops"}}}}, b.Plans())
+			if !ok {
+				t.Fatalf("b.PlanFor(\"tool\") found nothing")
+			}
+			if want := ([]string{"admin", "ops"}); !reflect.DeepEqual(p.Roles, want) {
+				t.Errorf("p.Roles = %v, want %v", p.Roles, want)
+			}
+			if got, want := b.Plans(), ([]bindsec.RoutePlan{{Route: "tool", Plan: bindsec.Plan{Roles: []string{"admin", "ops"}}}}); !reflect.DeepEqual(got, want) {
+				t.Errorf("b.Plans() = %v, want %v", got, want)
+			}
 
 			// The stored plan still refuses a principal that holds only
 			// what the caller wrote into its slice.
 			_, err := b.Guard(context.Background(), "tool", tokReader,
 				bindsec.NewStaticTokens(map[string]bindsec.Principal{tokReader: bindsec.NewPrincipal("", "nobody", "ops")}))
-			assert.ErrorIs(t, err, bindsec.ErrForbidden)
+			if !errors.Is(err, bindsec.ErrForbidden) {
+				t.Errorf("err = %v, want bindsec.ErrForbidden", err)
+			}
 		})
 	}
 }
@@ -311,20 +382,38 @@ func TestPlanCopiedOnRegister(t *testing.T) {
 func TestPlanCheck(t *testing.T) {
 	ctx := context.Background()
 	pr, err := bindsec.Plan{Public: true}.Check(ctx, "", nil)
-	require.NoError(t, err)
-	assert.True(t, pr.IsZero())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pr.IsZero() {
+		t.Errorf("pr.IsZero() is false")
+	}
 
 	_, err = adminPlan.Check(ctx, "", tokens)
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "no credential")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("no credential: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 	_, err = adminPlan.Check(ctx, "nobody", tokens)
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "an unknown credential")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("an unknown credential: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 	_, err = adminPlan.Check(ctx, tokAdmin, nil)
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "no authenticator")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("no authenticator: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 	_, err = adminPlan.Check(ctx, tokReader, tokens)
-	assert.ErrorIs(t, err, bindsec.ErrForbidden)
+	if !errors.Is(err, bindsec.ErrForbidden) {
+		t.Errorf("err = %v, want bindsec.ErrForbidden", err)
+	}
 	pr, err = adminPlan.Check(ctx, tokAdmin, tokens)
-	require.NoError(t, err)
-	assert.Equal(t, "ada", pr.Subject())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Subject(); got != "ada" {
+		t.Errorf("pr.Subject() = %q, want \"ada\"", got)
+	}
 	_, err = bindsec.Plan{Public: true, Roles: []string{"x"}}.Check(ctx, tokAdmin, tokens)
-	assert.ErrorIs(t, err, bindsec.ErrInvalidPlan, "an invalid plan admits no one")
+	if !errors.Is(err, bindsec.ErrInvalidPlan) {
+		t.Errorf("an invalid plan admits no one: err = %v, want bindsec.ErrInvalidPlan", err)
+	}
 }

@@ -7,8 +7,6 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // registerAndRelease registers n plans under fresh names, each by an owner
@@ -17,7 +15,9 @@ func registerAndRelease(t *testing.T, b *bindsec.Book, prefix string, n int) {
 	t.Helper()
 	for i := range n {
 		tok := owner.New()
-		require.NoError(t, b.RegisterPlan(fmt.Sprintf("%s-%d", prefix, i), adminPlan, tok.Ref()))
+		if err := b.RegisterPlan(fmt.Sprintf("%s-%d", prefix, i), adminPlan, tok.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		tok.Release()
 	}
 }
@@ -31,14 +31,22 @@ func TestPruneRemovesDeadPlansOnly(t *testing.T) {
 	registerAndRelease(t, b, "dead", dead)
 	tok := live(t)
 	for i := range alive {
-		require.NoError(t, b.RegisterPlan(fmt.Sprintf("live-%d", i), adminPlan, tok.Ref()))
+		if err := b.RegisterPlan(fmt.Sprintf("live-%d", i), adminPlan, tok.Ref()); err != nil {
+			t.Fatal(err)
+		}
 	}
 
-	assert.Equal(t, dead, b.Prune())
-	assert.Zero(t, b.Prune(), "a second Prune finds nothing")
+	if got := b.Prune(); got != dead {
+		t.Errorf("b.Prune() = %v, want dead", got)
+	}
+	if got := b.Prune(); got != 0 {
+		t.Errorf("a second Prune finds nothing: b.Prune() = %v, want 0", got)
+	}
 	for i := range alive {
 		_, ok := b.PlanFor(fmt.Sprintf("live-%d", i))
-		assert.True(t, ok, "live plan %d was pruned", i)
+		if !ok {
+			t.Errorf("live plan %d was pruned: ok is false", i)
+		}
 	}
 }
 
@@ -54,15 +62,21 @@ func TestRegistrationsSweepDeadPlans(t *testing.T) {
 			tok := live(t)
 			const alive, dead = 100, 10_000
 			for i := range alive {
-				require.NoError(t, b.RegisterPlan(fmt.Sprintf("live-%d", i), adminPlan, tok.Ref()))
+				if err := b.RegisterPlan(fmt.Sprintf("live-%d", i), adminPlan, tok.Ref()); err != nil {
+					t.Fatal(err)
+				}
 			}
 			for i := range dead {
 				o := owner.New()
 				name := fmt.Sprintf("dead-%d", i)
 				if takeover {
-					require.NoError(t, b.RegisterPlanTakeover(name, adminPlan, o.Ref()))
+					if err := b.RegisterPlanTakeover(name, adminPlan, o.Ref()); err != nil {
+						t.Fatal(err)
+					}
 				} else {
-					require.NoError(t, b.RegisterPlan(name, adminPlan, o.Ref()))
+					if err := b.RegisterPlan(name, adminPlan, o.Ref()); err != nil {
+						t.Fatal(err)
+					}
 				}
 				o.Release()
 			}
@@ -70,10 +84,14 @@ func TestRegistrationsSweepDeadPlans(t *testing.T) {
 			// The interval is the larger of MinSweepEvery and the live plans
 			// counted at the last sweep; here MinSweepEvery.
 			left := b.Prune()
-			assert.LessOrEqual(t, left, bindsec.MinSweepEvery, "dead plans outlived the sweeps")
+			if left > bindsec.MinSweepEvery {
+				t.Errorf("dead plans outlived the sweeps: left = %v, want <= %v", left, bindsec.MinSweepEvery)
+			}
 			for i := range alive {
 				_, ok := b.PlanFor(fmt.Sprintf("live-%d", i))
-				assert.True(t, ok, "live plan %d was swept", i)
+				if !ok {
+					t.Errorf("live plan %d was swept: ok is false", i)
+				}
 			}
 		})
 	}
@@ -110,5 +128,7 @@ func TestConcurrentSweepsKeepLivePlans(t *testing.T) {
 	}
 	wg.Wait()
 	b.Prune()
-	assert.Len(t, b.Plans(), workers*each/2, "exactly the live plans remain")
+	if got := len(b.Plans()); got != workers*each/2 {
+		t.Errorf("exactly the live plans remain: len(b.Plans()) = %d, want %d", got, workers*each/2)
+	}
 }

@@ -3,6 +3,7 @@ package bindsec_test
 import (
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,8 +12,6 @@ import (
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // restartTokens authenticates the two contenders' callers in scenario 3.
@@ -102,8 +101,12 @@ func dispatch(b *bindsec.Book, cat *shardreg.Registry[string], route, credential
 func incumbentDied(t *testing.T, b *bindsec.Book, cat *shardreg.Registry[string], route string) {
 	t.Helper()
 	a := owner.New()
-	require.NoError(t, b.RegisterPlan(route, bindsec.Plan{Roles: []string{"a"}}, a.Ref()))
-	require.NoError(t, cat.RegisterReady(route, "a", a.Ref()))
+	if err := b.RegisterPlan(route, bindsec.Plan{Roles: []string{"a"}}, a.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.RegisterReady(route, "a", a.Ref()); err != nil {
+		t.Fatal(err)
+	}
 	a.Release()
 }
 
@@ -111,20 +114,36 @@ func incumbentDied(t *testing.T, b *bindsec.Book, cat *shardreg.Registry[string]
 // plan are in place, and dispatch enforces that plan.
 func checkRestart(t *testing.T, b *bindsec.Book, cat *shardreg.Registry[string], route string, x, y *starter) *starter {
 	t.Helper()
-	require.NoError(t, x.err, x.name)
-	require.NoError(t, y.err, y.name)
-	require.NotEqual(t, x.won, y.won, "exactly one start wins the route entry")
+	if x.err != nil {
+		t.Fatalf("%v: %v", x.name, x.err)
+	}
+	if y.err != nil {
+		t.Fatalf("%v: %v", y.name, y.err)
+	}
+	if y.won == x.won {
+		t.Fatalf("exactly one start wins the route entry: y.won = %v, want anything else", y.won)
+	}
 	winner, loser := x, y
 	if y.won {
 		winner, loser = y, x
 	}
 	e, ok := cat.Resolve(route)
-	require.True(t, ok)
-	require.True(t, e.Owner.Same(winner.tok.Ref()))
+	if !ok {
+		t.Fatalf("cat.Resolve(route) found nothing")
+	}
+	if !e.Owner.Same(winner.tok.Ref()) {
+		t.Fatalf("e.Owner.Same(winner.tok.Ref()) is false")
+	}
 	p, o, ok := b.Lookup(route)
-	require.True(t, ok, "the winner's route has no plan")
-	require.True(t, o.Same(winner.tok.Ref()), "the route's plan is not its winner's")
-	require.Equal(t, winner.plan, p)
+	if !ok {
+		t.Fatalf("the winner's route has no plan: ok is false")
+	}
+	if !o.Same(winner.tok.Ref()) {
+		t.Fatalf("the route's plan is not its winner's: o.Same(winner.tok.Ref()) is false")
+	}
+	if !reflect.DeepEqual(p, winner.plan) {
+		t.Fatalf("p = %v, want %v", p, winner.plan)
+	}
 
 	for _, m := range []struct {
 		cred string
@@ -136,9 +155,13 @@ func checkRestart(t *testing.T, b *bindsec.Book, cat *shardreg.Registry[string],
 		{"tok-" + winner.name, nil},
 	} {
 		_, err := b.Guard(ctx, route, m.cred, restartTokens)
-		require.ErrorIs(t, err, m.want, "Guard with %q", m.cred)
+		if !errors.Is(err, m.want) {
+			t.Fatalf("Guard with %q: err = %v, want %v", m.cred, err, m.want)
+		}
 		_, err = b.GuardOwned(ctx, route, e.Owner, m.cred, restartTokens)
-		require.ErrorIs(t, err, m.want, "GuardOwned with %q", m.cred)
+		if !errors.Is(err, m.want) {
+			t.Fatalf("GuardOwned with %q: err = %v, want %v", m.cred, err, m.want)
+		}
 	}
 	return winner
 }
@@ -174,8 +197,12 @@ func everyInterleaving(t *testing.T, mode bindsec.MissingPlanMode) {
 		}
 	}
 	walk(nil)
-	assert.Equal(t, 70, orders, "C(8,4) interleavings")
-	assert.Positive(t, held, "some orders must make the winner depend on RegisterPlanTakeover")
+	if orders != 70 {
+		t.Errorf("C(8,4) interleavings: orders = %v, want 70", orders)
+	}
+	if held <= 0 {
+		t.Errorf("some orders must make the winner depend on RegisterPlanTakeover: held = %v, want > 0", held)
+	}
 }
 
 // replayRestart runs one interleaving on a fresh book and reports whether
@@ -190,10 +217,14 @@ func replayRestart(t *testing.T, m bindsec.MissingPlanMode, order []int) bool {
 	defer s[1].tok.Release()
 	for i, who := range order {
 		s[who].step(b, cat, "tool")
-		require.False(t, dispatch(b, cat, "tool", ""), "order %v: a request without credentials ran after step %d", order, i)
+		if dispatch(b, cat, "tool", "") {
+			t.Fatalf("order %v: a request without credentials ran after step %d: dispatch(b, cat, \"tool\", \"\") is true", order, i)
+		}
 		if m == bindsec.Deny {
 			_, err := b.Guard(ctx, "tool", "", restartTokens)
-			require.Error(t, err, "order %v: Deny mode passed a request through after step %d", order, i)
+			if err == nil {
+				t.Fatalf("order %v: Deny mode passed a request through after step %d: err returned no error", order, i)
+			}
 		}
 	}
 	w := checkRestart(t, b, cat, "tool", s[0], s[1])
@@ -279,7 +310,9 @@ func TestScenario3ConcurrentRestart(t *testing.T) {
 			starts.Wait()
 			prober.Wait()
 
-			require.Zero(t, grants.Load(), "round %d: a request without credentials ran", r)
+			if got := grants.Load(); got != 0 {
+				t.Fatalf("round %d: a request without credentials ran: grants.Load() = %v, want 0", r, got)
+			}
 			w := checkRestart(t, b, cat, "tool", x, y)
 			how := "its own register"
 			if w.planHeld {
@@ -293,7 +326,9 @@ func TestScenario3ConcurrentRestart(t *testing.T) {
 		for _, n := range outcomes {
 			total += n
 		}
-		assert.Equal(t, rounds, total)
+		if total != rounds {
+			t.Errorf("total = %v, want %v", total, rounds)
+		}
 		// Which interleavings occur is up to the scheduler, so the counts
 		// are reported, not asserted; TestScenario3EveryInterleaving
 		// covers every order deterministically.

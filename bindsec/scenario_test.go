@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,8 +15,6 @@ import (
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
 	"github.com/livereg/livereg/shardreg"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // ---- the six scenarios of the plan book ----------------------------------
@@ -25,29 +25,55 @@ func TestScenario1FailedDuplicateStartKeepsIncumbentPlan(t *testing.T) {
 	eachMode(t, func(t *testing.T, b *bindsec.Book) {
 		cat := newCatalog(t)
 		a := live(t)
-		require.NoError(t, b.RegisterPlan("tool", adminPlan, a.Ref()))
-		require.NoError(t, cat.RegisterReady("tool", "a", a.Ref()))
+		if err := b.RegisterPlan("tool", adminPlan, a.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		if err := cat.RegisterReady("tool", "a", a.Ref()); err != nil {
+			t.Fatal(err)
+		}
 
 		bTok := owner.New()
-		require.ErrorIs(t, b.RegisterPlan("tool", bindsec.Plan{Public: true}, bTok.Ref()), bindsec.ErrPlanHeld)
-		require.ErrorIs(t, cat.Register("tool", "b", bTok.Ref()), shardreg.ErrDuplicate)
+		if err := b.RegisterPlan("tool", bindsec.Plan{Public: true}, bTok.Ref()); !errors.Is(err, bindsec.ErrPlanHeld) {
+			t.Fatalf("err = %v, want bindsec.ErrPlanHeld", err)
+		}
+		if err := cat.Register("tool", "b", bTok.Ref()); !errors.Is(err, shardreg.ErrDuplicate) {
+			t.Fatalf("err = %v, want shardreg.ErrDuplicate", err)
+		}
 		// B's owner-conditional failure cleanup.
-		assert.False(t, b.UnregisterPlanOwned("tool", bTok.Ref()), "B's cleanup must not remove A's plan")
-		assert.False(t, cat.UnregisterOwned("tool", bTok.Ref()))
+		if b.UnregisterPlanOwned("tool", bTok.Ref()) {
+			t.Errorf("B's cleanup must not remove A's plan: b.UnregisterPlanOwned(\"tool\", bTok.Ref()) is true")
+		}
+		if cat.UnregisterOwned("tool", bTok.Ref()) {
+			t.Errorf("cat.UnregisterOwned(\"tool\", bTok.Ref()) is true")
+		}
 		bTok.Release()
 
 		p, o, ok := b.Lookup("tool")
-		require.True(t, ok, "A's plan is gone")
-		assert.True(t, o.Same(a.Ref()))
-		assert.Equal(t, adminPlan, p)
+		if !ok {
+			t.Fatalf("A's plan is gone: ok is false")
+		}
+		if !o.Same(a.Ref()) {
+			t.Errorf("o.Same(a.Ref()) is false")
+		}
+		if !reflect.DeepEqual(p, adminPlan) {
+			t.Errorf("p = %v, want %v", p, adminPlan)
+		}
 
 		_, err := b.Guard(ctx, "tool", "", tokens)
-		assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "A's plan is still enforced")
+		if !errors.Is(err, bindsec.ErrUnauthenticated) {
+			t.Errorf("A's plan is still enforced: err = %v, want bindsec.ErrUnauthenticated", err)
+		}
 		_, err = b.Guard(ctx, "tool", tokReader, tokens)
-		assert.ErrorIs(t, err, bindsec.ErrForbidden)
+		if !errors.Is(err, bindsec.ErrForbidden) {
+			t.Errorf("err = %v, want bindsec.ErrForbidden", err)
+		}
 		pr, err := b.GuardOwned(ctx, "tool", a.Ref(), tokAdmin, tokens)
-		require.NoError(t, err)
-		assert.Equal(t, "ada", pr.Subject())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pr.Subject(); got != "ada" {
+			t.Errorf("pr.Subject() = %q, want \"ada\"", got)
+		}
 	})
 }
 
@@ -56,33 +82,61 @@ func TestScenario2LateStopKeepsReplacementPlan(t *testing.T) {
 	eachMode(t, func(t *testing.T, b *bindsec.Book) {
 		cat := newCatalog(t)
 		a := owner.New()
-		require.NoError(t, b.RegisterPlan("tool", bindsec.Plan{Roles: []string{"reader"}}, a.Ref()))
-		require.NoError(t, cat.RegisterReady("tool", "a", a.Ref()))
+		if err := b.RegisterPlan("tool", bindsec.Plan{Roles: []string{"reader"}}, a.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		if err := cat.RegisterReady("tool", "a", a.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		a.Release() // died without a stop
 
 		bTok := live(t)
-		require.NoError(t, b.RegisterPlan("tool", adminPlan, bTok.Ref()), "a dead owner's plan must not block a restart")
-		require.NoError(t, cat.RegisterReady("tool", "b", bTok.Ref()))
+		if err := b.RegisterPlan("tool", adminPlan, bTok.Ref()); err != nil {
+			t.Fatalf("a dead owner's plan must not block a restart: %v", err)
+		}
+		if err := cat.RegisterReady("tool", "b", bTok.Ref()); err != nil {
+			t.Fatal(err)
+		}
 
 		// A's stop arrives late.
-		assert.False(t, b.UnregisterPlanOwned("tool", a.Ref()), "a late stop removed the replacement's plan")
-		assert.False(t, cat.UnregisterOwned("tool", a.Ref()))
+		if b.UnregisterPlanOwned("tool", a.Ref()) {
+			t.Errorf("a late stop removed the replacement's plan: b.UnregisterPlanOwned(\"tool\", a.Ref()) is true")
+		}
+		if cat.UnregisterOwned("tool", a.Ref()) {
+			t.Errorf("cat.UnregisterOwned(\"tool\", a.Ref()) is true")
+		}
 
 		e, ok := cat.Resolve("tool")
-		require.True(t, ok)
+		if !ok {
+			t.Fatalf("cat.Resolve(\"tool\") found nothing")
+		}
 		p, o, ok := b.Lookup("tool")
-		require.True(t, ok, "B's plan is gone")
-		assert.True(t, o.Same(e.Owner), "the route entry and its plan have one owner")
-		assert.Equal(t, adminPlan, p)
+		if !ok {
+			t.Fatalf("B's plan is gone: ok is false")
+		}
+		if !o.Same(e.Owner) {
+			t.Errorf("the route entry and its plan have one owner: o.Same(e.Owner) is false")
+		}
+		if !reflect.DeepEqual(p, adminPlan) {
+			t.Errorf("p = %v, want %v", p, adminPlan)
+		}
 
 		_, err := b.GuardOwned(ctx, "tool", e.Owner, "", tokens)
-		assert.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+		if !errors.Is(err, bindsec.ErrUnauthenticated) {
+			t.Errorf("err = %v, want bindsec.ErrUnauthenticated", err)
+		}
 		_, err = b.GuardOwned(ctx, "tool", e.Owner, tokReader, tokens)
-		assert.ErrorIs(t, err, bindsec.ErrForbidden, "A's looser plan must not apply any more")
+		if !errors.Is(err, bindsec.ErrForbidden) {
+			t.Errorf("A's looser plan must not apply any more: err = %v, want bindsec.ErrForbidden", err)
+		}
 		_, err = b.GuardOwned(ctx, "tool", e.Owner, tokAdmin, tokens)
-		assert.NoError(t, err)
+		if err != nil {
+			t.Error(err)
+		}
 		_, err = b.Guard(ctx, "tool", "", tokens)
-		assert.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+		if !errors.Is(err, bindsec.ErrUnauthenticated) {
+			t.Errorf("err = %v, want bindsec.ErrUnauthenticated", err)
+		}
 	})
 }
 
@@ -128,21 +182,39 @@ func TestScenario4DeadOwnersPlanIgnored(t *testing.T) {
 		t.Run(death.name, func(t *testing.T) {
 			b := bindsec.NewBook()
 			keep := live(t)
-			require.NoError(t, b.RegisterPlan("alive", adminPlan, keep.Ref()))
+			if err := b.RegisterPlan("alive", adminPlan, keep.Ref()); err != nil {
+				t.Fatal(err)
+			}
 			ref, kill := death.mint(t)
-			require.NoError(t, b.RegisterPlan("doomed", bindsec.Plan{Public: true}, ref))
-			require.Len(t, b.Plans(), 2)
+			if err := b.RegisterPlan("doomed", bindsec.Plan{Public: true}, ref); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(b.Plans()); got != 2 {
+				t.Fatalf("len(b.Plans()) = %d, want %d", got, 2)
+			}
 
 			kill()
-			require.False(t, ref.Alive())
-			assert.Equal(t, []bindsec.RoutePlan{{Route: "alive", Plan: adminPlan}}, b.Plans(), "Plans lists a dead owner's plan")
+			if ref.Alive() {
+				t.Fatalf("ref.Alive() is true")
+			}
+			if got, want := b.Plans(), ([]bindsec.RoutePlan{{Route: "alive", Plan: adminPlan}}); !reflect.DeepEqual(got, want) {
+				t.Errorf("Plans lists a dead owner's plan: b.Plans() = %v, want %v", got, want)
+			}
 			_, ok := b.PlanFor("doomed")
-			assert.False(t, ok, "PlanFor returned a dead owner's plan")
+			if ok {
+				t.Errorf("PlanFor returned a dead owner's plan: ok is true")
+			}
 			_, _, ok = b.Lookup("doomed")
-			assert.False(t, ok)
+			if ok {
+				t.Errorf("b.Lookup(\"doomed\") found an entry")
+			}
 			_, err := b.Guard(ctx, "doomed", "", tokens)
-			assert.ErrorIs(t, err, bindsec.ErrNoPlan, "a dead owner's public plan must not keep the route open")
-			assert.False(t, b.UnregisterPlanOwned("doomed", ref), "the dead plan should have been reclaimed already")
+			if !errors.Is(err, bindsec.ErrNoPlan) {
+				t.Errorf("a dead owner's public plan must not keep the route open: err = %v, want bindsec.ErrNoPlan", err)
+			}
+			if b.UnregisterPlanOwned("doomed", ref) {
+				t.Errorf("the dead plan should have been reclaimed already: b.UnregisterPlanOwned(\"doomed\", ref) is true")
+			}
 		})
 	}
 }
@@ -166,7 +238,9 @@ func awaitDeath(t *testing.T, r owner.Ref) {
 func TestScenario5Credentials(t *testing.T) {
 	eachMode(t, func(t *testing.T, b *bindsec.Book) {
 		o := live(t)
-		require.NoError(t, b.RegisterPlan("tool", bindsec.Plan{Roles: []string{"admin", "ops"}}, o.Ref()))
+		if err := b.RegisterPlan("tool", bindsec.Plan{Roles: []string{"admin", "ops"}}, o.Ref()); err != nil {
+			t.Fatal(err)
+		}
 		for _, tt := range []struct {
 			name, cred string
 			want       error
@@ -188,13 +262,23 @@ func TestScenario5Credentials(t *testing.T) {
 					pr, err := guard.fn()
 					noCredentialLeak(t, err, tokAdmin, tokReader, tokExpired, tt.cred)
 					if tt.want == nil {
-						require.NoError(t, err, guard.name)
-						assert.Equal(t, staticTable()[tt.cred], pr, "%s returns the principal", guard.name)
+						if err != nil {
+							t.Fatalf("%v: %v", guard.name, err)
+						}
+						if want := staticTable()[tt.cred]; !reflect.DeepEqual(pr, want) {
+							t.Errorf("%s returns the principal: pr = %v, want %v", guard.name, pr, want)
+						}
 						continue
 					}
-					assert.ErrorIs(t, err, tt.want, guard.name)
-					assert.Contains(t, err.Error(), `"tool"`, "a refusal names the route")
-					assert.Zero(t, pr, "%s returns no principal with a refusal", guard.name)
+					if !errors.Is(err, tt.want) {
+						t.Errorf("%v: err = %v, want %v", guard.name, err, tt.want)
+					}
+					if got := err.Error(); !strings.Contains(got, `"tool"`) {
+						t.Errorf("a refusal names the route: err.Error() = %q, want it to contain %q", got, `"tool"`)
+					}
+					if pr != (bindsec.Principal{}) {
+						t.Errorf("%s returns no principal with a refusal: pr = %v, want bindsec.Principal{}", guard.name, pr)
+					}
 				}
 			})
 		}
@@ -223,13 +307,19 @@ func TestScenario6AdversarialStress(t *testing.T) {
 		churners = 1
 	}
 	b, cat := bindsec.NewBook(), newCatalog(t)
-	require.Equal(t, bindsec.Deny, b.Mode())
+	if got := b.Mode(); got != bindsec.Deny {
+		t.Fatalf("b.Mode() = %v, want bindsec.Deny", got)
+	}
 
 	// One route keeps a live owner throughout, so that valid requests are
 	// granted somewhere and the test cannot pass by denying everything.
 	stable := live(t)
-	require.NoError(t, b.RegisterPlan("stable", adminPlan, stable.Ref()))
-	require.NoError(t, cat.RegisterReady("stable", "stable", stable.Ref()))
+	if err := b.RegisterPlan("stable", adminPlan, stable.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	if err := cat.RegisterReady("stable", "stable", stable.Ref()); err != nil {
+		t.Fatal(err)
+	}
 
 	// Every plan needs a role tok-norole lacks; a role-free plan would
 	// make tok-norole a valid credential.
@@ -393,7 +483,9 @@ func TestScenario6AdversarialStress(t *testing.T) {
 	for _, r := range routes {
 		if e, ok := cat.Resolve(r); ok {
 			_, o, ok := b.Lookup(r)
-			assert.True(t, ok && o.Same(e.Owner), "route %s: its live owner's plan is gone", r)
+			if !(ok && o.Same(e.Owner)) {
+				t.Errorf("route %s: its live owner's plan is gone: ok && o.Same(e.Owner) is false", r)
+			}
 		}
 	}
 	for _, c := range survivors {
@@ -405,9 +497,19 @@ func TestScenario6AdversarialStress(t *testing.T) {
 		calls.Load(), invalid.Load(), validGrants.Load(),
 		byErr[0].Load(), byErr[1].Load(), byErr[2].Load(), byErr[3].Load(), byErr[4].Load(),
 		restarts.Load(), deaths.Load(), lateStops.Load(), lateRemoved.Load())
-	require.GreaterOrEqual(t, invalid.Load(), int64(invalidCalls))
-	assert.Zero(t, bad.Load(), "requests without valid credentials were granted")
-	assert.Zero(t, byErr[4].Load(), "refusals with an unexpected error")
-	assert.Positive(t, validGrants.Load(), "valid requests to the stable route must be granted")
-	assert.Positive(t, restarts.Load(), "the churners never restarted a route")
+	if got := invalid.Load(); got < int64(invalidCalls) {
+		t.Fatalf("invalid.Load() = %v, want >= %v", got, int64(invalidCalls))
+	}
+	if got := bad.Load(); got != 0 {
+		t.Errorf("requests without valid credentials were granted: bad.Load() = %v, want 0", got)
+	}
+	if got := byErr[4].Load(); got != 0 {
+		t.Errorf("refusals with an unexpected error: byErr[4].Load() = %v, want 0", got)
+	}
+	if got := validGrants.Load(); got <= 0 {
+		t.Errorf("valid requests to the stable route must be granted: validGrants.Load() = %v, want > 0", got)
+	}
+	if got := restarts.Load(); got <= 0 {
+		t.Errorf("the churners never restarted a route: restarts.Load() = %v, want > 0", got)
+	}
 }

@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/livereg/livereg/bindsec"
 )
 
@@ -48,7 +45,9 @@ func TestPrincipalExposesNothingWritable(t *testing.T) {
 func TestBodyCannotRaiseTokenRoles(t *testing.T) {
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{tokReader: bindsec.NewPrincipal("rex", "viewer")})
 	pr, err := auth.Authenticate(context.Background(), tokReader)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	roles := slices.Collect(pr.Roles())
 	roles[0] = "admin"
@@ -56,16 +55,32 @@ func TestBodyCannotRaiseTokenRoles(t *testing.T) {
 		roles[i] = strings.ToUpper(roles[i])
 	}
 	expired := pr.WithExpires(time.Unix(1, 0))
-	require.True(t, expired.Expired(time.Now()))
+	if !expired.Expired(time.Now()) {
+		t.Fatalf("expired.Expired(time.Now()) is false")
+	}
 
 	again, err := auth.Authenticate(context.Background(), tokReader)
-	require.NoError(t, err)
-	assert.Equal(t, "rex", again.Subject())
-	assert.Equal(t, []string{"viewer"}, slices.Collect(again.Roles()))
-	assert.False(t, again.HasRole("admin"))
-	assert.True(t, again.Expires().IsZero())
-	assert.NoError(t, bindsec.Plan{Roles: []string{"viewer"}}.Authorize(again, time.Now()))
-	assert.ErrorIs(t, bindsec.Plan{Roles: []string{"admin"}}.Authorize(again, time.Now()), bindsec.ErrForbidden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := again.Subject(); got != "rex" {
+		t.Errorf("again.Subject() = %q, want \"rex\"", got)
+	}
+	if got, want := slices.Collect(again.Roles()), ([]string{"viewer"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("slices.Collect(again.Roles()) = %v, want %v", got, want)
+	}
+	if again.HasRole("admin") {
+		t.Errorf("again.HasRole(\"admin\") is true")
+	}
+	if !again.Expires().IsZero() {
+		t.Errorf("again.Expires().IsZero() is false")
+	}
+	if err := (bindsec.Plan{Roles: []string{"viewer"}}.Authorize(again, time.Now())); err != nil {
+		t.Error(err)
+	}
+	if err := (bindsec.Plan{Roles: []string{"admin"}}.Authorize(again, time.Now())); !errors.Is(err, bindsec.ErrForbidden) {
+		t.Errorf("err = %v, want bindsec.ErrForbidden", err)
+	}
 }
 
 // NewPrincipal copies its roles: the caller's slice is not the principal's.
@@ -73,9 +88,15 @@ func TestNewPrincipalCopiesRoles(t *testing.T) {
 	roles := []string{"viewer"}
 	pr := bindsec.NewPrincipal("rex", roles...)
 	roles[0] = "admin"
-	assert.True(t, pr.HasRole("viewer"))
-	assert.False(t, pr.HasRole("admin"))
-	assert.Equal(t, 1, pr.NumRoles())
+	if !pr.HasRole("viewer") {
+		t.Errorf("pr.HasRole(\"viewer\") is false")
+	}
+	if pr.HasRole("admin") {
+		t.Errorf("pr.HasRole(\"admin\") is true")
+	}
+	if got := pr.NumRoles(); got != 1 {
+		t.Errorf("pr.NumRoles() = %v, want 1", got)
+	}
 }
 
 // Reading the roles on the dispatch path costs nothing per call.
@@ -92,19 +113,27 @@ func TestPrincipalRolesDoNotAllocate(t *testing.T) {
 		}
 		n += pr.NumRoles()
 	})
-	assert.Zero(t, allocs, "authenticating and reading the roles allocated")
-	assert.Positive(t, n)
+	if allocs != 0 {
+		t.Errorf("authenticating and reading the roles allocated: allocs = %v, want 0", allocs)
+	}
+	if n <= 0 {
+		t.Errorf("n = %v, want > 0", n)
+	}
 
 	// The whole guard of a call, through the panic-recovering Authenticate.
 	b := bindsec.NewBook()
 	tok := live(t)
-	require.NoError(t, b.RegisterPlan("r", bindsec.Plan{Roles: []string{"ops"}}, tok.Ref()))
+	if err := b.RegisterPlan("r", bindsec.Plan{Roles: []string{"ops"}}, tok.Ref()); err != nil {
+		t.Fatal(err)
+	}
 	allocs = testing.AllocsPerRun(100, func() {
 		if _, err := b.GuardOwned(context.Background(), "r", tok.Ref(), tokAdmin, auth); err != nil {
 			panic(err)
 		}
 	})
-	assert.Zero(t, allocs, "an admitted guard allocated")
+	if allocs != 0 {
+		t.Errorf("an admitted guard allocated: allocs = %v, want 0", allocs)
+	}
 }
 
 // ---- Plan validation ----------------------------------------------------
@@ -114,52 +143,94 @@ func TestPrincipalRolesDoNotAllocate(t *testing.T) {
 // chosen silently.
 func TestPublicPlanWithRolesRefused(t *testing.T) {
 	bad := bindsec.Plan{Public: true, Roles: []string{"admin"}}
-	require.ErrorIs(t, bad.Validate(), bindsec.ErrInvalidPlan)
-	require.NoError(t, bindsec.Plan{Public: true}.Validate())
-	require.NoError(t, bindsec.Plan{Roles: []string{"admin"}}.Validate())
+	if err := bad.Validate(); !errors.Is(err, bindsec.ErrInvalidPlan) {
+		t.Fatalf("err = %v, want bindsec.ErrInvalidPlan", err)
+	}
+	if err := (bindsec.Plan{Public: true}.Validate()); err != nil {
+		t.Fatal(err)
+	}
+	if err := (bindsec.Plan{Roles: []string{"admin"}}.Validate()); err != nil {
+		t.Fatal(err)
+	}
 
 	b := bindsec.NewBook()
 	err := b.RegisterPlan("tool", bad, live(t).Ref())
-	require.ErrorIs(t, err, bindsec.ErrInvalidPlan)
+	if !errors.Is(err, bindsec.ErrInvalidPlan) {
+		t.Fatalf("err = %v, want bindsec.ErrInvalidPlan", err)
+	}
 	_, ok := b.PlanFor("tool")
-	assert.False(t, ok, "a refused plan was stored")
+	if ok {
+		t.Errorf("a refused plan was stored: ok is true")
+	}
 
 	incumbent := live(t)
-	require.NoError(t, b.RegisterPlan("tool", bindsec.Plan{Roles: []string{"ops"}}, incumbent.Ref()))
+	if err := b.RegisterPlan("tool", bindsec.Plan{Roles: []string{"ops"}}, incumbent.Ref()); err != nil {
+		t.Fatal(err)
+	}
 	err = b.RegisterPlanTakeover("tool", bad, incumbent.Ref())
-	require.ErrorIs(t, err, bindsec.ErrInvalidPlan)
+	if !errors.Is(err, bindsec.ErrInvalidPlan) {
+		t.Fatalf("err = %v, want bindsec.ErrInvalidPlan", err)
+	}
 	p, ok := b.PlanFor("tool")
-	require.True(t, ok)
-	assert.Equal(t, bindsec.Plan{Roles: []string{"ops"}}, p, "a refused takeover changed the plan")
+	if !ok {
+		t.Fatalf("b.PlanFor(\"tool\") found nothing")
+	}
+	if want := (bindsec.Plan{Roles: []string{"ops"}}); !reflect.DeepEqual(p, want) {
+		t.Errorf("a refused takeover changed the plan: p = %v, want %v", p, want)
+	}
 }
 
 // ---- Authenticators that are nil or panic -------------------------------
 
 func TestCheckAuthenticator(t *testing.T) {
 	var typedNil *bindsec.StaticTokens
-	assert.NoError(t, bindsec.CheckAuthenticator(nil), "no authenticator is a valid configuration")
-	assert.NoError(t, bindsec.CheckAuthenticator(bindsec.NewStaticTokens(nil)))
+	if err := bindsec.CheckAuthenticator(nil); err != nil {
+		t.Errorf("no authenticator is a valid configuration: %v", err)
+	}
+	if err := bindsec.CheckAuthenticator(bindsec.NewStaticTokens(nil)); err != nil {
+		t.Error(err)
+	}
 	err := bindsec.CheckAuthenticator(typedNil)
-	assert.ErrorIs(t, err, bindsec.ErrInvalidAuthenticator)
+	if !errors.Is(err, bindsec.ErrInvalidAuthenticator) {
+		t.Errorf("err = %v, want bindsec.ErrInvalidAuthenticator", err)
+	}
 	var fn authFunc
-	assert.ErrorIs(t, bindsec.CheckAuthenticator(fn), bindsec.ErrInvalidAuthenticator)
+	if err := bindsec.CheckAuthenticator(fn); !errors.Is(err, bindsec.ErrInvalidAuthenticator) {
+		t.Errorf("err = %v, want bindsec.ErrInvalidAuthenticator", err)
+	}
 
-	assert.False(t, bindsec.Configured(nil))
-	assert.False(t, bindsec.Configured(typedNil), "a typed nil counted as configured")
-	assert.True(t, bindsec.Configured(bindsec.NewStaticTokens(nil)))
-	assert.True(t, bindsec.Configured(valueAuth{}))
+	if bindsec.Configured(nil) {
+		t.Errorf("bindsec.Configured(nil) is true")
+	}
+	if bindsec.Configured(typedNil) {
+		t.Errorf("a typed nil counted as configured: bindsec.Configured(typedNil) is true")
+	}
+	if !bindsec.Configured(bindsec.NewStaticTokens(nil)) {
+		t.Errorf("bindsec.Configured(bindsec.NewStaticTokens(nil)) is false")
+	}
+	if !bindsec.Configured(valueAuth{}) {
+		t.Errorf("bindsec.Configured(valueAuth{}) is false")
+	}
 }
 
 // A typed-nil authenticator on the guard path refuses, never crashes.
 func TestTypedNilAuthenticatorRefuses(t *testing.T) {
 	var typedNil *bindsec.StaticTokens
 	b := bindsec.NewBook()
-	require.NoError(t, b.RegisterPlan("tool", bindsec.Plan{}, live(t).Ref()))
+	if err := b.RegisterPlan("tool", bindsec.Plan{}, live(t).Ref()); err != nil {
+		t.Fatal(err)
+	}
 	_, err := b.Guard(context.Background(), "tool", tokAdmin, typedNil)
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated)
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 	_, err = typedNil.Authenticate(context.Background(), tokAdmin)
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated)
-	assert.Zero(t, typedNil.Len())
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("err = %v, want bindsec.ErrUnauthenticated", err)
+	}
+	if got := typedNil.Len(); got != 0 {
+		t.Errorf("typedNil.Len() = %v, want 0", got)
+	}
 }
 
 // A panicking authenticator fails the request closed with an internal
@@ -171,7 +242,9 @@ func TestPanickingAuthenticatorFailsClosed(t *testing.T) {
 	})
 	b := bindsec.NewBook()
 	tok := live(t)
-	require.NoError(t, b.RegisterPlan("tool", bindsec.Plan{}, tok.Ref()))
+	if err := b.RegisterPlan("tool", bindsec.Plan{}, tok.Ref()); err != nil {
+		t.Fatal(err)
+	}
 	for name, guard := range map[string]func() (bindsec.Principal, error){
 		"Guard": func() (bindsec.Principal, error) { return b.Guard(context.Background(), "tool", tokAdmin, boom) },
 		"GuardOwned": func() (bindsec.Principal, error) {
@@ -180,14 +253,28 @@ func TestPanickingAuthenticatorFailsClosed(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			pr, err := guard()
-			require.ErrorIs(t, err, bindsec.ErrAuthenticatorPanicked)
-			assert.NotErrorIs(t, err, bindsec.ErrUnauthenticated, "a panic is an internal error, not a denial")
+			if !errors.Is(err, bindsec.ErrAuthenticatorPanicked) {
+				t.Fatalf("err = %v, want bindsec.ErrAuthenticatorPanicked", err)
+			}
+			if errors.Is(err, bindsec.ErrUnauthenticated) {
+				t.Errorf("a panic is an internal error, not a denial: err = %v, want one that is not bindsec.ErrUnauthenticated", err)
+			}
 			var p *bindsec.AuthenticatorPanic
-			require.True(t, errors.As(err, &p))
-			assert.Equal(t, "cannot parse token "+tokAdmin, p.Value)
-			assert.NotEmpty(t, p.Stack)
-			assert.NotContains(t, err.Error(), tokAdmin)
-			assert.Empty(t, pr.Subject())
+			if !errors.As(err, &p) {
+				t.Fatalf("errors.As(err, &p) is false")
+			}
+			if !reflect.DeepEqual(p.Value, "cannot parse token "+tokAdmin) {
+				t.Errorf("p.Value = %v, want \"cannot parse token \"+tokAdmin", p.Value)
+			}
+			if len(p.Stack) == 0 {
+				t.Errorf("p.Stack is empty")
+			}
+			if got := err.Error(); strings.Contains(got, tokAdmin) {
+				t.Errorf("err.Error() = %q, want it not to contain %q", got, tokAdmin)
+			}
+			if len(pr.Subject()) != 0 {
+				t.Errorf("pr.Subject() = %v, want empty", pr.Subject())
+			}
 		})
 	}
 }

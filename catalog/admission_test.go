@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,8 +10,6 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // pause is a test hook that stops the first goroutine to reach it until the
@@ -99,9 +98,15 @@ func TestStopWaitsForAnnouncedCall(t *testing.T) {
 		t.Fatalf("Stop returned (%v) while a call was being admitted; the body then ran %d times", err, runs.Load())
 	}
 	close(p.release)
-	require.ErrorIs(t, <-call, catalog.ErrRouteGone)
-	require.NoError(t, <-stopped)
-	assert.Zero(t, runs.Load(), "a body started for a call Stop had closed the gate on")
+	if err := <-call; !errors.Is(err, catalog.ErrRouteGone) {
+		t.Fatalf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if got := runs.Load(); got != 0 {
+		t.Errorf("a body started for a call Stop had closed the gate on: runs.Load() = %v, want 0", got)
+	}
 }
 
 // A call resolved and guarded the route before Stop began and reaches the
@@ -116,10 +121,16 @@ func TestCallResolvedBeforeStopNeverRuns(t *testing.T) {
 
 	call := callAsync(c, "t", "")
 	<-p.reached
-	require.NoError(t, k.Stop(bg))
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 	close(p.release)
-	require.ErrorIs(t, <-call, catalog.ErrRouteGone)
-	assert.Zero(t, runs.Load(), "a body started after Stop returned")
+	if err := <-call; !errors.Is(err, catalog.ErrRouteGone) {
+		t.Fatalf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if got := runs.Load(); got != 0 {
+		t.Errorf("a body started after Stop returned: runs.Load() = %v, want 0", got)
+	}
 }
 
 // A death waits out an admission in progress, so that every admitted body
@@ -147,11 +158,17 @@ func TestDeathWaitsForAdmission(t *testing.T) {
 		<-call
 		t.Fatal("the owner's death completed during an admission in progress")
 	}
-	assert.True(t, k.Owner().Alive(), "a death waiting for an admission reads alive")
+	if !k.Owner().Alive() {
+		t.Errorf("a death waiting for an admission reads alive: k.Owner().Alive() is false")
+	}
 	close(p.release)
-	require.NoError(t, recvErr(t, call, "the call"), "the call was admitted before the death")
+	if err := recvErr(t, call, "the call"); err != nil {
+		t.Fatalf("the call was admitted before the death: %v", err)
+	}
 	waitClosed(t, k.Done(), "the death")
-	assert.EqualValues(t, 1, runs.Load())
+	if got := runs.Load(); got != int64(1) {
+		t.Errorf("runs.Load() = %v, want %v", got, int64(1))
+	}
 }
 
 // A death completes after a call's guard admitted it and before the gate:
@@ -170,8 +187,12 @@ func TestDeathBetweenGuardAndGate(t *testing.T) {
 	cancel()
 	<-k.Done()
 	close(p.release)
-	require.ErrorIs(t, <-call, catalog.ErrRouteGone)
-	assert.Zero(t, runs.Load(), "a body started after its owner's death completed")
+	if err := <-call; !errors.Is(err, catalog.ErrRouteGone) {
+		t.Fatalf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if got := runs.Load(); got != 0 {
+		t.Errorf("a body started after its owner's death completed: runs.Load() = %v, want 0", got)
+	}
 }
 
 // A call waits for a slot while its owner dies; when the slot frees, the
@@ -189,7 +210,9 @@ func TestDeathWhileWaitingForSlot(t *testing.T) {
 		<-release
 		return catalog.TextResult("ran"), nil
 	}, catalog.WithMaxConcurrent(1))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	first := callAsync(c, "t", "")
 	<-started
@@ -202,9 +225,15 @@ func TestDeathWhileWaitingForSlot(t *testing.T) {
 	waitClosed(t, k.Done(), "the death")
 	err = recvErr(t, waiting, "the waiting call")
 	close(release)
-	require.ErrorIs(t, err, catalog.ErrRouteGone)
-	require.NoError(t, recvErr(t, first, "the first call"), "the body admitted before the death completes")
-	assert.EqualValues(t, 1, runs.Load(), "the waiting call's body ran after the death")
+	if !errors.Is(err, catalog.ErrRouteGone) {
+		t.Fatalf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if err := recvErr(t, first, "the first call"); err != nil {
+		t.Fatalf("the body admitted before the death completes: %v", err)
+	}
+	if got := runs.Load(); got != int64(1) {
+		t.Errorf("the waiting call's body ran after the death: runs.Load() = %v, want %v", got, int64(1))
+	}
 }
 
 // yield returns a channel that is ready after the scheduler has run others.
@@ -235,12 +264,16 @@ func planWindow(t *testing.T, cfg catalog.Config, between func(c *catalog.Catalo
 	stopped := make(chan error, 1)
 	go func() { stopped <- a.Stop(bg) }()
 	<-drain.reached
-	require.True(t, a.Owner().Alive(), "A is alive while its Stop drains")
+	if !a.Owner().Alive() {
+		t.Fatalf("A is alive while its Stop drains: a.Owner().Alive() is false")
+	}
 	between(c)
 	close(lookup.release)
 	err = <-call
 	close(drain.release)
-	require.NoError(t, <-stopped)
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
 	return runsA.Load(), err
 }
 
@@ -255,8 +288,12 @@ func TestPlanBoundToEntryOwnerNotSuccessor(t *testing.T) {
 		b := startTool(t, c, bg, "t", public, reply("b"))
 		t.Cleanup(func() { _ = b.Stop(bg) })
 	})
-	assert.ErrorIs(t, err, catalog.ErrRouteGone)
-	assert.Zero(t, runs, "A's role-protected body ran without credentials, under B's public plan")
+	if !errors.Is(err, catalog.ErrRouteGone) {
+		t.Errorf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if runs != 0 {
+		t.Errorf("A's role-protected body ran without credentials, under B's public plan: runs = %v, want 0", runs)
+	}
 }
 
 // In the window, successor B takes the name with a role plan and stops, so
@@ -267,10 +304,16 @@ func TestPlanBoundToEntryOwnerNotSuccessor(t *testing.T) {
 func TestPlanGoneIsNotMissingPlan(t *testing.T) {
 	runs, err := planWindow(t, catalog.Config{MissingPlan: bindsec.PassThrough}, func(c *catalog.Catalog) {
 		b := startTool(t, c, bg, "t", bindsec.Plan{Roles: []string{"b"}}, reply("b"))
-		require.NoError(t, b.Stop(bg))
+		if err := b.Stop(bg); err != nil {
+			t.Fatal(err)
+		}
 	})
-	assert.ErrorIs(t, err, catalog.ErrRouteGone)
-	assert.Zero(t, runs, "A's role-protected body ran without credentials, passed through")
+	if !errors.Is(err, catalog.ErrRouteGone) {
+		t.Errorf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if runs != 0 {
+		t.Errorf("A's role-protected body ran without credentials, passed through: runs = %v, want 0", runs)
+	}
 }
 
 // Thousands of callers give up while waiting for a slot: each gets its
@@ -292,7 +335,9 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 		<-ch
 		return catalog.TextResult("ran"), nil
 	}, catalog.WithMaxConcurrent(n), catalog.WithWaitingRoom(perWave))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { stopBounded(k) })
 
 	// fill starts n calls and waits until all n bodies run.
@@ -320,14 +365,22 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 		until(t, func() bool { return k.Waiting() == perWave }, "every call of the wave to wait")
 		cancel()
 		for range perWave {
-			require.ErrorIs(t, recvErr(t, errs, "a cancelled call"), context.Canceled, "wave %d", wave)
+			if err := recvErr(t, errs, "a cancelled call"); !errors.Is(err, context.Canceled) {
+				t.Fatalf("wave %d: err = %v, want context.Canceled", wave, err)
+			}
 		}
 	}
-	require.Zero(t, k.Waiting())
-	require.EqualValues(t, n, k.Running())
+	if got := k.Waiting(); got != 0 {
+		t.Fatalf("k.Waiting() = %v, want 0", got)
+	}
+	if got := k.Running(); got != int64(n) {
+		t.Fatalf("k.Running() = %v, want %v", got, int64(n))
+	}
 	close(open)
 	for _, e := range busy {
-		require.NoError(t, recvErr(t, e, "a running call"))
+		if err := recvErr(t, e, "a running call"); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Every slot came back: n new calls run at once, one more waits.
@@ -344,18 +397,26 @@ func TestWaitingCancellationsLeakNoSlot(t *testing.T) {
 		case <-started:
 			ran++
 		default:
-			require.Zero(t, k.Waiting(), "a call waits with %d of %d bodies running: a slot leaked", ran, n)
+			if got := k.Waiting(); got != 0 {
+				t.Fatalf("a call waits with %d of %d bodies running: a slot leaked: k.Waiting() = %v, want 0", ran, n, got)
+			}
 			<-yield()
 		}
 	}
 	extra := callAsync(c, "t", "")
 	until(t, func() bool { return k.Waiting() == 1 }, "one call to wait")
-	require.EqualValues(t, n, k.Running())
+	if got := k.Running(); got != int64(n) {
+		t.Fatalf("k.Running() = %v, want %v", got, int64(n))
+	}
 	close(open)
 	for _, e := range calls {
-		require.NoError(t, recvErr(t, e, "a call"))
+		if err := recvErr(t, e, "a call"); err != nil {
+			t.Fatal(err)
+		}
 	}
-	require.NoError(t, recvErr(t, extra, "the call that waited"))
+	if err := recvErr(t, extra, "the call that waited"); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitFor fails the test unless ch delivers within the guard.

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
@@ -27,7 +28,9 @@ var (
 func newCatalog(t testing.TB, cfg catalog.Config) *catalog.Catalog {
 	t.Helper()
 	c, err := catalog.New(cfg)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -40,7 +43,9 @@ func reply(text string) catalog.ToolHandler {
 func startTool(t testing.TB, c *catalog.Catalog, ctx context.Context, name string, p bindsec.Plan, h catalog.ToolHandler) *catalog.Consumer {
 	t.Helper()
 	k, err := c.StartTool(ctx, catalog.Tool{Name: name}, p, h)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { stopBounded(k) })
 	return k
 }
@@ -51,7 +56,9 @@ func callText(t testing.TB, c *catalog.Catalog, name, credential string) (string
 	if err != nil {
 		return "", err
 	}
-	require.NotEmpty(t, res.Content)
+	if len(res.Content) == 0 {
+		t.Fatalf("res.Content is empty")
+	}
 	return res.Content[0].Text, nil
 }
 
@@ -68,14 +75,7 @@ func toolNames(c *catalog.Catalog) []string {
 // death.
 func awaitGone(t *testing.T, c *catalog.Catalog, name string) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		for _, n := range toolNames(c) {
-			if n == name {
-				return false
-			}
-		}
-		return true
-	}, 10*time.Second, time.Millisecond, "%s still listed", name)
+	eventually(t, 10*time.Second, func() bool { return !slices.Contains(toolNames(c), name) }, name+" leaves the listing")
 }
 
 func TestCallRoutesToHandler(t *testing.T) {
@@ -86,15 +86,25 @@ func TestCallRoutesToHandler(t *testing.T) {
 		return catalog.Result{Content: []catalog.Content{{Type: "text", Text: string(call.Arguments)}}, StructuredContent: map[string]int{"n": 1}}, nil
 	})
 	res, err := c.CallTool(bg, "echo", json.RawMessage(`{"x":1}`), "")
-	require.NoError(t, err)
-	assert.Equal(t, `{"x":1}`, res.Content[0].Text)
-	assert.Equal(t, map[string]int{"n": 1}, res.StructuredContent)
-	assert.Equal(t, "echo", got.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Content[0].Text != `{"x":1}` {
+		t.Errorf("res.Content[0].Text = %q, want `{\"x\":1}`", res.Content[0].Text)
+	}
+	if want := (map[string]int{"n": 1}); !reflect.DeepEqual(res.StructuredContent, want) {
+		t.Errorf("res.StructuredContent = %v, want %v", res.StructuredContent, want)
+	}
+	if got.Name != "echo" {
+		t.Errorf("got.Name = %q, want \"echo\"", got.Name)
+	}
 
 	handlerErr := errors.New("tool failed")
 	startTool(t, c, bg, "fails", public, func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.Result{}, handlerErr })
 	_, err = c.CallTool(bg, "fails", nil, "")
-	assert.ErrorIs(t, err, handlerErr, "a handler's error reaches the caller unchanged")
+	if !errors.Is(err, handlerErr) {
+		t.Errorf("a handler's error reaches the caller unchanged: err = %v, want %v", err, handlerErr)
+	}
 }
 
 func TestStoppedToolIsUnknown(t *testing.T) {
@@ -104,17 +114,31 @@ func TestStoppedToolIsUnknown(t *testing.T) {
 		runs.Add(1)
 		return catalog.TextResult("ok"), nil
 	})
-	require.NoError(t, k.Stop(bg))
-	require.NoError(t, k.Stop(bg), "a second Stop is a no-op")
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Stop(bg); err != nil {
+		t.Fatalf("a second Stop is a no-op: %v", err)
+	}
 
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
 	_, err := c.CallTool(ctx, "tool", nil, "")
-	assert.ErrorIs(t, err, catalog.ErrNotFound)
-	assert.NoError(t, ctx.Err(), "the call must fail at once, not wait on a dead channel")
-	assert.Zero(t, runs.Load())
-	assert.Empty(t, c.Tools().List())
-	assert.Zero(t, c.Stats().ToolSlots)
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("err = %v, want catalog.ErrNotFound", err)
+	}
+	if err := ctx.Err(); err != nil {
+		t.Errorf("the call must fail at once, not wait on a dead channel: %v", err)
+	}
+	if got := runs.Load(); got != 0 {
+		t.Errorf("runs.Load() = %v, want 0", got)
+	}
+	if len(c.Tools().List()) != 0 {
+		t.Errorf("c.Tools().List() = %v, want empty", c.Tools().List())
+	}
+	if got := c.Stats().ToolSlots; got != 0 {
+		t.Errorf("c.Stats().ToolSlots = %v, want 0", got)
+	}
 }
 
 // dropConsumer starts a consumer and returns nothing that keeps it.
@@ -122,7 +146,9 @@ func TestStoppedToolIsUnknown(t *testing.T) {
 //go:noinline
 func dropConsumer(t *testing.T, c *catalog.Catalog, name string) <-chan struct{} {
 	k, err := c.StartTool(bg, catalog.Tool{Name: name}, public, reply("old"))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return k.Done()
 }
 
@@ -134,14 +160,20 @@ func TestEveryDeathFreesTheName(t *testing.T) {
 	}{
 		{"stop", func(t *testing.T, c *catalog.Catalog) <-chan struct{} {
 			k, err := c.StartTool(bg, catalog.Tool{Name: "tool"}, public, reply("old"))
-			require.NoError(t, err)
-			require.NoError(t, k.Stop(bg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := k.Stop(bg); err != nil {
+				t.Fatal(err)
+			}
 			return k.Done()
 		}},
 		{"context cancel", func(t *testing.T, c *catalog.Catalog) <-chan struct{} {
 			ctx, cancel := context.WithCancel(bg)
 			k, err := c.StartTool(ctx, catalog.Tool{Name: "tool"}, public, reply("old"))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			cancel()
 			return k.Done()
 		}},
@@ -149,10 +181,16 @@ func TestEveryDeathFreesTheName(t *testing.T) {
 			k, err := c.StartTool(bg, catalog.Tool{Name: "tool"}, public, func(context.Context, catalog.Call) (catalog.Result, error) {
 				panic("route body bug")
 			})
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			_, err = c.CallTool(bg, "tool", nil, "")
-			require.ErrorIs(t, err, catalog.ErrRoutePanicked)
-			assert.Contains(t, err.Error(), "route body bug")
+			if !errors.Is(err, catalog.ErrRoutePanicked) {
+				t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+			}
+			if got := err.Error(); !strings.Contains(got, "route body bug") {
+				t.Errorf("err.Error() = %q, want it to contain %q", got, "route body bug")
+			}
 			return k.Done()
 		}},
 		{"dropped without stop", func(t *testing.T, c *catalog.Catalog) <-chan struct{} {
@@ -178,9 +216,15 @@ func TestEveryDeathFreesTheName(t *testing.T) {
 
 			startTool(t, c, bg, "tool", public, reply("new"))
 			text, err := callText(t, c, "tool", "")
-			require.NoError(t, err)
-			assert.Equal(t, "new", text)
-			assert.Equal(t, []string{"tool"}, toolNames(c))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if text != "new" {
+				t.Errorf("text = %q, want \"new\"", text)
+			}
+			if got, want := toolNames(c), ([]string{"tool"}); !reflect.DeepEqual(got, want) {
+				t.Errorf("toolNames(c) = %v, want %v", got, want)
+			}
 		})
 	}
 }
@@ -192,12 +236,16 @@ func TestRestartRightAfterDeath(t *testing.T) {
 	for i := range 200 {
 		ctx, cancel := context.WithCancel(bg)
 		k, err := c.StartTool(ctx, catalog.Tool{Name: "tool"}, public, reply(fmt.Sprint(i)))
-		require.NoError(t, err, "round %d", i)
+		if err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
 		cancel()
 		<-k.Done()
 	}
 	awaitGone(t, c, "tool")
-	assert.Zero(t, c.Stats().ToolSlots)
+	if got := c.Stats().ToolSlots; got != 0 {
+		t.Errorf("c.Stats().ToolSlots = %v, want 0", got)
+	}
 }
 
 func TestLiveDuplicateAndLateStop(t *testing.T) {
@@ -208,22 +256,38 @@ func TestLiveDuplicateAndLateStop(t *testing.T) {
 	a := startTool(t, c, ctxA, "tool", public, reply("a"))
 
 	_, err := c.StartTool(bg, catalog.Tool{Name: "tool"}, bindsec.Plan{Roles: []string{"x"}}, reply("dup"))
-	require.ErrorIs(t, err, catalog.ErrDuplicate)
-	assert.Contains(t, err.Error(), `"tool"`, "the error names the route")
+	if !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+	}
+	if got := err.Error(); !strings.Contains(got, `"tool"`) {
+		t.Errorf("the error names the route: err.Error() = %q, want it to contain %q", got, `"tool"`)
+	}
 	text, err := callText(t, c, "tool", "")
-	require.NoError(t, err, "the failed duplicate must leave A's public plan in force")
-	assert.Equal(t, "a", text)
+	if err != nil {
+		t.Fatalf("the failed duplicate must leave A's public plan in force: %v", err)
+	}
+	if text != "a" {
+		t.Errorf("text = %q, want \"a\"", text)
+	}
 
 	cancelA()
 	<-a.Done()
 	startTool(t, c, bg, "tool", bindsec.Plan{Roles: []string{"b"}}, reply("b"))
-	require.NoError(t, a.Stop(bg), "A's late stop")
+	if err := a.Stop(bg); err != nil {
+		t.Fatalf("A's late stop: %v", err)
+	}
 
 	text, err = callText(t, c, "tool", "tok-b")
-	require.NoError(t, err, "B's entry survives A's late stop")
-	assert.Equal(t, "b", text)
+	if err != nil {
+		t.Fatalf("B's entry survives A's late stop: %v", err)
+	}
+	if text != "b" {
+		t.Errorf("text = %q, want \"b\"", text)
+	}
 	_, err = callText(t, c, "tool", "")
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "B's plan survives A's late stop")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("B's plan survives A's late stop: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 }
 
 func TestResources(t *testing.T) {
@@ -235,50 +299,82 @@ func TestResources(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(bg)
 	k, err := c.StartResource(ctx, catalog.Resource{URI: "test://doc", Name: "doc"}, public, reader)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	other, err := c.StartResource(bg, catalog.Resource{URI: "file:///a", Name: "a"}, public, reader)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = other.Stop(bg) })
 
 	var uris []string
 	for _, r := range c.Resources().List() {
 		uris = append(uris, r.URI)
 	}
-	assert.Equal(t, []string{"file:///a", "test://doc"}, uris)
+	if want := ([]string{"file:///a", "test://doc"}); !reflect.DeepEqual(uris, want) {
+		t.Errorf("uris = %v, want %v", uris, want)
+	}
 
 	got, err := c.ReadResource(bg, "test://doc", "")
-	require.NoError(t, err)
-	assert.Equal(t, catalog.Contents{URI: "test://doc", MIMEType: "text/plain", Text: "contents of test://doc"}, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (catalog.Contents{URI: "test://doc", MIMEType: "text/plain", Text: "contents of test://doc"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("got = %v, want %v", got, want)
+	}
 
 	before := reads.Load()
 	_, err = c.ReadResource(bg, "test://missing", "")
-	assert.ErrorIs(t, err, catalog.ErrNotFound)
-	assert.Equal(t, before, reads.Load(), "an unknown URI runs no body")
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("err = %v, want catalog.ErrNotFound", err)
+	}
+	if got := reads.Load(); got != before {
+		t.Errorf("an unknown URI runs no body: reads.Load() = %v, want %v", got, before)
+	}
 	_, err = c.StartResource(bg, catalog.Resource{URI: "relative/path"}, public, reader)
-	assert.ErrorIs(t, err, catalog.ErrInvalidName)
+	if !errors.Is(err, catalog.ErrInvalidName) {
+		t.Errorf("err = %v, want catalog.ErrInvalidName", err)
+	}
 
 	// A stopped route: a clean error, and its body never runs.
-	require.NoError(t, other.Stop(bg))
+	if err := other.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 	before = reads.Load()
 	_, err = c.ReadResource(bg, "file:///a", "")
-	assert.ErrorIs(t, err, catalog.ErrNotFound)
-	assert.Equal(t, before, reads.Load(), "a stopped route's body never runs")
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("err = %v, want catalog.ErrNotFound", err)
+	}
+	if got := reads.Load(); got != before {
+		t.Errorf("a stopped route's body never runs: reads.Load() = %v, want %v", got, before)
+	}
 
 	cancel()
 	<-k.Done()
 	before = reads.Load()
 	_, err = c.ReadResource(bg, "test://doc", "")
-	assert.True(t, errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone), "got %v", err)
-	assert.Equal(t, before, reads.Load(), "a dead route's body never runs")
+	if !(errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone)) {
+		t.Errorf("got %v: errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone) is false", err)
+	}
+	if got := reads.Load(); got != before {
+		t.Errorf("a dead route's body never runs: reads.Load() = %v, want %v", got, before)
+	}
 
 	k2, err := c.StartResource(bg, catalog.Resource{URI: "test://doc"}, public, func(context.Context, catalog.Read) (catalog.Contents, error) {
 		return catalog.Contents{Text: "new"}, nil
 	})
-	require.NoError(t, err, "a dead owner's URI is taken over")
+	if err != nil {
+		t.Fatalf("a dead owner's URI is taken over: %v", err)
+	}
 	t.Cleanup(func() { _ = k2.Stop(bg) })
 	got, err = c.ReadResource(bg, "test://doc", "")
-	require.NoError(t, err)
-	assert.Equal(t, "new", got.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Text != "new" {
+		t.Errorf("got.Text = %q, want \"new\"", got.Text)
+	}
 }
 
 func TestStartingToolIsNotListedOrCallable(t *testing.T) {
@@ -286,19 +382,31 @@ func TestStartingToolIsNotListedOrCallable(t *testing.T) {
 	var runs, hooked atomic.Int32
 	c.SetBeforeReadyHook(func(name string) {
 		hooked.Add(1)
-		assert.NotContains(t, toolNames(c), name, "listed while starting")
+		if got := toolNames(c); slices.Contains(got, name) {
+			t.Errorf("listed while starting: toolNames(c) = %q, want it not to contain %q", got, name)
+		}
 		_, err := c.CallTool(bg, name, nil, "")
-		assert.ErrorIs(t, err, catalog.ErrNotFound, "callable while starting")
-		assert.Equal(t, 1, c.Stats().ToolSlots, "it holds its slot while starting")
+		if !errors.Is(err, catalog.ErrNotFound) {
+			t.Errorf("callable while starting: err = %v, want catalog.ErrNotFound", err)
+		}
+		if got := c.Stats().ToolSlots; got != 1 {
+			t.Errorf("it holds its slot while starting: c.Stats().ToolSlots = %v, want 1", got)
+		}
 	})
 	startTool(t, c, bg, "tool", public, func(context.Context, catalog.Call) (catalog.Result, error) {
 		runs.Add(1)
 		return catalog.Result{}, nil
 	})
 	c.SetBeforeReadyHook(nil)
-	require.Equal(t, int32(1), hooked.Load(), "the start passed through its starting window")
-	assert.Zero(t, runs.Load())
-	assert.Equal(t, []string{"tool"}, toolNames(c))
+	if got := hooked.Load(); got != int32(1) {
+		t.Fatalf("the start passed through its starting window: hooked.Load() = %v, want int32(1)", got)
+	}
+	if got := runs.Load(); got != 0 {
+		t.Errorf("runs.Load() = %v, want 0", got)
+	}
+	if got, want := toolNames(c), ([]string{"tool"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("toolNames(c) = %v, want %v", got, want)
+	}
 }
 
 func TestCap(t *testing.T) {
@@ -308,14 +416,18 @@ func TestCap(t *testing.T) {
 			startTool(t, c, bg, fmt.Sprintf("t%03d", i), public, reply(""))
 		}
 		_, err := c.StartTool(bg, catalog.Tool{Name: "t128"}, public, reply(""))
-		assert.ErrorIs(t, err, catalog.ErrCapReached)
+		if !errors.Is(err, catalog.ErrCapReached) {
+			t.Errorf("err = %v, want catalog.ErrCapReached", err)
+		}
 	})
 	t.Run("raised cap admits 150", func(t *testing.T) {
 		c := newCatalog(t, catalog.Config{MaxTools: 150})
 		for i := range 150 {
 			startTool(t, c, bg, fmt.Sprintf("t%03d", i), public, reply(""))
 		}
-		assert.Len(t, c.Tools().List(), 150)
+		if got := len(c.Tools().List()); got != 150 {
+			t.Errorf("len(c.Tools().List()) = %d, want %d", got, 150)
+		}
 	})
 	t.Run("takeover at full cap and a dead entry's slot", func(t *testing.T) {
 		c := newCatalog(t, catalog.Config{MaxTools: 2})
@@ -324,24 +436,32 @@ func TestCap(t *testing.T) {
 		ctxB, cancelB := context.WithCancel(bg)
 		b := startTool(t, c, ctxB, "b", public, reply(""))
 		_, err := c.StartTool(bg, catalog.Tool{Name: "c"}, public, reply(""))
-		require.ErrorIs(t, err, catalog.ErrCapReached)
+		if !errors.Is(err, catalog.ErrCapReached) {
+			t.Fatalf("err = %v, want catalog.ErrCapReached", err)
+		}
 
 		cancelA()
 		<-a.Done()
 		startTool(t, c, bg, "a", public, reply("a2"))
-		assert.Equal(t, 2, c.Stats().ToolSlots, "the takeover used A's slot")
+		if got := c.Stats().ToolSlots; got != 2 {
+			t.Errorf("the takeover used A's slot: c.Stats().ToolSlots = %v, want 2", got)
+		}
 
 		cancelB()
 		<-b.Done()
 		startTool(t, c, bg, "c", public, reply(""))
-		assert.ElementsMatch(t, []string{"a", "c"}, toolNames(c), "B's dead entry gave up its slot")
+		if got := slices.Sorted(slices.Values(toolNames(c))); !slices.Equal(got, []string{"a", "c"}) {
+			t.Errorf("B's dead entry gave up its slot: tools listed = %v, want [a c]", got)
+		}
 	})
 }
 
 func TestBadConfigAndRoutes(t *testing.T) {
 	for _, cfg := range []catalog.Config{{MaxTools: -1}, {MaxResources: -1}, {MissingPlan: 7}, {Authenticator: (*bindsec.StaticTokens)(nil)}} {
 		_, err := catalog.New(cfg)
-		assert.ErrorIs(t, err, catalog.ErrInvalidConfig, "%+v", cfg)
+		if !errors.Is(err, catalog.ErrInvalidConfig) {
+			t.Errorf("%+v: err = %v, want catalog.ErrInvalidConfig", cfg, err)
+		}
 	}
 	c := newCatalog(t, catalog.Config{})
 	tests := []struct {
@@ -364,16 +484,26 @@ func TestBadConfigAndRoutes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := c.Version()
 			k, err := c.StartTool(bg, tt.tool, public, tt.h, tt.opts...)
-			assert.ErrorIs(t, err, tt.want)
-			assert.Nil(t, k)
-			assert.Equal(t, v, c.Version(), "a failed start changes nothing")
-			assert.Zero(t, c.Stats().ToolSlots)
+			if !errors.Is(err, tt.want) {
+				t.Errorf("err = %v, want %v", err, tt.want)
+			}
+			if k != nil {
+				t.Errorf("k = %v, want nil", k)
+			}
+			if got := c.Version(); got != v {
+				t.Errorf("a failed start changes nothing: c.Version() = %v, want %v", got, v)
+			}
+			if got := c.Stats().ToolSlots; got != 0 {
+				t.Errorf("c.Stats().ToolSlots = %v, want 0", got)
+			}
 		})
 	}
 	ctx, cancel := context.WithCancel(bg)
 	cancel()
 	_, err := c.StartTool(ctx, catalog.Tool{Name: "t"}, public, reply(""))
-	assert.ErrorIs(t, err, catalog.ErrDeadOwner, "a start from a done context")
+	if !errors.Is(err, catalog.ErrDeadOwner) {
+		t.Errorf("a start from a done context: err = %v, want catalog.ErrDeadOwner", err)
+	}
 }
 
 func TestVersionAndChangesFollowDeaths(t *testing.T) {
@@ -384,7 +514,9 @@ func TestVersionAndChangesFollowDeaths(t *testing.T) {
 	startTool(t, c, ctx, "tool", public, reply(""))
 	<-changes
 	v1 := c.Version()
-	assert.Greater(t, v1, v0)
+	if v1 <= v0 {
+		t.Errorf("v1 = %v, want > %v", v1, v0)
+	}
 
 	changes = c.Changes()
 	cancel()
@@ -393,8 +525,12 @@ func TestVersionAndChangesFollowDeaths(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no change signalled after the owner died")
 	}
-	assert.Greater(t, c.Version(), v1, "a death is a change once observed")
-	assert.Empty(t, c.Tools().List())
+	if got := c.Version(); got <= v1 {
+		t.Errorf("a death is a change once observed: c.Version() = %v, want > %v", got, v1)
+	}
+	if len(c.Tools().List()) != 0 {
+		t.Errorf("c.Tools().List() = %v, want empty", c.Tools().List())
+	}
 }
 
 func TestListToolsIsCachedUntilChange(t *testing.T) {
@@ -402,20 +538,38 @@ func TestListToolsIsCachedUntilChange(t *testing.T) {
 	startTool(t, c, bg, "a", public, reply(""))
 	startTool(t, c, bg, "b", public, reply(""))
 	first := c.Tools().List()
-	assert.Same(t, &first[0], &c.Tools().List()[0])
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = c.Tools().List() }))
+	if &first[0] != &c.Tools().List()[0] {
+		t.Errorf("&c.Tools().List()[0] is not the same pointer as &first[0]")
+	}
+	if got := testing.AllocsPerRun(100, func() { _ = c.Tools().List() }); got != 0 {
+		t.Errorf("testing.AllocsPerRun(100, func() { _ = c.Tools().List() }) = %v, want 0", got)
+	}
 	startTool(t, c, bg, "c", public, reply(""))
-	assert.Len(t, c.Tools().List(), 3)
+	if got := len(c.Tools().List()); got != 3 {
+		t.Errorf("len(c.Tools().List()) = %d, want %d", got, 3)
+	}
 
 	page, next, err := c.Tools().Page("", 2)
-	require.NoError(t, err)
-	assert.Len(t, page, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(page); got != 2 {
+		t.Errorf("len(page) = %d, want %d", got, 2)
+	}
 	page, next, err = c.Tools().Page(next, 2)
-	require.NoError(t, err)
-	assert.Equal(t, "c", page[0].Name)
-	assert.Empty(t, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page[0].Name != "c" {
+		t.Errorf("page[0].Name = %q, want \"c\"", page[0].Name)
+	}
+	if len(next) != 0 {
+		t.Errorf("next = %v, want empty", next)
+	}
 	_, _, err = c.Tools().Page("garbage!", 2)
-	assert.ErrorIs(t, err, catalog.ErrInvalidCursor)
+	if !errors.Is(err, catalog.ErrInvalidCursor) {
+		t.Errorf("err = %v, want catalog.ErrInvalidCursor", err)
+	}
 }
 
 // A route whose owner registered no plan falls under the missing-plan
@@ -425,18 +579,28 @@ func TestWithoutPlan(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			c := newCatalog(t, catalog.Config{MissingPlan: mode})
 			k, err := c.StartTool(bg, catalog.Tool{Name: "open"}, bindsec.Plan{}, reply("ran"), catalog.WithoutPlan())
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = k.Stop(bg) })
 			text, err := callText(t, c, "open", "")
 			if mode == bindsec.Deny {
-				assert.ErrorIs(t, err, bindsec.ErrNoPlan)
+				if !errors.Is(err, bindsec.ErrNoPlan) {
+					t.Errorf("err = %v, want bindsec.ErrNoPlan", err)
+				}
 			} else {
-				require.NoError(t, err)
-				assert.Equal(t, "ran", text)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text != "ran" {
+					t.Errorf("text = %q, want \"ran\"", text)
+				}
 			}
 		})
 	}
 	c := newCatalog(t, catalog.Config{})
 	_, err := c.StartTool(bg, catalog.Tool{Name: "t"}, public, reply(""), catalog.WithoutPlan())
-	assert.ErrorIs(t, err, catalog.ErrInvalidConfig, "a plan and WithoutPlan contradict each other")
+	if !errors.Is(err, catalog.ErrInvalidConfig) {
+		t.Errorf("a plan and WithoutPlan contradict each other: err = %v, want catalog.ErrInvalidConfig", err)
+	}
 }

@@ -2,13 +2,12 @@ package catalog_test
 
 import (
 	"context"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func isClosed(ch <-chan struct{}) bool {
@@ -35,10 +34,18 @@ func TestChangesSignalAStartOnlyOnceItIsListed(t *testing.T) {
 	var early atomic.Bool
 	c.SetBeforeReadyHook(func(string) { early.Store(isClosed(changes)) })
 	startTool(t, c, bg, "t", public, reply(""))
-	assert.False(t, early.Load(), "a start signalled a change before its route was ready")
-	assert.True(t, isClosed(changes), "a start signalled no change")
-	assert.Greater(t, c.Version(), v0)
-	assert.Equal(t, []string{"t"}, toolNames(c))
+	if early.Load() {
+		t.Errorf("a start signalled a change before its route was ready: early.Load() is true")
+	}
+	if !isClosed(changes) {
+		t.Errorf("a start signalled no change: isClosed(changes) is false")
+	}
+	if got := c.Version(); got <= v0 {
+		t.Errorf("c.Version() = %v, want > %v", got, v0)
+	}
+	if got, want := toolNames(c), ([]string{"t"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("toolNames(c) = %v, want %v", got, want)
+	}
 }
 
 // The same for a death: the reclaim of a dead owner's route is held before
@@ -56,9 +63,13 @@ func TestChangesSignalADeathOnlyOnceItIsReclaimed(t *testing.T) {
 	waitClosed(t, p.reached, "the reclaim of the dead owner's route")
 	early := isClosed(changes)
 	close(p.release)
-	require.False(t, early, "a death was signalled before its route was reclaimed")
+	if early {
+		t.Fatalf("a death was signalled before its route was reclaimed: early is true")
+	}
 	waitClosed(t, changes, "the signal of the death")
-	assert.Zero(t, c.ToolEntries(), "the signal came before the entry was removed")
+	if got := c.ToolEntries(); got != 0 {
+		t.Errorf("the signal came before the entry was removed: c.ToolEntries() = %v, want 0", got)
+	}
 	waitClosed(t, k.Done(), "the death")
 }
 
@@ -87,7 +98,11 @@ func TestDeathDuringStartIsCounted(t *testing.T) {
 		}
 	})
 	k, err := c.StartTool(ctx, catalog.Tool{Name: "t"}, public, reply(""))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	waitClosed(t, k.Done(), "the death")
-	assert.Equal(t, catalog.DeathCounts{Cancel: 1}, c.Stats().Deaths, "a death during the start's completion")
+	if got, want := c.Stats().Deaths, (catalog.DeathCounts{Cancel: 1}); !reflect.DeepEqual(got, want) {
+		t.Errorf("a death during the start's completion: c.Stats().Deaths = %v, want %v", got, want)
+	}
 }

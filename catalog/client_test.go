@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/livereg/livereg/catalog"
 )
@@ -56,13 +55,27 @@ func TestSampleAndElicitInProcess(t *testing.T) {
 		},
 	}
 	_, err := c.CallTool(bg, "ask", nil, "", catalog.WithClient(cl))
-	require.NoError(t, err)
-	assert.Equal(t, "hi", gotSample.Messages[0].Content.Text)
-	assert.Equal(t, []string{"small"}, gotSample.Model.Hints)
-	assert.Equal(t, "hello", sampled.Content.Text)
-	assert.Equal(t, "sure?", gotElicit.Message)
-	assert.JSONEq(t, `{"type":"object","properties":{}}`, string(gotElicit.Schema))
-	assert.Equal(t, catalog.ElicitAccept, elicited.Action)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gotSample.Messages[0].Content.Text != "hi" {
+		t.Errorf("gotSample.Messages[0].Content.Text = %q, want \"hi\"", gotSample.Messages[0].Content.Text)
+	}
+	if want := ([]string{"small"}); !reflect.DeepEqual(gotSample.Model.Hints, want) {
+		t.Errorf("gotSample.Model.Hints = %v, want %v", gotSample.Model.Hints, want)
+	}
+	if sampled.Content.Text != "hello" {
+		t.Errorf("sampled.Content.Text = %q, want \"hello\"", sampled.Content.Text)
+	}
+	if gotElicit.Message != "sure?" {
+		t.Errorf("gotElicit.Message = %q, want \"sure?\"", gotElicit.Message)
+	}
+	if !jsonEqual(`{"type":"object","properties":{}}`, string(gotElicit.Schema)) {
+		t.Errorf("JSON %s, want %s", string(gotElicit.Schema), `{"type":"object","properties":{}}`)
+	}
+	if elicited.Action != catalog.ElicitAccept {
+		t.Errorf("elicited.Action = %q, want catalog.ElicitAccept", elicited.Action)
+	}
 }
 
 // TestNotSupported: a caller without a Client, or whose Client lacks the
@@ -88,11 +101,21 @@ func TestNotSupported(t *testing.T) {
 				return errors.Join(sampleErr, elicitErr)
 			})
 			_, err := c.CallTool(bg, "ask", nil, "", tt.opts...)
-			assert.ErrorIs(t, sampleErr, catalog.ErrNotSupported)
-			assert.ErrorIs(t, elicitErr, catalog.ErrNotSupported)
-			assert.ErrorIs(t, err, catalog.ErrNotSupported, "the body's error reaches the caller")
-			assert.Contains(t, sampleErr.Error(), "sampling")
-			assert.Contains(t, elicitErr.Error(), "elicitation")
+			if !errors.Is(sampleErr, catalog.ErrNotSupported) {
+				t.Errorf("err = %v, want catalog.ErrNotSupported", sampleErr)
+			}
+			if !errors.Is(elicitErr, catalog.ErrNotSupported) {
+				t.Errorf("err = %v, want catalog.ErrNotSupported", elicitErr)
+			}
+			if !errors.Is(err, catalog.ErrNotSupported) {
+				t.Errorf("the body's error reaches the caller: err = %v, want catalog.ErrNotSupported", err)
+			}
+			if got := sampleErr.Error(); !strings.Contains(got, "sampling") {
+				t.Errorf("sampleErr.Error() = %q, want it to contain %q", got, "sampling")
+			}
+			if got := elicitErr.Error(); !strings.Contains(got, "elicitation") {
+				t.Errorf("elicitErr.Error() = %q, want it to contain %q", got, "elicitation")
+			}
 		})
 	}
 }
@@ -150,9 +173,15 @@ func TestInvalidRequestsAreNotSent(t *testing.T) {
 				},
 			}
 			_, err := c.CallTool(bg, "ask", nil, "", catalog.WithClient(cl))
-			assert.ErrorIs(t, err, catalog.ErrInvalidRequest)
-			assert.ErrorContains(t, err, tt.want)
-			assert.Zero(t, sent, "a malformed request was sent")
+			if !errors.Is(err, catalog.ErrInvalidRequest) {
+				t.Errorf("err = %v, want catalog.ErrInvalidRequest", err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one containing %q", err, tt.want)
+			}
+			if sent != 0 {
+				t.Errorf("a malformed request was sent: sent = %v, want 0", sent)
+			}
 		})
 	}
 }
@@ -173,7 +202,9 @@ func TestSampleBoundedByBodyContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
 	defer cancel()
 	_, err := c.CallTool(ctx, "ask", nil, "", catalog.WithClient(cl))
-	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want context.DeadlineExceeded", err)
+	}
 }
 
 // TestElicitResultDecode: accepted values decode into a struct.
@@ -183,9 +214,17 @@ func TestElicitResultDecode(t *testing.T) {
 		Age  int    `json:"age"`
 	}
 	r := catalog.ElicitResult{Action: catalog.ElicitAccept, Content: map[string]any{"name": "ada", "age": 36.0}}
-	require.NoError(t, r.Decode(&v))
-	assert.Equal(t, "ada", v.Name)
-	assert.Equal(t, 36, v.Age)
+	if err := r.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Name != "ada" {
+		t.Errorf("v.Name = %q, want \"ada\"", v.Name)
+	}
+	if v.Age != 36 {
+		t.Errorf("v.Age = %v, want 36", v.Age)
+	}
 	r.Content["age"] = "old"
-	assert.Error(t, r.Decode(&v))
+	if err := r.Decode(&v); err == nil {
+		t.Errorf("r.Decode(&v) returned no error")
+	}
 }

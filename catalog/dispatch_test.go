@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,8 +16,6 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // tokens: one bearer token per role, so a test can present any role.
@@ -67,11 +66,15 @@ func TestConcurrentRestartEnforcesWinnersPlan(t *testing.T) {
 		}
 		ctxA, cancelA := context.WithCancel(bg)
 		a, err := c.StartTool(ctxA, catalog.Tool{Name: name}, bindsec.Plan{Roles: []string{"a"}}, roleBody("a", &breaches))
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		cancelA()
 		<-a.Done()
 		if round%2 == 0 {
-			require.Equal(t, 1, c.ToolEntries(), "round %d: A's dead entry is still registered", round)
+			if got := c.ToolEntries(); got != 1 {
+				t.Fatalf("round %d: A's dead entry is still registered: c.ToolEntries() = %v, want 1", round, got)
+			}
 		}
 
 		barrier := make(chan struct{})
@@ -111,30 +114,54 @@ func TestConcurrentRestartEnforcesWinnersPlan(t *testing.T) {
 		winRole, loseRole := "", ""
 		for i, role := range []string{"b", "c"} {
 			if errs[i] == nil {
-				require.Nil(t, winner, "round %d: two winners", round)
+				if winner != nil {
+					t.Fatalf("round %d: two winners: winner = %v, want nil", round, winner)
+				}
 				winner, winRole = results[i], role
 			} else {
-				require.ErrorIs(t, errs[i], catalog.ErrDuplicate, "round %d", round)
+				if !errors.Is(errs[i], catalog.ErrDuplicate) {
+					t.Fatalf("round %d: err = %v, want catalog.ErrDuplicate", round, errs[i])
+				}
 				loseRole = role
 			}
 		}
-		require.NotNil(t, winner, "round %d: no winner", round)
+		if winner == nil {
+			t.Fatalf("round %d: no winner: winner is nil", round)
+		}
 		wins[winRole]++
 
 		text, err := callText(t, c, name, "tok-"+winRole)
-		require.NoError(t, err, "round %d", round)
-		require.Equal(t, winRole, text)
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if text != winRole {
+			t.Fatalf("text = %q, want %q", text, winRole)
+		}
 		_, err = callText(t, c, name, "tok-"+loseRole)
-		require.ErrorIs(t, err, bindsec.ErrForbidden, "round %d: the loser's plan must not be in force", round)
+		if !errors.Is(err, bindsec.ErrForbidden) {
+			t.Fatalf("round %d: the loser's plan must not be in force: err = %v, want bindsec.ErrForbidden", round, err)
+		}
 		_, err = callText(t, c, name, "")
-		require.ErrorIs(t, err, bindsec.ErrUnauthenticated, "round %d: never pass-through", round)
-		require.NoError(t, a.Stop(bg), "A's late stop")
+		if !errors.Is(err, bindsec.ErrUnauthenticated) {
+			t.Fatalf("round %d: never pass-through: err = %v, want bindsec.ErrUnauthenticated", round, err)
+		}
+		if err := a.Stop(bg); err != nil {
+			t.Fatalf("A's late stop: %v", err)
+		}
 		_, err = callText(t, c, name, "")
-		require.ErrorIs(t, err, bindsec.ErrUnauthenticated, "round %d: A's late stop opened the route", round)
-		require.NoError(t, winner.Stop(bg))
+		if !errors.Is(err, bindsec.ErrUnauthenticated) {
+			t.Fatalf("round %d: A's late stop opened the route: err = %v, want bindsec.ErrUnauthenticated", round, err)
+		}
+		if err := winner.Stop(bg); err != nil {
+			t.Fatal(err)
+		}
 	}
-	assert.Zero(t, breaches.Load(), "route bodies ran without their owner's checks")
-	assert.Equal(t, rounds, wins["b"]+wins["c"])
+	if got := breaches.Load(); got != 0 {
+		t.Errorf("route bodies ran without their owner's checks: breaches.Load() = %v, want 0", got)
+	}
+	if got := wins["b"] + wins["c"]; got != rounds {
+		t.Errorf("wins[\"b\"]+wins[\"c\"] = %v, want %v", got, rounds)
+	}
 	t.Logf("winners over %d rounds: %v", rounds, wins)
 }
 
@@ -221,9 +248,15 @@ func TestPassThroughNeverRunsUnauthenticatedBodies(t *testing.T) {
 	close(done)
 	churn.Wait()
 
-	assert.Zero(t, breaches.Load(), "a route body ran for a request without valid credentials")
-	assert.GreaterOrEqual(t, bodies.Load(), cycles, "every cycle's authenticated call reaches its body")
-	assert.Positive(t, made.Load())
+	if got := breaches.Load(); got != 0 {
+		t.Errorf("a route body ran for a request without valid credentials: breaches.Load() = %v, want 0", got)
+	}
+	if got := bodies.Load(); got < cycles {
+		t.Errorf("every cycle's authenticated call reaches its body: bodies.Load() = %v, want >= %v", got, cycles)
+	}
+	if got := made.Load(); got <= 0 {
+		t.Errorf("made.Load() = %v, want > 0", got)
+	}
 	t.Logf("%d unauthenticated calls over %d start/death cycles", made.Load(), churned.Load())
 }
 
@@ -253,7 +286,9 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	k, err := c.StartTool(ctx, catalog.Tool{Name: "slow"}, public, handler,
 		catalog.WithMaxConcurrent(workers), catalog.WithWaitingRoom(inFlight))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// launch starts n calls, each stamped with the clock at its start, and
 	// returns where their errors arrive.
@@ -269,7 +304,7 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 		return errs
 	}
 	errs := launch(inFlight)
-	require.Eventually(t, func() bool { return k.Waiting() == inFlight-workers }, 10*time.Second, time.Millisecond)
+	eventually(t, 10*time.Second, func() bool { return k.Waiting() == inFlight-workers }, "every call past the slots waits")
 
 	cancel()
 	<-k.Done()
@@ -281,8 +316,9 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 	lateErrs := launch(after)
 	for range after {
 		err := <-lateErrs
-		assert.True(t, errors.Is(err, catalog.ErrRouteGone) || errors.Is(err, catalog.ErrNotFound),
-			"a call after the death got %v", err)
+		if !(errors.Is(err, catalog.ErrRouteGone) || errors.Is(err, catalog.ErrNotFound)) {
+			t.Errorf("a call after the death got %v: errors.Is(err, catalog.ErrRouteGone) || errors.Is(err, catalog.ErrNotFound) is false", err)
+		}
 	}
 	close(gate)
 
@@ -297,11 +333,21 @@ func TestInFlightCallsWhenOwnerDies(t *testing.T) {
 			t.Errorf("unexpected error %v", err)
 		}
 	}
-	assert.Equal(t, inFlight, completed+gone)
-	assert.Equal(t, workers, completed, "the bodies already running complete")
-	assert.Equal(t, int64(workers), bodies.Load(), "no waiting body runs after the death")
-	assert.Zero(t, late.Load(), "bodies ran for calls that began after the death was observed")
-	require.NoError(t, k.Stop(bg))
+	if got := completed + gone; got != inFlight {
+		t.Errorf("completed+gone = %v, want inFlight", got)
+	}
+	if completed != workers {
+		t.Errorf("the bodies already running complete: completed = %v, want workers", completed)
+	}
+	if got := bodies.Load(); got != int64(workers) {
+		t.Errorf("no waiting body runs after the death: bodies.Load() = %v, want int64(workers)", got)
+	}
+	if got := late.Load(); got != 0 {
+		t.Errorf("bodies ran for calls that began after the death was observed: late.Load() = %v, want 0", got)
+	}
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // One slot, a waiting room of one: a third call is refused at once, and a
@@ -316,7 +362,9 @@ func TestOverloadedAndWaitingCancel(t *testing.T) {
 		<-gate
 		return catalog.TextResult(string(call.Arguments)), nil
 	}, catalog.WithMaxConcurrent(1), catalog.WithWaitingRoom(1))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var once sync.Once
 	open := func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(func() { open(); _ = k.Stop(bg) })
@@ -327,23 +375,35 @@ func TestOverloadedAndWaitingCancel(t *testing.T) {
 	queuedCtx, cancelQueued := context.WithCancel(bg)
 	queued := make(chan error, 1)
 	go func() { _, err := c.CallTool(queuedCtx, "busy", json.RawMessage(`{"n":2}`), ""); queued <- err }()
-	require.Eventually(t, func() bool { return k.Waiting() == 1 }, 10*time.Second, time.Millisecond)
+	eventually(t, 10*time.Second, func() bool { return k.Waiting() == 1 }, "the queued call waits")
 
 	// Bounded: a room that lets this call wait would otherwise hang the
 	// test until the body it waits behind ends, which is never.
 	third, cancelThird := context.WithTimeout(bg, guard)
 	defer cancelThird()
 	_, err = c.CallTool(third, "busy", json.RawMessage(`{"n":3}`), "")
-	assert.ErrorIs(t, err, catalog.ErrOverloaded, "the waiting room of one is full")
+	if !errors.Is(err, catalog.ErrOverloaded) {
+		t.Errorf("the waiting room of one is full: err = %v, want catalog.ErrOverloaded", err)
+	}
 
 	cancelQueued()
-	assert.ErrorIs(t, recvErr(t, queued, "the queued call"), context.Canceled)
+	if err := recvErr(t, queued, "the queued call"); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
 	open()
-	require.NoError(t, recvErr(t, first, "the first call"))
+	if err := recvErr(t, first, "the first call"); err != nil {
+		t.Fatal(err)
+	}
 	res, err := c.CallTool(bg, "busy", json.RawMessage(`{"n":4}`), "")
-	require.NoError(t, err)
-	assert.Equal(t, `{"n":4}`, res.Content[0].Text)
-	assert.Equal(t, int32(2), runs.Load(), "the abandoned call's body never ran")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Content[0].Text != `{"n":4}` {
+		t.Errorf("res.Content[0].Text = %q, want `{\"n\":4}`", res.Content[0].Text)
+	}
+	if got := runs.Load(); got != int32(2) {
+		t.Errorf("the abandoned call's body never ran: runs.Load() = %v, want int32(2)", got)
+	}
 }
 
 func TestStopDrainsInFlightCalls(t *testing.T) {
@@ -354,14 +414,16 @@ func TestStopDrainsInFlightCalls(t *testing.T) {
 		<-gate
 		return catalog.TextResult("finished"), nil
 	})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	result := make(chan string, 1)
 	go func() { text, _ := callText(t, c, "t", ""); result <- text }()
 	<-started
 
 	stopped := make(chan error, 1)
 	go func() { stopped <- k.Stop(bg) }()
-	require.Eventually(t, func() bool { return len(c.Tools().List()) == 0 }, 10*time.Second, time.Millisecond, "Stop unlists first")
+	eventually(t, 10*time.Second, func() bool { return len(c.Tools().List()) == 0 }, "Stop unlists first")
 	select {
 	case err := <-stopped:
 		t.Errorf("Stop returned (%v) before the in-flight call finished", err)
@@ -369,8 +431,12 @@ func TestStopDrainsInFlightCalls(t *testing.T) {
 	default:
 	}
 	close(gate)
-	assert.Equal(t, "finished", <-result, "the in-flight call completes")
-	assert.NoError(t, <-stopped)
+	if got := <-result; got != "finished" {
+		t.Errorf("the in-flight call completes: <-result = %q, want \"finished\"", got)
+	}
+	if err := <-stopped; err != nil {
+		t.Error(err)
+	}
 }
 
 func TestStopIsBoundedByContext(t *testing.T) {
@@ -381,13 +447,19 @@ func TestStopIsBoundedByContext(t *testing.T) {
 		<-gate
 		return catalog.Result{}, nil
 	})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { _, _ = c.CallTool(bg, "t", nil, "") }()
 	<-started
 	ctx, cancel := context.WithTimeout(bg, 20*time.Millisecond)
 	defer cancel()
-	assert.ErrorIs(t, k.Stop(ctx), context.DeadlineExceeded)
-	assert.Empty(t, c.Tools().List())
+	if err := k.Stop(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want context.DeadlineExceeded", err)
+	}
+	if len(c.Tools().List()) != 0 {
+		t.Errorf("c.Tools().List() = %v, want empty", c.Tools().List())
+	}
 	select {
 	case <-k.Done():
 	default:
@@ -413,19 +485,33 @@ func TestDenials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := callText(t, c, "guarded", tt.credential)
-		assert.ErrorIs(t, err, tt.want, "credential %q", tt.credential)
-		assert.True(t, catalog.Denied(err))
+		if !errors.Is(err, tt.want) {
+			t.Errorf("credential %q: err = %v, want %v", tt.credential, err, tt.want)
+		}
+		if !catalog.Denied(err) {
+			t.Errorf("catalog.Denied(err) is false")
+		}
 		if tt.credential != "" {
-			assert.NotContains(t, err.Error(), tt.credential, "a denial must not echo the credential")
+			if got := err.Error(); strings.Contains(got, tt.credential) {
+				t.Errorf("a denial must not echo the credential: err.Error() = %q, want it not to contain %q", got, tt.credential)
+			}
 		}
 	}
-	assert.Zero(t, runs.Load())
+	if got := runs.Load(); got != 0 {
+		t.Errorf("runs.Load() = %v, want 0", got)
+	}
 	text, err := callText(t, c, "guarded", "tok-a")
-	require.NoError(t, err)
-	assert.Equal(t, "a", text, "the body sees the admitted principal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "a" {
+		t.Errorf("the body sees the admitted principal: text = %q, want \"a\"", text)
+	}
 
 	noAuth := newCatalog(t, catalog.Config{})
 	startTool(t, noAuth, bg, "guarded", bindsec.Plan{}, reply("x"))
 	_, err = callText(t, noAuth, "guarded", "tok-a")
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "without an authenticator only public routes answer")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("without an authenticator only public routes answer: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 }

@@ -2,13 +2,12 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // quiet is how long a test gives a goroutine that must not move yet to show
@@ -109,13 +108,17 @@ func TestStopDrainSeesTheLastBodyLeave(t *testing.T) {
 	close(proceed)
 	select {
 	case err := <-call:
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	case <-time.After(guard):
 		t.Fatal("the call never returned")
 	}
 	select {
 	case err := <-stopped:
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	case <-time.After(guard):
 		cancelStop()
 		<-stopped
@@ -160,7 +163,9 @@ func TestCallDuringDrainIsRefusedOrWaitedFor(t *testing.T) {
 	go func() { stopped <- k.Stop(bg) }()
 	select {
 	case err := <-stopped:
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		select {
 		case <-entered:
 			close(proceed)
@@ -168,15 +173,21 @@ func TestCallDuringDrainIsRefusedOrWaitedFor(t *testing.T) {
 			t.Fatal("Stop returned nil while a body it admitted during its drain still ran")
 		default:
 		}
-		require.ErrorIs(t, refused, catalog.ErrRouteGone)
+		if !errors.Is(refused, catalog.ErrRouteGone) {
+			t.Fatalf("err = %v, want catalog.ErrRouteGone", refused)
+		}
 	case <-time.After(quiet):
 		// Stop waits for a body: it must be the one that slipped in, and
 		// Stop must end once that body does.
 		close(proceed)
-		require.NoError(t, <-call)
+		if err := <-call; err != nil {
+			t.Fatal(err)
+		}
 		select {
 		case err := <-stopped:
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 		case <-time.After(guard):
 			t.Fatal("Stop never returned after the body it waited for")
 		}
@@ -194,12 +205,16 @@ func TestSecondStopReturnsAtOnce(t *testing.T) {
 	waitClosed(t, entered, "the body starting")
 	expired, cancel := context.WithCancel(bg)
 	cancel()
-	require.ErrorIs(t, k.Stop(expired), context.Canceled, "the first Stop gives up on the running body")
+	if err := k.Stop(expired); !errors.Is(err, context.Canceled) {
+		t.Fatalf("the first Stop gives up on the running body: err = %v, want context.Canceled", err)
+	}
 	second := make(chan error, 1)
 	go func() { second <- k.Stop(bg) }()
 	select {
 	case err := <-second:
-		assert.NoError(t, err)
+		if err != nil {
+			t.Error(err)
+		}
 	case <-time.After(guard):
 		close(proceed)
 		<-second
@@ -207,5 +222,7 @@ func TestSecondStopReturnsAtOnce(t *testing.T) {
 		t.Fatal("a second Stop waited for the bodies the first left running")
 	}
 	close(proceed)
-	require.NoError(t, <-call)
+	if err := <-call; err != nil {
+		t.Fatal(err)
+	}
 }

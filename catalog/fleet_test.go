@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/require"
 )
 
 // recorder is an in-process Claimer that holds names in a map, the way a
@@ -66,7 +65,9 @@ func waitReleased(t *testing.T, r *recorder, name string) {
 		if !held && n == 1 {
 			return
 		}
-		require.LessOrEqual(t, n, 1, "released more than once")
+		if n > 1 {
+			t.Fatalf("released more than once: n = %v, want <= %v", n, 1)
+		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: held %v, released %d times after 30 s", name, held, n)
 		}
@@ -83,22 +84,36 @@ func TestClaimerRefusalLeavesNothing(t *testing.T) {
 	rec.during = func(cl catalog.Claim) {
 		// Registered locally: a second local start is a duplicate...
 		_, err := c.StartTool(bg, catalog.Tool{Name: cl.Name}, public, fleetEcho)
-		require.ErrorIs(t, err, catalog.ErrDuplicate)
+		if !errors.Is(err, catalog.ErrDuplicate) {
+			t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+		}
 		// ...but not ready: not callable.
 		_, err = c.CallTool(bg, cl.Name, nil, "")
-		require.ErrorIs(t, err, catalog.ErrNotFound)
+		if !errors.Is(err, catalog.ErrNotFound) {
+			t.Fatalf("err = %v, want catalog.ErrNotFound", err)
+		}
 	}
 	rec.held["taken"] = 0
 	_, err := c.StartTool(bg, catalog.Tool{Name: "taken"}, public, fleetEcho)
-	require.ErrorIs(t, err, catalog.ErrDuplicate)
-	require.Empty(t, c.Tools().List())
-	require.Equal(t, 0, c.ToolEntries())
+	if !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+	}
+	if len(c.Tools().List()) != 0 {
+		t.Fatalf("c.Tools().List() = %v, want empty", c.Tools().List())
+	}
+	if got := c.ToolEntries(); got != 0 {
+		t.Fatalf("c.ToolEntries() = %v, want 0", got)
+	}
 
 	rec.during = nil
 	delete(rec.held, "taken")
 	k, err := c.StartTool(bg, catalog.Tool{Name: "taken"}, public, fleetEcho)
-	require.NoError(t, err)
-	require.NoError(t, k.Stop(bg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Every death releases the claim exactly once; Stop returns after it.
@@ -107,35 +122,55 @@ func TestClaimerReleasedOncePerDeath(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Claimer: rec})
 
 	k, err := c.StartTool(bg, catalog.Tool{Name: "stop"}, public, fleetEcho)
-	require.NoError(t, err)
-	require.NoError(t, k.Stop(bg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 	held, n := rec.state("stop")
-	require.False(t, held, "Stop returned with the name still claimed")
-	require.Equal(t, 1, n)
-	require.NoError(t, k.Stop(bg))
+	if held {
+		t.Fatalf("Stop returned with the name still claimed: held is true")
+	}
+	if n != 1 {
+		t.Fatalf("n = %v, want 1", n)
+	}
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(bg)
 	_, err = c.StartTool(ctx, catalog.Tool{Name: "cancel"}, public, fleetEcho)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cancel()
 	waitReleased(t, rec, "cancel")
 
 	boom := func(context.Context, catalog.Call) (catalog.Result, error) { panic("boom") }
 	_, err = c.StartTool(bg, catalog.Tool{Name: "panic"}, public, boom)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = c.CallTool(bg, "panic", nil, "")
-	require.ErrorIs(t, err, catalog.ErrRoutePanicked)
+	if !errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+	}
 	waitReleased(t, rec, "panic")
 
 	func() {
 		_, err := c.StartTool(bg, catalog.Tool{Name: "drop"}, public, fleetEcho)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}()
 	waitReleased(t, rec, "drop")
 
 	// Kill, as a claimer that lost its claims calls it: the consumer dies.
 	k, err = c.StartTool(bg, catalog.Tool{Name: "kill"}, public, fleetEcho)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec.mu.Lock()
 	kill := rec.kills["kill"]
 	rec.mu.Unlock()
@@ -143,7 +178,9 @@ func TestClaimerReleasedOncePerDeath(t *testing.T) {
 	<-k.Done()
 	waitReleased(t, rec, "kill")
 	_, err = c.CallTool(bg, "kill", nil, "")
-	require.True(t, errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone), "%v", err)
+	if !(errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone)) {
+		t.Fatalf("%v: errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone) is false", err)
+	}
 }
 
 // An owner that dies after its claim succeeded, before the route is ready,
@@ -153,11 +190,19 @@ func TestClaimerReleasedWhenStartFailsLate(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Claimer: rec})
 	rec.during = func(cl catalog.Claim) { cl.Kill() }
 	_, err := c.StartTool(bg, catalog.Tool{Name: "late"}, public, fleetEcho)
-	require.ErrorIs(t, err, catalog.ErrDeadOwner)
+	if !errors.Is(err, catalog.ErrDeadOwner) {
+		t.Fatalf("err = %v, want catalog.ErrDeadOwner", err)
+	}
 	held, n := rec.state("late")
-	require.False(t, held, "a failed start left its name claimed")
-	require.Equal(t, 1, n)
-	require.Equal(t, 0, c.ToolEntries())
+	if held {
+		t.Fatalf("a failed start left its name claimed: held is true")
+	}
+	if n != 1 {
+		t.Fatalf("n = %v, want 1", n)
+	}
+	if got := c.ToolEntries(); got != 0 {
+		t.Fatalf("c.ToolEntries() = %v, want 0", got)
+	}
 }
 
 func fleetEcho(context.Context, catalog.Call) (catalog.Result, error) { return catalog.Result{}, nil }

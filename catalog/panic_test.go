@@ -2,14 +2,12 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/livereg/livereg/catalog"
 )
@@ -30,10 +28,18 @@ func TestPanicLoggedWithStackAtDeath(t *testing.T) {
 	k := startTool(t, c, bg, "boom", public, panickingBody)
 
 	_, err := c.CallTool(bg, "boom", nil, "")
-	require.ErrorIs(t, err, catalog.ErrRoutePanicked)
-	assert.Less(t, len(err.Error()), 150, "the caller's error stays short: %s", err)
-	assert.NotContains(t, err.Error(), "end-of-value")
-	assert.NotContains(t, err.Error(), "goroutine")
+	if !errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+	}
+	if got := len(err.Error()); got >= 150 {
+		t.Errorf("the caller's error stays short: %s: len(err.Error()) = %v, want < %v", err, got, 150)
+	}
+	if got := err.Error(); strings.Contains(got, "end-of-value") {
+		t.Errorf("err.Error() = %q, want it not to contain %q", got, "end-of-value")
+	}
+	if got := err.Error(); strings.Contains(got, "goroutine") {
+		t.Errorf("err.Error() = %q, want it not to contain %q", got, "goroutine")
+	}
 	waitClosed(t, k.Done(), "the death of the consumer whose body panicked")
 
 	deadline := time.Now().Add(10 * time.Second)
@@ -41,12 +47,24 @@ func TestPanicLoggedWithStackAtDeath(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	out := logs.String()
-	require.Contains(t, out, "level=ERROR", "the death logs the panic")
-	assert.Equal(t, 1, strings.Count(out, "level=ERROR"), "logged once")
-	assert.Contains(t, out, "end-of-value", "the whole value")
-	assert.Contains(t, out, `kind=tool name="\"boom\""`)
-	assert.Contains(t, out, "panickingBody", "the stack, down to the body that panicked")
-	assert.Contains(t, out, "goroutine", "a stack as runtime/debug formats it")
+	if !strings.Contains(out, "level=ERROR") {
+		t.Fatalf("the death logs the panic: out = %q, want it to contain %q", out, "level=ERROR")
+	}
+	if got := strings.Count(out, "level=ERROR"); got != 1 {
+		t.Errorf("logged once: strings.Count(out, \"level=ERROR\") = %v, want 1", got)
+	}
+	if !strings.Contains(out, "end-of-value") {
+		t.Errorf("the whole value: out = %q, want it to contain %q", out, "end-of-value")
+	}
+	if !strings.Contains(out, `kind=tool name="\"boom\""`) {
+		t.Errorf("out = %q, want it to contain %q", out, `kind=tool name="\"boom\""`)
+	}
+	if !strings.Contains(out, "panickingBody") {
+		t.Errorf("the stack, down to the body that panicked: out = %q, want it to contain %q", out, "panickingBody")
+	}
+	if !strings.Contains(out, "goroutine") {
+		t.Errorf("a stack as runtime/debug formats it: out = %q, want it to contain %q", out, "goroutine")
+	}
 }
 
 // Of two bodies that panic on a route, only the first, which killed the
@@ -76,14 +94,22 @@ func TestPanicLoggedOnlyFirst(t *testing.T) {
 	<-entered
 	<-entered
 	close(release)
-	require.ErrorIs(t, <-errs, catalog.ErrRoutePanicked)
-	require.ErrorIs(t, <-errs, catalog.ErrRoutePanicked)
+	if err := <-errs; !errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+	}
+	if err := <-errs; !errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+	}
 	waitClosed(t, k.Done(), "the death of the consumer")
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(logs.String(), "level=ERROR") && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	out := logs.String()
-	assert.Contains(t, out, "first-panic")
-	assert.NotContains(t, out, "second-panic")
+	if !strings.Contains(out, "first-panic") {
+		t.Errorf("out = %q, want it to contain %q", out, "first-panic")
+	}
+	if strings.Contains(out, "second-panic") {
+		t.Errorf("out = %q, want it not to contain %q", out, "second-panic")
+	}
 }

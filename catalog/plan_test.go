@@ -2,13 +2,11 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
@@ -29,18 +27,30 @@ func TestFailedDuplicateKeepsIncumbentPlan(t *testing.T) {
 	startTool(t, c, bg, "tool", bindsec.Plan{Roles: []string{"a"}}, reply("a"))
 	for _, p := range []bindsec.Plan{{Public: true}, {Roles: []string{"b"}}, {}} {
 		_, err := c.StartTool(bg, catalog.Tool{Name: "tool"}, p, reply("dup"))
-		require.ErrorIs(t, err, catalog.ErrDuplicate)
+		if !errors.Is(err, catalog.ErrDuplicate) {
+			t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+		}
 	}
 	_, err := c.StartTool(bg, catalog.Tool{Name: "tool"}, bindsec.Plan{}, reply("dup"), catalog.WithoutPlan())
-	require.ErrorIs(t, err, catalog.ErrDuplicate)
+	if !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+	}
 
 	_, err = callText(t, c, "tool", "")
-	assert.ErrorIs(t, err, bindsec.ErrUnauthenticated, "the duplicate's public plan is in force")
+	if !errors.Is(err, bindsec.ErrUnauthenticated) {
+		t.Errorf("the duplicate's public plan is in force: err = %v, want bindsec.ErrUnauthenticated", err)
+	}
 	_, err = callText(t, c, "tool", "tok-b")
-	assert.ErrorIs(t, err, bindsec.ErrForbidden, "the duplicate's plan is in force")
+	if !errors.Is(err, bindsec.ErrForbidden) {
+		t.Errorf("the duplicate's plan is in force: err = %v, want bindsec.ErrForbidden", err)
+	}
 	text, err := callText(t, c, "tool", "tok-a")
-	require.NoError(t, err)
-	assert.Equal(t, "a", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text != "a" {
+		t.Errorf("text = %q, want \"a\"", text)
+	}
 }
 
 // A dead owner's plan grants nothing, whichever way the owner died: while
@@ -62,7 +72,9 @@ func TestDeadOwnersPlanGrantsNothing(t *testing.T) {
 			k := startTool(t, c, bg, "doomed", public, counting(ran, true))
 			return func() {
 				_, err := c.CallTool(bg, "doomed", nil, "")
-				require.ErrorIs(t, err, catalog.ErrRoutePanicked)
+				if !errors.Is(err, catalog.ErrRoutePanicked) {
+					t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+				}
 				ran.Store(0)
 				<-k.Done()
 			}
@@ -95,9 +107,15 @@ func TestDeadOwnersPlanGrantsNothing(t *testing.T) {
 			kill()
 			waitReclaimBegun(t, reached)
 			_, err := c.CallTool(bg, "doomed", nil, "")
-			assert.ErrorIs(t, err, catalog.ErrNotFound)
-			assert.Zero(t, ran.Load(), "a dead owner's public plan let its body run")
-			assert.Empty(t, c.Tools().List())
+			if !errors.Is(err, catalog.ErrNotFound) {
+				t.Errorf("err = %v, want catalog.ErrNotFound", err)
+			}
+			if got := ran.Load(); got != 0 {
+				t.Errorf("a dead owner's public plan let its body run: ran.Load() = %v, want 0", got)
+			}
+			if len(c.Tools().List()) != 0 {
+				t.Errorf("c.Tools().List() = %v, want empty", c.Tools().List())
+			}
 		})
 	}
 }
@@ -118,7 +136,9 @@ func counting(ran *atomic.Int64, panics bool) catalog.ToolHandler {
 //go:noinline
 func startDropped(t *testing.T, c *catalog.Catalog, ran *atomic.Int64) <-chan struct{} {
 	k, err := c.StartTool(bg, catalog.Tool{Name: "doomed"}, public, counting(ran, false))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return k.Done()
 }
 

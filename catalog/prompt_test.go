@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // echoPrompt answers one user message naming the prompt and its arguments.
@@ -29,7 +28,9 @@ func echoPrompt(ran *atomic.Int64) catalog.PromptHandler {
 func startPrompt(t testing.TB, c *catalog.Catalog, ctx context.Context, p catalog.Prompt, h catalog.PromptHandler) *catalog.Consumer {
 	t.Helper()
 	k, err := c.StartPrompt(ctx, p, public, h)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { stopBounded(k) })
 	return k
 }
@@ -62,11 +63,19 @@ func TestStartPromptRefusesBadInput(t *testing.T) {
 			c := newCatalog(t, tt.cfg)
 			v := c.Version()
 			k, err := c.StartPrompt(bg, tt.p, public, tt.h)
-			require.ErrorIs(t, err, tt.want)
-			assert.Nil(t, k)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if k != nil {
+				t.Errorf("k = %v, want nil", k)
+			}
 			st := c.Stats()
-			assert.Zero(t, st.PromptSlots, "nothing is left behind")
-			assert.Equal(t, v, c.Version())
+			if st.PromptSlots != 0 {
+				t.Errorf("nothing is left behind: st.PromptSlots = %v, want 0", st.PromptSlots)
+			}
+			if got := c.Version(); got != v {
+				t.Errorf("c.Version() = %v, want %v", got, v)
+			}
 		})
 	}
 }
@@ -78,37 +87,67 @@ func TestPromptGetListStop(t *testing.T) {
 	v := c.Prompts().Version()
 	changes := c.Changes()
 	k := startPrompt(t, c, bg, p, echoPrompt(&ran))
-	assert.Greater(t, c.Prompts().Version(), v, "a start moves the version")
+	if got := c.Prompts().Version(); got <= v {
+		t.Errorf("a start moves the version: c.Prompts().Version() = %v, want > %v", got, v)
+	}
 	select {
 	case <-changes:
 	default:
 		t.Fatal("a start signals Changes")
 	}
-	require.Equal(t, []catalog.Prompt{p}, c.Prompts().List())
+	if got, want := c.Prompts().List(), ([]catalog.Prompt{p}); !reflect.DeepEqual(got, want) {
+		t.Fatalf("c.Prompts().List() = %v, want %v", got, want)
+	}
 
 	res, err := c.GetPrompt(bg, "greet", map[string]string{"a": "x"}, "")
-	require.NoError(t, err)
-	assert.Equal(t, "greet:x", res.Messages[0].Content.Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Messages[0].Content.Text != "greet:x" {
+		t.Errorf("res.Messages[0].Content.Text = %q, want \"greet:x\"", res.Messages[0].Content.Text)
+	}
 
 	_, err = c.GetPrompt(bg, "greet", map[string]string{"b": "x"}, "")
-	require.ErrorIs(t, err, catalog.ErrInvalidArguments, "a required argument is missing")
-	assert.EqualValues(t, 1, ran.Load(), "the handler did not run for it")
+	if !errors.Is(err, catalog.ErrInvalidArguments) {
+		t.Fatalf("a required argument is missing: err = %v, want catalog.ErrInvalidArguments", err)
+	}
+	if got := ran.Load(); got != int64(1) {
+		t.Errorf("the handler did not run for it: ran.Load() = %v, want %v", got, int64(1))
+	}
 
 	_, err = c.StartPrompt(bg, catalog.Prompt{Name: "greet"}, public, echoPrompt(nil))
-	require.ErrorIs(t, err, catalog.ErrDuplicate)
+	if !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+	}
 	startPrompt(t, c, bg, catalog.Prompt{Name: "other"}, echoPrompt(nil))
 	_, err = c.StartPrompt(bg, catalog.Prompt{Name: "third"}, public, echoPrompt(nil))
-	require.ErrorIs(t, err, catalog.ErrCapReached)
+	if !errors.Is(err, catalog.ErrCapReached) {
+		t.Fatalf("err = %v, want catalog.ErrCapReached", err)
+	}
 	st := c.Stats()
-	assert.Equal(t, 2, st.Prompts)
-	assert.EqualValues(t, 1, st.Duplicates)
-	assert.EqualValues(t, 1, st.CapRefusals)
+	if st.Prompts != 2 {
+		t.Errorf("st.Prompts = %v, want 2", st.Prompts)
+	}
+	if st.Duplicates != uint64(1) {
+		t.Errorf("st.Duplicates = %v, want %v", st.Duplicates, uint64(1))
+	}
+	if st.CapRefusals != uint64(1) {
+		t.Errorf("st.CapRefusals = %v, want %v", st.CapRefusals, uint64(1))
+	}
 
-	require.NoError(t, k.Stop(bg))
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 	_, err = c.GetPrompt(bg, "greet", nil, "")
-	require.ErrorIs(t, err, catalog.ErrNotFound)
-	assert.Equal(t, []string{"other"}, promptNames(c))
-	assert.EqualValues(t, 1, c.Stats().Calls.Unknown)
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("err = %v, want catalog.ErrNotFound", err)
+	}
+	if got, want := promptNames(c), ([]string{"other"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("promptNames(c) = %v, want %v", got, want)
+	}
+	if got := c.Stats().Calls.Unknown; got != uint64(1) {
+		t.Errorf("c.Stats().Calls.Unknown = %v, want %v", got, uint64(1))
+	}
 }
 
 func TestPromptReclaimedOnDeath(t *testing.T) {
@@ -116,16 +155,16 @@ func TestPromptReclaimedOnDeath(t *testing.T) {
 	ctx, cancel := context.WithCancel(bg)
 	startPrompt(t, c, ctx, catalog.Prompt{Name: "p"}, echoPrompt(nil))
 	cancel()
-	require.Eventually(t, func() bool { return len(c.Prompts().List()) == 0 && c.Stats().PromptSlots == 0 },
-		10*time.Second, time.Millisecond, "the dead owner's prompt is reclaimed")
+	eventually(t, 10*time.Second, func() bool { return len(c.Prompts().List()) == 0 && c.Stats().PromptSlots == 0 }, "the dead owner's prompt is reclaimed")
 	_, err := c.GetPrompt(bg, "p", nil, "")
-	require.ErrorIs(t, err, catalog.ErrNotFound)
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("err = %v, want catalog.ErrNotFound", err)
+	}
 	// The slot under the cap of one is free again, and the name too.
 	startPrompt(t, c, bg, catalog.Prompt{Name: "p"}, echoPrompt(nil))
 	// A listing may reclaim the entry before the death's own reclaim
 	// counts it.
-	require.Eventually(t, func() bool { return c.Stats().Deaths.Cancel == 1 },
-		10*time.Second, time.Millisecond, "the death is counted as a cancellation")
+	eventually(t, 10*time.Second, func() bool { return c.Stats().Deaths.Cancel == 1 }, "the death is counted as a cancellation")
 }
 
 func TestPromptPanicKillsConsumer(t *testing.T) {
@@ -134,7 +173,9 @@ func TestPromptPanicKillsConsumer(t *testing.T) {
 		panic("boom")
 	})
 	_, err := c.GetPrompt(bg, "p", nil, "")
-	require.ErrorIs(t, err, catalog.ErrRoutePanicked)
+	if !errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+	}
 	waitClosed(t, k.Done(), "the death of the consumer whose body panicked")
 }
 
@@ -150,8 +191,12 @@ func TestPromptOwnerDiesBeforeAdmission(t *testing.T) {
 		<-k.Done()
 	})
 	_, err := c.GetPrompt(bg, "p", nil, "")
-	require.ErrorIs(t, err, catalog.ErrRouteGone)
-	assert.Zero(t, ran.Load())
+	if !errors.Is(err, catalog.ErrRouteGone) {
+		t.Fatalf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if got := ran.Load(); got != 0 {
+		t.Errorf("ran.Load() = %v, want 0", got)
+	}
 }
 
 func TestPromptPlanBinding(t *testing.T) {
@@ -165,7 +210,9 @@ func TestPromptPlanBinding(t *testing.T) {
 			who.Store(g.Principal.Subject())
 			return catalog.PromptResult{}, nil
 		})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() { _ = k.Stop(bg) }()
 	for _, tt := range []struct {
 		cred string
@@ -173,10 +220,16 @@ func TestPromptPlanBinding(t *testing.T) {
 	}{{"tok-a", true}, {"tok-b", false}, {"", false}, {"nope", false}} {
 		_, err := c.GetPrompt(bg, "p", nil, tt.cred)
 		if tt.ok {
-			require.NoError(t, err)
-			assert.Equal(t, "alice", who.Load())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := who.Load(); !reflect.DeepEqual(got, "alice") {
+				t.Errorf("who.Load() = %v, want \"alice\"", got)
+			}
 		} else {
-			require.True(t, catalog.Denied(err), "credential %q: %v", tt.cred, err)
+			if !catalog.Denied(err) {
+				t.Fatalf("credential %q: %v: catalog.Denied(err) is false", tt.cred, err)
+			}
 		}
 	}
 }
@@ -187,8 +240,12 @@ func TestPromptInvalidRole(t *testing.T) {
 		return catalog.PromptResult{Messages: []catalog.PromptMessage{{Role: "system"}}}, nil
 	})
 	_, err := c.GetPrompt(bg, "p", nil, "")
-	require.ErrorIs(t, err, catalog.ErrInvalidResult)
-	assert.False(t, errors.Is(err, catalog.ErrRoutePanicked))
+	if !errors.Is(err, catalog.ErrInvalidResult) {
+		t.Fatalf("err = %v, want catalog.ErrInvalidResult", err)
+	}
+	if errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Errorf("errors.Is(err, catalog.ErrRoutePanicked) is true")
+	}
 }
 
 func TestPromptsPage(t *testing.T) {
@@ -200,7 +257,9 @@ func TestPromptsPage(t *testing.T) {
 	cursor := ""
 	for {
 		ps, next, err := c.Prompts().Page(cursor, 2)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, p := range ps {
 			got = append(got, p.Name)
 		}
@@ -209,9 +268,13 @@ func TestPromptsPage(t *testing.T) {
 		}
 		cursor = next
 	}
-	assert.Equal(t, []string{"a", "b", "c"}, got)
+	if want := ([]string{"a", "b", "c"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("got = %v, want %v", got, want)
+	}
 	_, _, err := c.Prompts().Page("garbage", 2)
-	require.ErrorIs(t, err, catalog.ErrInvalidCursor)
+	if !errors.Is(err, catalog.ErrInvalidCursor) {
+		t.Fatalf("err = %v, want catalog.ErrInvalidCursor", err)
+	}
 }
 
 func ExampleCatalog_StartPrompt() {

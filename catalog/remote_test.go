@@ -1,13 +1,13 @@
 package catalog_test
 
 import (
+	"errors"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // fleetList is a catalog.Remote whose listings a test sets: what other
@@ -101,10 +101,14 @@ func TestRemoteMergedIntoListings(t *testing.T) {
 			}
 			fl.setTools(tc.remote...)
 			got := toolNames(c)
-			assert.Equal(t, tc.want, got)
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got = %v, want %v", got, tc.want)
+			}
 			for _, tl := range c.Tools().List() {
 				if slices.Contains(tc.local, tl.Name) {
-					assert.Empty(t, tl.Description, "%s: the local route describes a name held here", tl.Name)
+					if len(tl.Description) != 0 {
+						t.Errorf("%s: the local route describes a name held here: tl.Description = %v, want empty", tl.Name, tl.Description)
+					}
 				}
 			}
 		})
@@ -117,7 +121,9 @@ func TestRemoteMergedIntoListings(t *testing.T) {
 func TestRemoteChangeNotifies(t *testing.T) {
 	fl := &fleetList{}
 	c := newCatalog(t, catalog.Config{Remote: fl})
-	require.Len(t, fl.watchers, 1, "New watches its Remote")
+	if got := len(fl.watchers); got != 1 {
+		t.Fatalf("New watches its Remote: len(fl.watchers) = %d, want %d", got, 1)
+	}
 
 	changes, tv, rv := c.Changes(), c.Tools().Version(), c.Resources().Version()
 	fl.setTools("elsewhere")
@@ -126,17 +132,31 @@ func TestRemoteChangeNotifies(t *testing.T) {
 	default:
 		t.Fatal("a remote change did not close Changes")
 	}
-	assert.Greater(t, c.Tools().Version(), tv)
-	assert.Equal(t, rv, c.Resources().Version())
-	assert.Equal(t, []string{"elsewhere"}, toolNames(c))
+	if got := c.Tools().Version(); got <= tv {
+		t.Errorf("c.Tools().Version() = %v, want > %v", got, tv)
+	}
+	if got := c.Resources().Version(); got != rv {
+		t.Errorf("c.Resources().Version() = %v, want %v", got, rv)
+	}
+	if got, want := toolNames(c), ([]string{"elsewhere"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("toolNames(c) = %v, want %v", got, want)
+	}
 
 	fl.setTools() // the consumer on the other replica died
-	assert.Empty(t, toolNames(c))
+	if len(toolNames(c)) != 0 {
+		t.Errorf("toolNames(c) = %v, want empty", toolNames(c))
+	}
 
 	fl.setResources("file:///r")
-	assert.Greater(t, c.Resources().Version(), rv)
-	require.Len(t, c.Resources().List(), 1)
-	assert.Equal(t, "file:///r", c.Resources().List()[0].URI)
+	if got := c.Resources().Version(); got <= rv {
+		t.Errorf("c.Resources().Version() = %v, want > %v", got, rv)
+	}
+	if got := len(c.Resources().List()); got != 1 {
+		t.Fatalf("len(c.Resources().List()) = %d, want %d", got, 1)
+	}
+	if got := c.Resources().List()[0].URI; got != "file:///r" {
+		t.Errorf("c.Resources().List()[0].URI = %q, want \"file:///r\"", got)
+	}
 }
 
 // While neither side changes, a merged listing is the same shared slice,
@@ -147,13 +167,21 @@ func TestRemoteListingCached(t *testing.T) {
 	startTool(t, c, bg, "local", public, reply("x"))
 	fl.setTools("remote")
 	first := c.Tools().List()
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = c.Tools().List() }))
-	assert.Same(t, &first[0], &c.Tools().List()[0])
+	if got := testing.AllocsPerRun(100, func() { _ = c.Tools().List() }); got != 0 {
+		t.Errorf("testing.AllocsPerRun(100, func() { _ = c.Tools().List() }) = %v, want 0", got)
+	}
+	if &first[0] != &c.Tools().List()[0] {
+		t.Errorf("&c.Tools().List()[0] is not the same pointer as &first[0]")
+	}
 
 	fl.setTools("remote", "remote2")
-	assert.Len(t, c.Tools().List(), 3)
+	if got := len(c.Tools().List()); got != 3 {
+		t.Errorf("len(c.Tools().List()) = %d, want %d", got, 3)
+	}
 	startTool(t, c, bg, "local2", public, reply("y"))
-	assert.Equal(t, []string{"local", "local2", "remote", "remote2"}, toolNames(c))
+	if got, want := toolNames(c), ([]string{"local", "local2", "remote", "remote2"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("toolNames(c) = %v, want %v", got, want)
+	}
 }
 
 // Pages walk the merged listing with the registry's cursors; a cursor not
@@ -168,9 +196,13 @@ func TestRemotePages(t *testing.T) {
 	var walked []string
 	cursor := ""
 	for pages := 0; ; pages++ {
-		require.Less(t, pages, 10, "the walk does not end")
+		if pages >= 10 {
+			t.Fatalf("the walk does not end: pages = %v, want < %v", pages, 10)
+		}
 		tools, next, err := c.Tools().Page(cursor, 3)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, tl := range tools {
 			walked = append(walked, tl.Name)
 		}
@@ -179,10 +211,14 @@ func TestRemotePages(t *testing.T) {
 		}
 		cursor = next
 	}
-	assert.Equal(t, []string{"a", "b", "c", "d", "e", "f", "g"}, walked)
+	if want := ([]string{"a", "b", "c", "d", "e", "f", "g"}); !reflect.DeepEqual(walked, want) {
+		t.Errorf("walked = %v, want %v", walked, want)
+	}
 
 	_, _, err := c.Tools().Page("not a cursor", 3)
-	assert.ErrorIs(t, err, catalog.ErrInvalidCursor)
+	if !errors.Is(err, catalog.ErrInvalidCursor) {
+		t.Errorf("err = %v, want catalog.ErrInvalidCursor", err)
+	}
 }
 
 // Calls are not forwarded: a route held only elsewhere is unknown here.
@@ -191,5 +227,7 @@ func TestRemoteRouteNotCallableHere(t *testing.T) {
 	c := newCatalog(t, catalog.Config{Remote: fl})
 	fl.setTools("elsewhere")
 	_, err := callText(t, c, "elsewhere", "")
-	assert.ErrorIs(t, err, catalog.ErrNotFound)
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Errorf("err = %v, want catalog.ErrNotFound", err)
+	}
 }

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/livereg/livereg/catalog"
 )
@@ -55,7 +53,9 @@ func TestArgumentsValidatedBeforeTheBody(t *testing.T) {
 			c := newCatalog(t, catalog.Config{})
 			var runs atomic.Int64
 			k, err := c.StartTool(bg, catalog.Tool{Name: "t", InputSchema: json.RawMessage(tt.schema)}, public, runCounter(&runs))
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = k.Stop(bg) })
 			var args json.RawMessage
 			if tt.args != "" {
@@ -63,14 +63,26 @@ func TestArgumentsValidatedBeforeTheBody(t *testing.T) {
 			}
 			_, err = c.CallTool(bg, "t", args, "")
 			if tt.ok {
-				require.NoError(t, err)
-				assert.EqualValues(t, 1, runs.Load())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := runs.Load(); got != int64(1) {
+					t.Errorf("runs.Load() = %v, want %v", got, int64(1))
+				}
 				return
 			}
-			require.ErrorIs(t, err, catalog.ErrInvalidArguments)
-			assert.Contains(t, err.Error(), tt.msg)
-			assert.Zero(t, runs.Load(), "the body ran on refused arguments")
-			assert.Zero(t, k.Running())
+			if !errors.Is(err, catalog.ErrInvalidArguments) {
+				t.Fatalf("err = %v, want catalog.ErrInvalidArguments", err)
+			}
+			if got := err.Error(); !strings.Contains(got, tt.msg) {
+				t.Errorf("err.Error() = %q, want it to contain %q", got, tt.msg)
+			}
+			if got := runs.Load(); got != 0 {
+				t.Errorf("the body ran on refused arguments: runs.Load() = %v, want 0", got)
+			}
+			if got := k.Running(); got != 0 {
+				t.Errorf("k.Running() = %v, want 0", got)
+			}
 		})
 	}
 }
@@ -82,8 +94,12 @@ func TestInvalidArgumentsMessageIsBounded(t *testing.T) {
 	startToolSchema(t, c, "t", `{"type":"object","properties":{"s":{"type":"string","enum":["a"]}}}`, reply("ran"))
 	huge := `{"s":"` + strings.Repeat("x", 1<<20) + `"}`
 	_, err := c.CallTool(bg, "t", json.RawMessage(huge), "")
-	require.ErrorIs(t, err, catalog.ErrInvalidArguments)
-	assert.Less(t, len(err.Error()), 512)
+	if !errors.Is(err, catalog.ErrInvalidArguments) {
+		t.Fatalf("err = %v, want catalog.ErrInvalidArguments", err)
+	}
+	if got := len(err.Error()); got >= 512 {
+		t.Errorf("len(err.Error()) = %v, want < %v", got, 512)
+	}
 }
 
 // TestDeeplyNestedArguments: a large, deep argument object against a schema
@@ -95,15 +111,21 @@ func TestDeeplyNestedArguments(t *testing.T) {
 		return strings.Repeat(`{"c":`, depth) + `{"v":` + leaf + `}` + strings.Repeat(`}`, depth)
 	}
 	_, err := c.CallTool(bg, "t", json.RawMessage(nest(2000, "1")), "")
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, err = c.CallTool(bg, "t", json.RawMessage(nest(2000, `"x"`)), "")
-	require.ErrorIs(t, err, catalog.ErrInvalidArguments)
+	if !errors.Is(err, catalog.ErrInvalidArguments) {
+		t.Fatalf("err = %v, want catalog.ErrInvalidArguments", err)
+	}
 }
 
 func startToolSchema(t *testing.T, c *catalog.Catalog, name, schema string, h catalog.ToolHandler) *catalog.Consumer {
 	t.Helper()
 	k, err := c.StartTool(bg, catalog.Tool{Name: name, InputSchema: json.RawMessage(schema)}, public, h)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = k.Stop(bg) })
 	return k
 }
@@ -130,13 +152,25 @@ func TestBadSchemasRefusedAtStart(t *testing.T) {
 			v := c.Version()
 			tool := catalog.Tool{Name: "t", InputSchema: json.RawMessage(tt.in), OutputSchema: json.RawMessage(tt.out)}
 			k, err := c.StartTool(bg, tool, public, reply(""))
-			require.ErrorIs(t, err, catalog.ErrInvalidRoute)
-			assert.Contains(t, err.Error(), tt.contains)
-			assert.Nil(t, k)
-			assert.Equal(t, v, c.Version(), "a refused start changes nothing")
-			assert.Zero(t, c.Stats().ToolSlots)
+			if !errors.Is(err, catalog.ErrInvalidRoute) {
+				t.Fatalf("err = %v, want catalog.ErrInvalidRoute", err)
+			}
+			if got := err.Error(); !strings.Contains(got, tt.contains) {
+				t.Errorf("err.Error() = %q, want it to contain %q", got, tt.contains)
+			}
+			if k != nil {
+				t.Errorf("k = %v, want nil", k)
+			}
+			if got := c.Version(); got != v {
+				t.Errorf("a refused start changes nothing: c.Version() = %v, want %v", got, v)
+			}
+			if got := c.Stats().ToolSlots; got != 0 {
+				t.Errorf("c.Stats().ToolSlots = %v, want 0", got)
+			}
 			_, err = c.CallTool(bg, "t", nil, "")
-			assert.ErrorIs(t, err, catalog.ErrNotFound)
+			if !errors.Is(err, catalog.ErrNotFound) {
+				t.Errorf("err = %v, want catalog.ErrNotFound", err)
+			}
 		})
 	}
 }
@@ -167,17 +201,29 @@ func TestOutputValidated(t *testing.T) {
 			c := newCatalog(t, catalog.Config{})
 			k, err := c.StartTool(bg, catalog.Tool{Name: "t", OutputSchema: json.RawMessage(out)}, public,
 				func(context.Context, catalog.Call) (catalog.Result, error) { return tt.res, nil })
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = k.Stop(bg) })
 			res, err := c.CallTool(bg, "t", nil, "")
 			if tt.ok {
-				require.NoError(t, err)
-				assert.Equal(t, tt.res, res)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(res, tt.res) {
+					t.Errorf("res = %v, want %v", res, tt.res)
+				}
 				return
 			}
-			require.ErrorIs(t, err, catalog.ErrInvalidResult)
-			assert.Zero(t, res)
-			assert.False(t, errors.Is(err, catalog.ErrInvalidArguments))
+			if !errors.Is(err, catalog.ErrInvalidResult) {
+				t.Fatalf("err = %v, want catalog.ErrInvalidResult", err)
+			}
+			if !reflect.DeepEqual(res, catalog.Result{}) {
+				t.Errorf("res = %+v, want the zero value", res)
+			}
+			if errors.Is(err, catalog.ErrInvalidArguments) {
+				t.Errorf("errors.Is(err, catalog.ErrInvalidArguments) is true")
+			}
 		})
 	}
 }
@@ -197,6 +243,8 @@ func TestCallWithoutPropertiesDoesNotAllocate(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		assert.Zero(t, n, "allocs per call with %s", args)
+		if n != 0 {
+			t.Errorf("allocs per call with %s: n = %v, want 0", args, n)
+		}
 	}
 }

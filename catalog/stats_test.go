@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -14,8 +15,6 @@ import (
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // syncBuffer is a log sink safe for the reclaim's goroutine.
@@ -58,20 +57,36 @@ func TestStatsCountCallsByOutcome(t *testing.T) {
 		<-release
 		return catalog.Result{}, nil
 	}, catalog.WithMaxConcurrent(1), catalog.WithWaitingRoom(1))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { stopBounded(busy) })
 
 	call := func(ctx context.Context, name, cred string, args json.RawMessage) error {
 		_, err := c.CallTool(ctx, name, args, cred)
 		return err
 	}
-	require.NoError(t, call(bg, "ok", "", nil))
-	require.NoError(t, call(bg, "ok", "", nil))
-	require.ErrorIs(t, call(bg, "err", "", nil), fail)
-	require.ErrorIs(t, call(bg, "boom", "", nil), catalog.ErrRoutePanicked)
-	require.True(t, catalog.Denied(call(bg, "role", "", nil)))
-	require.ErrorIs(t, call(bg, "nope", "", nil), catalog.ErrNotFound)
-	require.ErrorIs(t, call(bg, "ok", "", json.RawMessage(`42`)), catalog.ErrInvalidArguments)
+	if err := call(bg, "ok", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(bg, "ok", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := call(bg, "err", "", nil); !errors.Is(err, fail) {
+		t.Fatalf("err = %v, want %v", err, fail)
+	}
+	if err := call(bg, "boom", "", nil); !errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+	}
+	if !catalog.Denied(call(bg, "role", "", nil)) {
+		t.Fatalf("catalog.Denied(call(bg, \"role\", \"\", nil)) is false")
+	}
+	if err := call(bg, "nope", "", nil); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("err = %v, want catalog.ErrNotFound", err)
+	}
+	if err := call(bg, "ok", "", json.RawMessage(`42`)); !errors.Is(err, catalog.ErrInvalidArguments) {
+		t.Fatalf("err = %v, want catalog.ErrInvalidArguments", err)
+	}
 
 	first := make(chan error, 1)
 	go func() { first <- call(bg, "busy", "", nil) }()
@@ -86,11 +101,17 @@ func TestStatsCountCallsByOutcome(t *testing.T) {
 	// test behind a body that never ends.
 	bounded, cancelBounded := context.WithTimeout(bg, guard)
 	defer cancelBounded()
-	require.ErrorIs(t, call(bounded, "busy", "", nil), catalog.ErrOverloaded)
+	if err := call(bounded, "busy", "", nil); !errors.Is(err, catalog.ErrOverloaded) {
+		t.Fatalf("err = %v, want catalog.ErrOverloaded", err)
+	}
 	cancel()
-	require.ErrorIs(t, recvErr(t, waiting, "the waiting call"), context.Canceled)
+	if err := recvErr(t, waiting, "the waiting call"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
 	close(release)
-	require.NoError(t, recvErr(t, first, "the first call"))
+	if err := recvErr(t, first, "the first call"); err != nil {
+		t.Fatal(err)
+	}
 
 	// Gone: the owner dies between the guard and the gate.
 	dctx, kill := context.WithCancel(bg)
@@ -100,12 +121,16 @@ func TestStatsCountCallsByOutcome(t *testing.T) {
 	kill()
 	<-dying.Done()
 	close(p.release)
-	require.ErrorIs(t, <-gone, catalog.ErrRouteGone)
+	if err := <-gone; !errors.Is(err, catalog.ErrRouteGone) {
+		t.Fatalf("err = %v, want catalog.ErrRouteGone", err)
+	}
 
-	assert.Equal(t, catalog.CallCounts{
+	if got, want := c.Stats().Calls, (catalog.CallCounts{
 		OK: 3, HandlerError: 1, Panicked: 1, Denied: 1, Gone: 1, Overloaded: 1,
 		Unknown: 1, Invalid: 1, Canceled: 1,
-	}, c.Stats().Calls)
+	}); !reflect.DeepEqual(got, want) {
+		t.Errorf("c.Stats().Calls = %v, want %v", got, want)
+	}
 }
 
 // Deaths are counted by path once each, a drop is logged at Warn with the
@@ -115,8 +140,12 @@ func TestStatsCountDeathsAndRefusals(t *testing.T) {
 	c := newCatalog(t, catalog.Config{MaxTools: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 
 	stopped, err := c.StartTool(bg, catalog.Tool{Name: "stopped"}, public, reply(""))
-	require.NoError(t, err)
-	require.NoError(t, stopped.Stop(bg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stopped.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(bg)
 	cancelled := startTool(t, c, ctx, "cancelled", public, reply(""))
@@ -125,17 +154,27 @@ func TestStatsCountDeathsAndRefusals(t *testing.T) {
 
 	panicked := startTool(t, c, bg, "panicked", public, func(context.Context, catalog.Call) (catalog.Result, error) { panic("boom") })
 	_, err = c.CallTool(bg, "panicked", nil, "")
-	require.ErrorIs(t, err, catalog.ErrRoutePanicked)
+	if !errors.Is(err, catalog.ErrRoutePanicked) {
+		t.Fatalf("err = %v, want catalog.ErrRoutePanicked", err)
+	}
 	waitClosed(t, panicked.Done(), "the death of the consumer whose body panicked")
 
 	held := startTool(t, c, bg, "held", public, reply(""))
 	_, err = c.StartTool(bg, catalog.Tool{Name: "held"}, public, reply(""))
-	require.ErrorIs(t, err, catalog.ErrDuplicate)
+	if !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+	}
 	full := startTool(t, c, bg, "full", public, reply(""))
 	_, err = c.StartTool(bg, catalog.Tool{Name: "third"}, public, reply(""))
-	require.ErrorIs(t, err, catalog.ErrCapReached)
-	require.NoError(t, held.Stop(bg))
-	require.NoError(t, full.Stop(bg))
+	if !errors.Is(err, catalog.ErrCapReached) {
+		t.Fatalf("err = %v, want catalog.ErrCapReached", err)
+	}
+	if err := held.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := full.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 
 	dropConsumer(t, c, "dropped.tool")
 	want := catalog.DeathCounts{Stop: 3, Cancel: 1, Panic: 1, Drop: 1}
@@ -145,10 +184,22 @@ func TestStatsCountDeathsAndRefusals(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	st := c.Stats()
-	assert.Equal(t, want, st.Deaths)
-	assert.EqualValues(t, 1, st.Duplicates)
-	assert.EqualValues(t, 1, st.CapRefusals)
-	assert.Contains(t, logs.String(), "level=WARN")
-	assert.Contains(t, logs.String(), "dropped.tool")
-	assert.Equal(t, 1, strings.Count(logs.String(), "level=WARN"), "only the drop warns")
+	if !reflect.DeepEqual(st.Deaths, want) {
+		t.Errorf("st.Deaths = %v, want %v", st.Deaths, want)
+	}
+	if st.Duplicates != uint64(1) {
+		t.Errorf("st.Duplicates = %v, want %v", st.Duplicates, uint64(1))
+	}
+	if st.CapRefusals != uint64(1) {
+		t.Errorf("st.CapRefusals = %v, want %v", st.CapRefusals, uint64(1))
+	}
+	if got := logs.String(); !strings.Contains(got, "level=WARN") {
+		t.Errorf("logs.String() = %q, want it to contain %q", got, "level=WARN")
+	}
+	if got := logs.String(); !strings.Contains(got, "dropped.tool") {
+		t.Errorf("logs.String() = %q, want it to contain %q", got, "dropped.tool")
+	}
+	if got := strings.Count(logs.String(), "level=WARN"); got != 1 {
+		t.Errorf("only the drop warns: strings.Count(logs.String(), \"level=WARN\") = %v, want 1", got)
+	}
 }

@@ -2,12 +2,12 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"sync"
 	"testing"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestConsumerUpdated(t *testing.T) {
@@ -21,24 +21,40 @@ func TestConsumerUpdated(t *testing.T) {
 	})
 	k, err := c.StartResource(bg, catalog.Resource{URI: "test://r"}, public,
 		func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{}, nil })
-	require.NoError(t, err)
-	require.NoError(t, k.Updated())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Updated(); err != nil {
+		t.Fatal(err)
+	}
 	cancel()
 	cancel() // idempotent
-	require.NoError(t, k.Updated())
-	assert.Equal(t, []string{"test://r"}, heard, "heard once, until cancelled")
+	if err := k.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if want := ([]string{"test://r"}); !reflect.DeepEqual(heard, want) {
+		t.Errorf("heard once, until cancelled: heard = %v, want %v", heard, want)
+	}
 
 	tool := startTool(t, c, bg, "tool", public, reply("x"))
-	require.ErrorIs(t, tool.Updated(), catalog.ErrInvalidRoute)
-	require.NoError(t, k.Stop(bg))
-	require.ErrorIs(t, k.Updated(), catalog.ErrDeadOwner)
+	if err := tool.Updated(); !errors.Is(err, catalog.ErrInvalidRoute) {
+		t.Fatalf("err = %v, want catalog.ErrInvalidRoute", err)
+	}
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Updated(); !errors.Is(err, catalog.ErrDeadOwner) {
+		t.Fatalf("err = %v, want catalog.ErrDeadOwner", err)
+	}
 }
 
 func TestResourceOwner(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	fixed, err := c.StartResource(bg, catalog.Resource{URI: "test://o/fixed"}, public,
 		func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{}, nil })
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() { _ = fixed.Stop(bg) }()
 	tpl := startTemplate(t, c, bg, "test://o/{x}", tag("t", nil))
 	for _, tt := range []struct {
@@ -47,10 +63,16 @@ func TestResourceOwner(t *testing.T) {
 	}{{"test://o/fixed", fixed}, {"test://o/other", tpl}, {"test://p/x", nil}} {
 		o, ok := c.ResourceOwner(tt.uri)
 		if tt.want == nil {
-			assert.False(t, ok, tt.uri)
+			if ok {
+				t.Errorf("%v: ok is true", tt.uri)
+			}
 			continue
 		}
-		require.True(t, ok, tt.uri)
-		assert.True(t, o.Same(tt.want.Owner()), tt.uri)
+		if !ok {
+			t.Fatalf("%v: ok is false", tt.uri)
+		}
+		if !o.Same(tt.want.Owner()) {
+			t.Errorf("%v: o.Same(tt.want.Owner()) is false", tt.uri)
+		}
 	}
 }

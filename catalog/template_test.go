@@ -2,15 +2,15 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // tag returns a reader that answers its tag and the variables it got.
@@ -26,7 +26,9 @@ func tag(name string, ran *atomic.Int64) catalog.ResourceReader {
 func startTemplate(t testing.TB, c *catalog.Catalog, ctx context.Context, tpl string, rd catalog.ResourceReader) *catalog.Consumer {
 	t.Helper()
 	k, err := c.StartResourceTemplate(ctx, catalog.ResourceTemplate{URITemplate: tpl, Name: tpl}, public, rd)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { stopBounded(k) })
 	return k
 }
@@ -37,7 +39,9 @@ func readText(t testing.TB, c *catalog.Catalog, uri string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	assert.Equal(t, uri, res.URI)
+	if res.URI != uri {
+		t.Errorf("res.URI = %q, want %q", res.URI, uri)
+	}
 	return res.Text, nil
 }
 
@@ -57,10 +61,18 @@ func TestStartResourceTemplateRefusesBadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newCatalog(t, catalog.Config{})
 			k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: tt.tpl}, public, tt.rd)
-			require.ErrorIs(t, err, tt.want)
-			assert.Nil(t, k)
-			assert.Zero(t, c.Stats().TemplateSlots)
-			assert.Zero(t, c.IndexedTemplates())
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if k != nil {
+				t.Errorf("k = %v, want nil", k)
+			}
+			if got := c.Stats().TemplateSlots; got != 0 {
+				t.Errorf("c.Stats().TemplateSlots = %v, want 0", got)
+			}
+			if got := c.IndexedTemplates(); got != 0 {
+				t.Errorf("c.IndexedTemplates() = %v, want 0", got)
+			}
 		})
 	}
 }
@@ -69,16 +81,28 @@ func TestTemplateDifferingOnlyInNamesIsDuplicate(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	k := startTemplate(t, c, bg, "test://x/{id}/data", tag("first", nil))
 	_, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: "test://x/{name}/data"}, public, tag("second", nil))
-	require.ErrorIs(t, err, catalog.ErrDuplicate)
-	assert.Equal(t, 1, c.IndexedTemplates(), "the refused start left nothing in the index")
+	if !errors.Is(err, catalog.ErrDuplicate) {
+		t.Fatalf("err = %v, want catalog.ErrDuplicate", err)
+	}
+	if got := c.IndexedTemplates(); got != 1 {
+		t.Errorf("the refused start left nothing in the index: c.IndexedTemplates() = %v, want 1", got)
+	}
 	// Other operators or modifiers are other templates.
 	plus := startTemplate(t, c, bg, "test://x/{+id}/data", tag("plus", nil))
-	require.NoError(t, plus.Stop(bg))
-	require.NoError(t, k.Stop(bg))
+	if err := plus.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
 	startTemplate(t, c, bg, "test://x/{name}/data", tag("second", nil))
 	got, err := readText(t, c, "test://x/7/data")
-	require.NoError(t, err)
-	assert.Equal(t, "second map[name:7]", got, "the successor reads with its own variable names")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "second map[name:7]" {
+		t.Errorf("the successor reads with its own variable names: got = %q, want \"second map[name:7]\"", got)
+	}
 }
 
 func TestReadURIPrecedence(t *testing.T) {
@@ -89,7 +113,9 @@ func TestReadURIPrecedence(t *testing.T) {
 	startTemplate(t, c, bg, "test://a/{x}/c", tag("xc", nil))
 	startTemplate(t, c, bg, "test://{x}/b/c", tag("tie", nil))
 	_, err := c.StartResource(bg, catalog.Resource{URI: "test://a/b/fixed"}, public, tag("fixed", nil))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct{ uri, want string }{
 		{"test://a/b/fixed", "fixed map[]"},  // a fixed URI wins over every template
 		{"test://a/b/c", "b map[y:c]"},       // test://a/b/ (10 literal bytes) beats test://a//c and test:///b/c (10, later)
@@ -100,11 +126,17 @@ func TestReadURIPrecedence(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := readText(t, c, tt.uri)
-		require.NoError(t, err, tt.uri)
-		assert.Equal(t, tt.want, got, tt.uri)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.uri, err)
+		}
+		if got != tt.want {
+			t.Errorf("%v: got = %q, want %q", tt.uri, got, tt.want)
+		}
 	}
 	_, err = c.ReadResource(bg, "test://nothing", "")
-	require.ErrorIs(t, err, catalog.ErrNotFound)
+	if !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("err = %v, want catalog.ErrNotFound", err)
+	}
 }
 
 // Between two templates with as much literal text, the template string
@@ -116,8 +148,12 @@ func TestReadURITieBreak(t *testing.T) {
 			startTemplate(t, c, bg, tpl, tag(tpl, nil))
 		}
 		got, err := readText(t, c, "test://a/b")
-		require.NoError(t, err)
-		assert.Equal(t, "test://a/{y} map[y:b]", got, "started in order %v", order)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != "test://a/{y} map[y:b]" {
+			t.Errorf("started in order %v: got = %q, want \"test://a/{y} map[y:b]\"", order, got)
+		}
 	}
 }
 
@@ -132,21 +168,36 @@ func TestTemplateDeadOwnerNeverMatches(t *testing.T) {
 	var ran atomic.Int64
 	k := startTemplate(t, c, ctx, "test://d/{x}/item", tag("specific", &ran))
 	got, err := readText(t, c, "test://d/1/item")
-	require.NoError(t, err)
-	require.Equal(t, "specific map[x:1]", got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "specific map[x:1]" {
+		t.Fatalf("got = %q, want \"specific map[x:1]\"", got)
+	}
 	cancel()
 	<-k.Done()
-	assert.Equal(t, 2, c.IndexedTemplates(), "held in the index")
+	if got := c.IndexedTemplates(); got != 2 {
+		t.Errorf("held in the index: c.IndexedTemplates() = %v, want 2", got)
+	}
 	// The next best live template reads; the dead one is not even tried.
 	got, err = readText(t, c, "test://d/1/item")
-	require.NoError(t, err)
-	assert.Equal(t, "general map[x:1/item]", got)
-	assert.EqualValues(t, 1, ran.Load())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "general map[x:1/item]" {
+		t.Errorf("got = %q, want \"general map[x:1/item]\"", got)
+	}
+	if got := ran.Load(); got != int64(1) {
+		t.Errorf("ran.Load() = %v, want %v", got, int64(1))
+	}
 	o, ok := c.ResourceOwner("test://d/1/item")
-	require.True(t, ok)
-	assert.False(t, o.Same(k.Owner()))
-	require.Eventually(t, func() bool { return c.Stats().TemplateSlots == 1 },
-		10*time.Second, time.Millisecond, "the dead owner's template leaves the registry")
+	if !ok {
+		t.Fatalf("c.ResourceOwner(\"test://d/1/item\") found nothing")
+	}
+	if o.Same(k.Owner()) {
+		t.Errorf("o.Same(k.Owner()) is true")
+	}
+	eventually(t, 10*time.Second, func() bool { return c.Stats().TemplateSlots == 1 }, "the dead owner's template leaves the registry")
 }
 
 func TestTemplateUnindexedOnDeath(t *testing.T) {
@@ -155,9 +206,10 @@ func TestTemplateUnindexedOnDeath(t *testing.T) {
 	startTemplate(t, c, ctx, "test://u/{x}", tag("u", nil))
 	k := startTemplate(t, c, bg, "test://v/{x}", tag("v", nil))
 	cancel()
-	require.NoError(t, k.Stop(bg))
-	require.Eventually(t, func() bool { return c.IndexedTemplates() == 0 },
-		10*time.Second, time.Millisecond, "a death and a stop both take the template out of the index")
+	if err := k.Stop(bg); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool { return c.IndexedTemplates() == 0 }, "a death and a stop both take the template out of the index")
 }
 
 // A read that chose a template just before its owner died never reaches
@@ -172,8 +224,12 @@ func TestTemplateOwnerDiesBeforeAdmission(t *testing.T) {
 		<-k.Done()
 	})
 	_, err := c.ReadResource(bg, "test://g/1", "")
-	require.ErrorIs(t, err, catalog.ErrRouteGone)
-	assert.Zero(t, ran.Load())
+	if !errors.Is(err, catalog.ErrRouteGone) {
+		t.Fatalf("err = %v, want catalog.ErrRouteGone", err)
+	}
+	if got := ran.Load(); got != 0 {
+		t.Errorf("ran.Load() = %v, want 0", got)
+	}
 }
 
 func TestListResourceTemplates(t *testing.T) {
@@ -181,28 +237,46 @@ func TestListResourceTemplates(t *testing.T) {
 	v := c.Templates().Version()
 	startTemplate(t, c, bg, "test://b/{x}", tag("b", nil))
 	startTemplate(t, c, bg, "test://a/{x}", tag("a", nil))
-	assert.Greater(t, c.Templates().Version(), v)
+	if got := c.Templates().Version(); got <= v {
+		t.Errorf("c.Templates().Version() = %v, want > %v", got, v)
+	}
 	var got []string
 	for _, tpl := range c.Templates().List() {
 		got = append(got, tpl.URITemplate)
 	}
-	assert.Equal(t, []string{"test://a/{x}", "test://b/{x}"}, got)
+	if want := ([]string{"test://a/{x}", "test://b/{x}"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("got = %v, want %v", got, want)
+	}
 	_, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: "test://c/{x}"}, public, tag("c", nil))
-	require.ErrorIs(t, err, catalog.ErrCapReached)
+	if !errors.Is(err, catalog.ErrCapReached) {
+		t.Fatalf("err = %v, want catalog.ErrCapReached", err)
+	}
 	page, next, err := c.Templates().Page("", 1)
-	require.NoError(t, err)
-	require.Len(t, page, 1)
-	assert.NotEmpty(t, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(page); got != 1 {
+		t.Fatalf("len(page) = %d, want %d", got, 1)
+	}
+	if len(next) == 0 {
+		t.Errorf("next is empty")
+	}
 }
 
 func TestTemplateMIMETypeFallback(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: "test://m/{x}", MIMEType: "application/json"}, public, tag("m", nil))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer func() { _ = k.Stop(bg) }()
 	res, err := c.ReadResource(bg, "test://m/1", "")
-	require.NoError(t, err)
-	assert.Equal(t, "application/json", res.MIMEType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.MIMEType != "application/json" {
+		t.Errorf("res.MIMEType = %q, want \"application/json\"", res.MIMEType)
+	}
 }
 
 func ExampleCatalog_StartResourceTemplate() {
@@ -243,8 +317,12 @@ func TestTemplateReadRacingStart(t *testing.T) {
 	}()
 	for range 300 {
 		k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: "race://x/{id}", Name: "race"}, public, tag("race", nil))
-		require.NoError(t, err)
-		require.NoError(t, k.Stop(bg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := k.Stop(bg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	close(stop)
 	<-done

@@ -2,14 +2,14 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // TestURILimit: a URI beyond Config.MaxURIBytes is refused with
@@ -33,21 +33,37 @@ func TestURILimit(t *testing.T) {
 			c := newCatalog(t, catalog.Config{MaxURIBytes: tt.max})
 			startTemplate(t, c, bg, "test://t/{id}/data", tag("t", nil))
 			uri := "test://t/" + strings.Repeat("a", tt.size-len("test://t//data")) + "/data"
-			require.Len(t, uri, tt.size)
+			if got := len(uri); got != tt.size {
+				t.Fatalf("len(uri) = %d, want %d", got, tt.size)
+			}
 			start := time.Now()
 			_, err := c.ReadResource(bg, uri, "")
 			if tt.want == nil {
-				require.NoError(t, err)
+				if err != nil {
+					t.Fatal(err)
+				}
 				return
 			}
-			require.ErrorIs(t, err, tt.want)
-			assert.Less(t, time.Since(start), 50*time.Millisecond, "a refused URI must cost no match")
-			assert.Contains(t, err.Error(), fmt.Sprintf("has %d bytes, at most", tt.size), "the error says why")
-			assert.Less(t, len(err.Error()), 200, "the error does not quote the URI")
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if got := time.Since(start); got >= 50*time.Millisecond {
+				t.Errorf("a refused URI must cost no match: time.Since(start) = %v, want < %v", got, 50*time.Millisecond)
+			}
+			if got := err.Error(); !strings.Contains(got, fmt.Sprintf("has %d bytes, at most", tt.size)) {
+				t.Errorf("the error says why: err.Error() = %q, want it to contain %q", got, fmt.Sprintf("has %d bytes, at most", tt.size))
+			}
+			if got := len(err.Error()); got >= 200 {
+				t.Errorf("the error does not quote the URI: len(err.Error()) = %v, want < %v", got, 200)
+			}
 			_, ok := c.ResourceOwner(uri)
-			assert.False(t, ok)
+			if ok {
+				t.Errorf("c.ResourceOwner(uri) found an entry")
+			}
 			_, err = c.Complete(bg, catalog.CompletionRequest{Kind: catalog.KindTemplate, Name: uri, Argument: "id"})
-			require.ErrorIs(t, err, tt.want)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
 		})
 	}
 }
@@ -89,18 +105,32 @@ func TestTemplateVars(t *testing.T) {
 				return catalog.Contents{Text: "ok"}, nil
 			}
 			k, err := c.StartResourceTemplate(bg, catalog.ResourceTemplate{URITemplate: tt.tpl, AllowRawBytes: tt.allowRaw}, public, rd)
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = k.Stop(bg) })
 			_, err = c.ReadResource(bg, tt.uri, "")
 			if tt.want != nil {
-				require.ErrorIs(t, err, tt.want)
-				assert.Contains(t, err.Error(), "does not allow raw bytes")
-				assert.Nil(t, got.Vars, "the reader must not run")
+				if !errors.Is(err, tt.want) {
+					t.Fatalf("err = %v, want %v", err, tt.want)
+				}
+				if got := err.Error(); !strings.Contains(got, "does not allow raw bytes") {
+					t.Errorf("err.Error() = %q, want it to contain %q", got, "does not allow raw bytes")
+				}
+				if got.Vars != nil {
+					t.Errorf("the reader must not run: got.Vars = %v, want nil", got.Vars)
+				}
 				return
 			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.vars, got.Vars)
-			assert.Equal(t, tt.raw, got.RawVars)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Vars, tt.vars) {
+				t.Errorf("got.Vars = %v, want %v", got.Vars, tt.vars)
+			}
+			if !reflect.DeepEqual(got.RawVars, tt.raw) {
+				t.Errorf("got.RawVars = %v, want %v", got.RawVars, tt.raw)
+			}
 		})
 	}
 }

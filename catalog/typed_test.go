@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/livereg/livereg/catalog"
 )
@@ -36,27 +35,49 @@ func TestTypedToolInfersSchemasAndFillsStructuredContent(t *testing.T) {
 		runs.Add(1)
 		return add(ctx, c, in)
 	})
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"type":"object","properties":{"a":{"type":"integer","description":"the first addend"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false}`, string(tool.InputSchema))
-	assert.JSONEq(t, `{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"],"additionalProperties":false}`, string(tool.OutputSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(`{"type":"object","properties":{"a":{"type":"integer","description":"the first addend"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false}`, string(tool.InputSchema)) {
+		t.Errorf("JSON %s, want %s", string(tool.InputSchema), `{"type":"object","properties":{"a":{"type":"integer","description":"the first addend"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false}`)
+	}
+	if !jsonEqual(`{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"],"additionalProperties":false}`, string(tool.OutputSchema)) {
+		t.Errorf("JSON %s, want %s", string(tool.OutputSchema), `{"type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"],"additionalProperties":false}`)
+	}
 
 	c := newCatalog(t, catalog.Config{})
 	k, err := c.StartTool(bg, tool, public, h)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = k.Stop(bg) })
-	assert.Equal(t, tool.InputSchema, c.Tools().List()[0].InputSchema, "listed with the inferred schema")
+	if got := c.Tools().List()[0].InputSchema; !reflect.DeepEqual(got, tool.InputSchema) {
+		t.Errorf("listed with the inferred schema: c.Tools().List()[0].InputSchema = %v, want %v", got, tool.InputSchema)
+	}
 
 	res, err := c.CallTool(bg, "add", json.RawMessage(`{"a":2,"b":3}`), "")
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"sum":5}`, string(res.StructuredContent.(json.RawMessage)))
-	require.Len(t, res.Content, 1)
-	assert.JSONEq(t, `{"sum":5}`, res.Content[0].Text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(`{"sum":5}`, string(res.StructuredContent.(json.RawMessage))) {
+		t.Errorf("JSON %s, want %s", string(res.StructuredContent.(json.RawMessage)), `{"sum":5}`)
+	}
+	if got := len(res.Content); got != 1 {
+		t.Fatalf("len(res.Content) = %d, want %d", got, 1)
+	}
+	if !jsonEqual(`{"sum":5}`, res.Content[0].Text) {
+		t.Errorf("JSON %s, want %s", res.Content[0].Text, `{"sum":5}`)
+	}
 
 	for _, bad := range []string{`{"a":2}`, `{"a":"2","b":3}`, `{"a":2,"b":3,"c":4}`, `42`} {
 		_, err := c.CallTool(bg, "add", json.RawMessage(bad), "")
-		assert.ErrorIs(t, err, catalog.ErrInvalidArguments, bad)
+		if !errors.Is(err, catalog.ErrInvalidArguments) {
+			t.Errorf("%v: err = %v, want catalog.ErrInvalidArguments", bad, err)
+		}
 	}
-	assert.EqualValues(t, 1, runs.Load(), "the body ran on refused arguments")
+	if got := runs.Load(); got != int64(1) {
+		t.Errorf("the body ran on refused arguments: runs.Load() = %v, want %v", got, int64(1))
+	}
 }
 
 // TestTypedToolHandSchemaWins: a schema given in the Tool is used as given.
@@ -64,9 +85,15 @@ func TestTypedToolHandSchemaWins(t *testing.T) {
 	in := json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","maximum":10}}}`)
 	out := json.RawMessage(`{"type":"object"}`)
 	tool, _, err := catalog.TypedToolOf(catalog.Tool{Name: "add", InputSchema: in, OutputSchema: out}, add)
-	require.NoError(t, err)
-	assert.Equal(t, in, tool.InputSchema)
-	assert.Equal(t, out, tool.OutputSchema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(tool.InputSchema, in) {
+		t.Errorf("tool.InputSchema = %v, want %v", tool.InputSchema, in)
+	}
+	if !reflect.DeepEqual(tool.OutputSchema, out) {
+		t.Errorf("tool.OutputSchema = %v, want %v", tool.OutputSchema, out)
+	}
 }
 
 type noSchema struct {
@@ -108,7 +135,9 @@ func TestTypedToolRefusesTypesWithoutASchema(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := tt.make()
-			assert.ErrorIs(t, err, catalog.ErrInvalidRoute)
+			if !errors.Is(err, catalog.ErrInvalidRoute) {
+				t.Errorf("err = %v, want catalog.ErrInvalidRoute", err)
+			}
 		})
 	}
 }
@@ -119,32 +148,50 @@ func TestTypedToolOutputs(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	start := func(tool catalog.Tool, h catalog.ToolHandler, err error) {
 		t.Helper()
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		k, err := c.StartTool(bg, tool, public, h)
-		require.NoError(t, err)
+		if err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { _ = k.Stop(bg) })
 	}
 	start(catalog.TypedToolOf(catalog.Tool{Name: "nilptr"}, func(context.Context, catalog.Call, struct{}) (*addOut, error) { return nil, nil }))
 	res, err := c.CallTool(bg, "nilptr", nil, "")
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"sum":0}`, string(res.StructuredContent.(json.RawMessage)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(`{"sum":0}`, string(res.StructuredContent.(json.RawMessage))) {
+		t.Errorf("JSON %s, want %s", string(res.StructuredContent.(json.RawMessage)), `{"sum":0}`)
+	}
 
 	tool, h, err := catalog.TypedToolOf(catalog.Tool{Name: "untyped"}, func(context.Context, catalog.Call, any) (any, error) { return nil, nil })
-	assert.Empty(t, tool.OutputSchema)
+	if len(tool.OutputSchema) != 0 {
+		t.Errorf("tool.OutputSchema = %v, want empty", tool.OutputSchema)
+	}
 	start(tool, h, err)
 	res, err = c.CallTool(bg, "untyped", json.RawMessage(`{"anything":true}`), "")
-	require.NoError(t, err)
-	assert.Nil(t, res.StructuredContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StructuredContent != nil {
+		t.Errorf("res.StructuredContent = %v, want nil", res.StructuredContent)
+	}
 
 	boom := errors.New("boom")
 	start(catalog.TypedToolOf(catalog.Tool{Name: "fails"}, func(context.Context, catalog.Call, addIn) (addOut, error) { return addOut{}, boom }))
 	_, err = c.CallTool(bg, "fails", json.RawMessage(`{"a":1,"b":1}`), "")
-	assert.ErrorIs(t, err, boom)
+	if !errors.Is(err, boom) {
+		t.Errorf("err = %v, want %v", err, boom)
+	}
 
 	// A schema by hand that accepts what In cannot hold.
 	start(catalog.TypedToolOf(catalog.Tool{Name: "mismatch", InputSchema: json.RawMessage(`{"type":"object"}`)}, add))
 	_, err = c.CallTool(bg, "mismatch", json.RawMessage(`{"a":"one"}`), "")
-	assert.ErrorIs(t, err, catalog.ErrInvalidArguments)
+	if !errors.Is(err, catalog.ErrInvalidArguments) {
+		t.Errorf("err = %v, want catalog.ErrInvalidArguments", err)
+	}
 }
 
 // TestCallWithClient: a body's progress and log messages reach the client
@@ -171,13 +218,21 @@ func TestCallWithClient(t *testing.T) {
 		},
 	}
 	_, err := c.CallTool(bg, "slow", nil, "", catalog.WithClient(cl))
-	require.NoError(t, err)
-	assert.Equal(t, []string{"progress 1", "progress 2", "progress 3", "INFO finished"}, got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ([]string{"progress 1", "progress 2", "progress 3", "INFO finished"}); !reflect.DeepEqual(got, want) {
+		t.Errorf("got = %v, want %v", got, want)
+	}
 
 	_, err = c.CallTool(bg, "slow", nil, "")
-	require.NoError(t, err, "without a client, reports are dropped")
+	if err != nil {
+		t.Fatalf("without a client, reports are dropped: %v", err)
+	}
 	_, err = c.CallTool(bg, "slow", nil, "", catalog.WithClient(&catalog.Client{}))
-	require.NoError(t, err, "a client that takes nothing")
+	if err != nil {
+		t.Fatalf("a client that takes nothing: %v", err)
+	}
 }
 
 type defaultsIn struct {
@@ -203,10 +258,14 @@ func TestTypedToolAppliesSchemaDefaults(t *testing.T) {
 	got := make(chan defaultsIn, 1)
 	tool, h, err := catalog.TypedToolOf(catalog.Tool{Name: "defaults", InputSchema: schema},
 		func(_ context.Context, _ catalog.Call, in defaultsIn) (any, error) { got <- in; return nil, nil })
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := newCatalog(t, catalog.Config{})
 	k, err := c.StartTool(bg, tool, public, h)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = k.Stop(bg) })
 
 	tests := []struct {
@@ -219,22 +278,32 @@ func TestTypedToolAppliesSchemaDefaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := c.CallTool(bg, "defaults", json.RawMessage(tt.args), "")
-		require.NoError(t, err, tt.args)
+		if err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
 		in := <-got
 		raw, _ := json.Marshal(in)
-		assert.JSONEq(t, tt.want, string(raw), tt.args)
+		if !jsonEqual(tt.want, string(raw)) {
+			t.Errorf("%v: JSON %s, want %s", tt.args, string(raw), tt.want)
+		}
 		if in.Big != 0 {
 			// JSONEq compares numbers as float64, which cannot tell.
-			assert.Equal(t, int64(9007199254740993), in.Big, "a large integer rounded")
+			if in.Big != int64(9007199254740993) {
+				t.Errorf("a large integer rounded: in.Big = %v, want int64(9007199254740993)", in.Big)
+			}
 		}
 	}
 	_, err = c.CallTool(bg, "defaults", json.RawMessage(`{"count":1}`), "")
-	assert.ErrorIs(t, err, catalog.ErrInvalidArguments, "a required property is not defaulted")
+	if !errors.Is(err, catalog.ErrInvalidArguments) {
+		t.Errorf("a required property is not defaulted: err = %v, want catalog.ErrInvalidArguments", err)
+	}
 
 	// A default its property's schema refuses stops the tool at
 	// construction.
 	_, _, err = catalog.TypedToolOf(catalog.Tool{Name: "bad", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","default":"x"}}}`)}, add)
-	assert.ErrorIs(t, err, catalog.ErrInvalidRoute)
+	if !errors.Is(err, catalog.ErrInvalidRoute) {
+		t.Errorf("err = %v, want catalog.ErrInvalidRoute", err)
+	}
 }
 
 // StartTypedTool starts the typed tool in one call: it lists with the
@@ -243,18 +312,34 @@ func TestTypedToolAppliesSchemaDefaults(t *testing.T) {
 func TestStartTypedTool(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	k, err := catalog.StartTypedTool(bg, c, catalog.Tool{Name: "add"}, public, add)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = k.Stop(bg) })
 	listed := c.Tools().List()
-	require.Len(t, listed, 1)
-	assert.Contains(t, string(listed[0].InputSchema), `"a"`)
-	assert.Contains(t, string(listed[0].OutputSchema), `"sum"`)
+	if got := len(listed); got != 1 {
+		t.Fatalf("len(listed) = %d, want %d", got, 1)
+	}
+	if got := string(listed[0].InputSchema); !strings.Contains(got, `"a"`) {
+		t.Errorf("string(listed[0].InputSchema) = %q, want it to contain %q", got, `"a"`)
+	}
+	if got := string(listed[0].OutputSchema); !strings.Contains(got, `"sum"`) {
+		t.Errorf("string(listed[0].OutputSchema) = %q, want it to contain %q", got, `"sum"`)
+	}
 	res, err := c.CallTool(bg, "add", json.RawMessage(`{"a":2,"b":3}`), "")
-	require.NoError(t, err)
-	assert.JSONEq(t, `{"sum":5}`, string(res.StructuredContent.(json.RawMessage)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonEqual(`{"sum":5}`, string(res.StructuredContent.(json.RawMessage))) {
+		t.Errorf("JSON %s, want %s", string(res.StructuredContent.(json.RawMessage)), `{"sum":5}`)
+	}
 
 	_, err = catalog.StartTypedTool(bg, c, catalog.Tool{Name: "bad"}, public,
 		func(context.Context, catalog.Call, chan int) (addOut, error) { return addOut{}, nil })
-	require.ErrorIs(t, err, catalog.ErrInvalidRoute)
-	assert.Equal(t, 1, c.Stats().ToolSlots, "nothing started")
+	if !errors.Is(err, catalog.ErrInvalidRoute) {
+		t.Fatalf("err = %v, want catalog.ErrInvalidRoute", err)
+	}
+	if got := c.Stats().ToolSlots; got != 1 {
+		t.Errorf("nothing started: c.Stats().ToolSlots = %v, want 1", got)
+	}
 }

@@ -2,11 +2,11 @@ package catalog_test
 
 import (
 	"context"
+	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/livereg/livereg/catalog"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // heardUpdates subscribes to c's resource updates for the rest of the test
@@ -44,7 +44,11 @@ func TestEndedConsumerCannotPublishOverItsSuccessor(t *testing.T) {
 		name string
 		end  func(t *testing.T, k *catalog.Consumer, cancel context.CancelFunc)
 	}{
-		{"stopped", func(t *testing.T, k *catalog.Consumer, _ context.CancelFunc) { require.NoError(t, k.Stop(bg)) }},
+		{"stopped", func(t *testing.T, k *catalog.Consumer, _ context.CancelFunc) {
+			if err := k.Stop(bg); err != nil {
+				t.Fatal(err)
+			}
+		}},
 		{"cancelled", func(t *testing.T, k *catalog.Consumer, cancel context.CancelFunc) {
 			cancel()
 			waitClosed(t, k.Done(), "the consumer's death")
@@ -56,16 +60,28 @@ func TestEndedConsumerCannotPublishOverItsSuccessor(t *testing.T) {
 			ctx, cancel := context.WithCancel(bg)
 			defer cancel()
 			a, err := c.StartResource(ctx, catalog.Resource{URI: uri}, public, emptyReader)
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			tc.end(t, a, cancel)
 			b, err := c.StartResource(bg, catalog.Resource{URI: uri}, public, emptyReader)
-			require.NoError(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			t.Cleanup(func() { _ = b.Stop(bg) })
 
-			require.ErrorIs(t, a.Updated(), catalog.ErrDeadOwner, "the predecessor published over its successor")
-			assert.Empty(t, heard(), "a listener heard the predecessor's update")
-			require.NoError(t, b.Updated())
-			assert.Equal(t, []string{uri}, heard(), "the successor's own update")
+			if err := a.Updated(); !errors.Is(err, catalog.ErrDeadOwner) {
+				t.Fatalf("the predecessor published over its successor: err = %v, want catalog.ErrDeadOwner", err)
+			}
+			if len(heard()) != 0 {
+				t.Errorf("a listener heard the predecessor's update: heard() = %v, want empty", heard())
+			}
+			if err := b.Updated(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := heard(), ([]string{uri}); !reflect.DeepEqual(got, want) {
+				t.Errorf("the successor's own update: heard() = %v, want %v", got, want)
+			}
 		})
 	}
 }
@@ -81,7 +97,11 @@ func TestOnlyFixedResourcesPublishUpdates(t *testing.T) {
 		"template": startTemplate(t, c, bg, "test://tpl/{x}", tag("t", nil)),
 		"prompt":   startPrompt(t, c, bg, catalog.Prompt{Name: "p"}, echoPrompt(nil)),
 	} {
-		assert.ErrorIs(t, k.Updated(), catalog.ErrInvalidRoute, name)
+		if err := k.Updated(); !errors.Is(err, catalog.ErrInvalidRoute) {
+			t.Errorf("%v: err = %v, want catalog.ErrInvalidRoute", name, err)
+		}
 	}
-	assert.Empty(t, heard(), "a listener heard an update no fixed resource made")
+	if len(heard()) != 0 {
+		t.Errorf("a listener heard an update no fixed resource made: heard() = %v, want empty", heard())
+	}
 }

@@ -3,9 +3,6 @@ package catalog_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/livereg/livereg/catalog"
 )
 
@@ -13,13 +10,25 @@ import (
 // says so; tools and resources are always enabled.
 func TestViewEnabled(t *testing.T) {
 	c := newCatalog(t, catalog.Config{MaxPrompts: -1})
-	assert.True(t, c.Tools().Enabled())
-	assert.True(t, c.Resources().Enabled())
-	assert.False(t, c.Prompts().Enabled())
-	assert.True(t, c.Templates().Enabled())
+	if !c.Tools().Enabled() {
+		t.Errorf("c.Tools().Enabled() is false")
+	}
+	if !c.Resources().Enabled() {
+		t.Errorf("c.Resources().Enabled() is false")
+	}
+	if c.Prompts().Enabled() {
+		t.Errorf("c.Prompts().Enabled() is true")
+	}
+	if !c.Templates().Enabled() {
+		t.Errorf("c.Templates().Enabled() is false")
+	}
 	c = newCatalog(t, catalog.Config{MaxTemplates: -1})
-	assert.True(t, c.Prompts().Enabled())
-	assert.False(t, c.Templates().Enabled())
+	if !c.Prompts().Enabled() {
+		t.Errorf("c.Prompts().Enabled() is false")
+	}
+	if c.Templates().Enabled() {
+		t.Errorf("c.Templates().Enabled() is true")
+	}
 }
 
 // Each view lists, pages and versions its own kind only, and the
@@ -29,15 +38,33 @@ func TestViewsAreOneKindEach(t *testing.T) {
 	before := c.Resources().Version()
 	startTool(t, c, bg, "b", public, reply(""))
 	startTool(t, c, bg, "a", public, reply(""))
-	assert.Equal(t, before, c.Resources().Version(), "a tool moves no resource version")
-	assert.Empty(t, c.Resources().List())
+	if got := c.Resources().Version(); got != before {
+		t.Errorf("a tool moves no resource version: c.Resources().Version() = %v, want %v", got, before)
+	}
+	if len(c.Resources().List()) != 0 {
+		t.Errorf("c.Resources().List() = %v, want empty", c.Resources().List())
+	}
 	page, next, err := c.Tools().Page("", 1)
-	require.NoError(t, err)
-	require.Len(t, page, 1)
-	assert.Equal(t, "a", page[0].Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(page); got != 1 {
+		t.Fatalf("len(page) = %d, want %d", got, 1)
+	}
+	if page[0].Name != "a" {
+		t.Errorf("page[0].Name = %q, want \"a\"", page[0].Name)
+	}
 	page, next, err = c.Tools().Page(next, 1)
-	require.NoError(t, err)
-	assert.Equal(t, "b", page[0].Name)
-	assert.Empty(t, next)
-	assert.Equal(t, c.Tools().Version()+c.Resources().Version()+c.Prompts().Version()+c.Templates().Version(), c.Version())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page[0].Name != "b" {
+		t.Errorf("page[0].Name = %q, want \"b\"", page[0].Name)
+	}
+	if len(next) != 0 {
+		t.Errorf("next = %v, want empty", next)
+	}
+	if got, want := c.Version(), c.Tools().Version()+c.Resources().Version()+c.Prompts().Version()+c.Templates().Version(); got != want {
+		t.Errorf("c.Version() = %v, want %v", got, want)
+	}
 }

@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/livereg/livereg/bindsec"
@@ -55,7 +52,9 @@ func (r rawAnswer) rpcError(t testing.TB) *rpcMessage {
 func postRaw(t testing.TB, url, sid, version string, body []byte, extra ...string) rawAnswer {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, url, bytes.NewReader(body))
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if sid != "" {
@@ -68,10 +67,14 @@ func postRaw(t testing.TB, url, sid, version string, body []byte, extra ...strin
 		req.Header.Set(extra[i], extra[i+1])
 	}
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return rawAnswer{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"), header: resp.Header, body: b}
 }
 
@@ -80,15 +83,21 @@ func openRawSession(t testing.TB, url, version string) string {
 	t.Helper()
 	init := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, version)
 	r := postRaw(t, url, "", "", []byte(init))
-	require.Equal(t, http.StatusOK, r.status, "initialize: %s", r.body)
+	if r.status != http.StatusOK {
+		t.Fatalf("initialize: %s: r.status = %v, want http.StatusOK", r.body, r.status)
+	}
 	sid := r.header.Get("Mcp-Session-Id")
-	require.NotEmpty(t, sid)
+	if len(sid) == 0 {
+		t.Fatalf("sid is empty")
+	}
 	hv := version
 	if version < "2025-06-18" {
 		hv = "" // the header came with 2025-06-18
 	}
 	r = postRaw(t, url, sid, hv, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
-	require.Less(t, r.status, 300, "initialized: %s", r.body)
+	if r.status >= 300 {
+		t.Fatalf("initialized: %s: r.status = %v, want < %v", r.body, r.status, 300)
+	}
 	return sid
 }
 
@@ -107,7 +116,9 @@ func hygieneFixture(t testing.TB, opts mcpserve.Options) *fixture {
 		bindsec.Plan{Public: true}, func(_ context.Context, r catalog.Read) (catalog.Contents, error) {
 			return catalog.Contents{Text: r.Vars["id"] + " " + r.RawVars["id"]}, nil
 		})
-	require.NoError(t, err)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = k.Stop(ctx) })
 	startText(t, cat, ctx, "echo", "hi")
 	return newFixture(t, cat, opts)
@@ -142,15 +153,27 @@ func TestHTTPBatchesRefused(t *testing.T) {
 			}
 			r := postRaw(t, f.http.URL, sid, tt.header, batch)
 			if !tt.refused {
-				assert.Equal(t, http.StatusOK, r.status, "%s", r.body)
-				assert.Contains(t, string(r.body), `"tools"`)
+				if r.status != http.StatusOK {
+					t.Errorf("%s: r.status = %v, want http.StatusOK", r.body, r.status)
+				}
+				if got := string(r.body); !strings.Contains(got, `"tools"`) {
+					t.Errorf("string(r.body) = %q, want it to contain %q", got, `"tools"`)
+				}
 				return
 			}
-			require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+			if r.status != http.StatusBadRequest {
+				t.Fatalf("%s: r.status = %v, want http.StatusBadRequest", r.body, r.status)
+			}
 			e := r.rpcError(t)
-			require.NotNil(t, e, "%s", r.body)
-			assert.EqualValues(t, -32600, e.Error.Code)
-			assert.Contains(t, e.Error.Message, "batches are not supported")
+			if e == nil {
+				t.Fatalf("%s: e is nil", r.body)
+			}
+			if e.Error.Code != int64(-32600) {
+				t.Errorf("e.Error.Code = %v, want %v", e.Error.Code, int64(-32600))
+			}
+			if !strings.Contains(e.Error.Message, "batches are not supported") {
+				t.Errorf("e.Error.Message = %q, want it to contain %q", e.Error.Message, "batches are not supported")
+			}
 		})
 	}
 }
@@ -197,17 +220,33 @@ func TestHTTPIDsThatDoNotRoundTrip(t *testing.T) {
 				}
 				r := postRaw(t, f.http.URL, sid, version, []byte(req(tt.id, "tools/list", params)), "Mcp-Method", "tools/list")
 				if !tt.refused {
-					require.Equal(t, http.StatusOK, r.status, "%s", r.body)
-					assert.Nil(t, r.rpcError(t))
-					assert.Contains(t, string(r.body), `"id":`+tt.id)
+					if r.status != http.StatusOK {
+						t.Fatalf("%s: r.status = %v, want http.StatusOK", r.body, r.status)
+					}
+					if got := r.rpcError(t); got != nil {
+						t.Errorf("r.rpcError(t) = %v, want nil", got)
+					}
+					if got := string(r.body); !strings.Contains(got, `"id":`+tt.id) {
+						t.Errorf("string(r.body) = %q, want it to contain %q", got, `"id":`+tt.id)
+					}
 					return
 				}
-				require.Equal(t, http.StatusBadRequest, r.status, "%s", r.body)
+				if r.status != http.StatusBadRequest {
+					t.Fatalf("%s: r.status = %v, want http.StatusBadRequest", r.body, r.status)
+				}
 				e := r.rpcError(t)
-				require.NotNil(t, e, "%s", r.body)
-				assert.EqualValues(t, -32600, e.Error.Code)
-				assert.Nil(t, e.ID)
-				assert.Less(t, len(r.body), 400)
+				if e == nil {
+					t.Fatalf("%s: e is nil", r.body)
+				}
+				if e.Error.Code != int64(-32600) {
+					t.Errorf("e.Error.Code = %v, want %v", e.Error.Code, int64(-32600))
+				}
+				if e.ID != nil {
+					t.Errorf("id = %v, want null", e.ID)
+				}
+				if got := len(r.body); got >= 400 {
+					t.Errorf("len(r.body) = %v, want < %v", got, 400)
+				}
 			})
 		}
 	}
@@ -255,20 +294,32 @@ func TestEchoesBounded(t *testing.T) {
 			start := time.Now()
 			r := postRaw(t, f.http.URL, sid, "2025-11-25", body, tt.headers...)
 			took := time.Since(start)
-			assert.Less(t, len(r.body), 1<<10, "the answer: %.300s", r.body)
+			if got := len(r.body); got >= 1<<10 {
+				t.Errorf("the answer: %.300s: len(r.body) = %v, want < %v", r.body, got, 1<<10)
+			}
 			if strings.Contains(tt.name, "3 MB URI") {
 				// Refused before any match: the SDK's decoding of the
 				// 3 MB body is all it costs.
-				assert.Less(t, took, slowdown*500*time.Millisecond)
+				if took >= slowdown*500*time.Millisecond {
+					t.Errorf("took = %v, want < %v", took, slowdown*500*time.Millisecond)
+				}
 			}
-			assert.False(t, longRun.Match(r.body), "an echo beyond 64 bytes: %.300s", r.body)
+			if longRun.Match(r.body) {
+				t.Errorf("an echo beyond 64 bytes: %.300s: longRun.Match(r.body) is true", r.body)
+			}
 			if tt.code != 0 {
 				e := r.rpcError(t)
-				require.NotNil(t, e, "%.300s", r.body)
-				assert.Equal(t, tt.code, e.Error.Code, "%s", e.Error.Message)
+				if e == nil {
+					t.Fatalf("%.300s: e is nil", r.body)
+				}
+				if e.Error.Code != tt.code {
+					t.Errorf("%s: e.Error.Code = %v, want %v", e.Error.Message, e.Error.Code, tt.code)
+				}
 			}
 			if tt.long {
-				assert.True(t, bytesSaid.Match(r.body), "says how long the input was: %.300s", r.body)
+				if !bytesSaid.Match(r.body) {
+					t.Errorf("says how long the input was: %.300s: bytesSaid.Match(r.body) is false", r.body)
+				}
 			}
 		})
 	}
@@ -282,9 +333,15 @@ func TestStatelessNameMismatchBounded(t *testing.T) {
 	resp := post(t, f.http.URL, "", "tools/call", strings.Repeat("x", 40000), map[string]any{"name": name})
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "%.300s", b)
-	assert.Less(t, len(b), 1<<10, "%.300s", b)
-	assert.False(t, longRun.Match(b), "%.300s", b)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("%.300s: resp.StatusCode = %v, want http.StatusBadRequest", b, resp.StatusCode)
+	}
+	if got := len(b); got >= 1<<10 {
+		t.Errorf("%.300s: len(b) = %v, want < %v", b, got, 1<<10)
+	}
+	if longRun.Match(b) {
+		t.Errorf("%.300s: longRun.Match(b) is true", b)
+	}
 }
 
 // TestLogLevels: logging/setLevel takes MCP's eight levels and refuses
@@ -300,12 +357,20 @@ func TestLogLevels(t *testing.T) {
 			r := postRaw(t, f.http.URL, sid, "2025-11-25", []byte(req("3", "logging/setLevel", map[string]any{"level": tt.level})))
 			e := r.rpcError(t)
 			if tt.ok {
-				assert.Nil(t, e, "%s", r.body)
+				if e != nil {
+					t.Errorf("%s: e = %v, want nil", r.body, e)
+				}
 				return
 			}
-			require.NotNil(t, e, "%s", r.body)
-			assert.EqualValues(t, -32602, e.Error.Code)
-			assert.Contains(t, e.Error.Message, "unknown log level")
+			if e == nil {
+				t.Fatalf("%s: e is nil", r.body)
+			}
+			if e.Error.Code != int64(-32602) {
+				t.Errorf("e.Error.Code = %v, want %v", e.Error.Code, int64(-32602))
+			}
+			if !strings.Contains(e.Error.Message, "unknown log level") {
+				t.Errorf("e.Error.Message = %q, want it to contain %q", e.Error.Message, "unknown log level")
+			}
 		})
 	}
 }
@@ -316,13 +381,23 @@ func TestTemplateVarsOverMCP(t *testing.T) {
 	f := hygieneFixture(t, mcpserve.Options{})
 	sid := openRawSession(t, f.http.URL, "2025-11-25")
 	r := postRaw(t, f.http.URL, sid, "2025-11-25", []byte(req("4", "resources/read", map[string]any{"uri": "test://t/..%2F..%2Fetc%2Fpasswd/data"})))
-	require.Nil(t, r.rpcError(t), "%s", r.body)
-	assert.Contains(t, string(r.body), `../../etc/passwd ..%2F..%2Fetc%2Fpasswd`)
+	if got := r.rpcError(t); got != nil {
+		t.Fatalf("%s: r.rpcError(t) = %v, want nil", r.body, got)
+	}
+	if got := string(r.body); !strings.Contains(got, `../../etc/passwd ..%2F..%2Fetc%2Fpasswd`) {
+		t.Errorf("string(r.body) = %q, want it to contain %q", got, `../../etc/passwd ..%2F..%2Fetc%2Fpasswd`)
+	}
 	r = postRaw(t, f.http.URL, sid, "2025-11-25", []byte(req("5", "resources/read", map[string]any{"uri": "test://t/a%00b/data"})))
 	e := r.rpcError(t)
-	require.NotNil(t, e, "%s", r.body)
-	assert.EqualValues(t, -32602, e.Error.Code)
-	assert.Contains(t, e.Error.Message, "NUL")
+	if e == nil {
+		t.Fatalf("%s: e is nil", r.body)
+	}
+	if e.Error.Code != int64(-32602) {
+		t.Errorf("e.Error.Code = %v, want %v", e.Error.Code, int64(-32602))
+	}
+	if !strings.Contains(e.Error.Message, "NUL") {
+		t.Errorf("e.Error.Message = %q, want it to contain %q", e.Error.Message, "NUL")
+	}
 }
 
 // TestEchoesBoundedInProcess: off HTTP, where no front filters, the
@@ -333,15 +408,31 @@ func TestEchoesBoundedInProcess(t *testing.T) {
 	mid := strings.Repeat("x", 200)
 	ctx := ctxGuard(t)
 	_, err := c.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://none/" + mid})
-	require.Error(t, err)
-	assert.False(t, longRun.MatchString(err.Error()), "%s", err)
+	if err == nil {
+		t.Fatalf("err returned no error")
+	}
+	if longRun.MatchString(err.Error()) {
+		t.Errorf("%s: longRun.MatchString(err.Error()) is true", err)
+	}
 	uri, _ := rpcData(err)["uri"].(string)
-	assert.False(t, longRun.MatchString(uri), "data: %s", uri)
-	assert.Contains(t, uri, "(212 bytes)")
+	if longRun.MatchString(uri) {
+		t.Errorf("data: %s: longRun.MatchString(uri) is true", uri)
+	}
+	if !strings.Contains(uri, "(212 bytes)") {
+		t.Errorf("uri = %q, want it to contain %q", uri, "(212 bytes)")
+	}
 	err = c.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://none/" + mid})
-	require.Error(t, err)
-	assert.False(t, longRun.MatchString(err.Error()), "%s", err)
+	if err == nil {
+		t.Fatalf("err returned no error")
+	}
+	if longRun.MatchString(err.Error()) {
+		t.Errorf("%s: longRun.MatchString(err.Error()) is true", err)
+	}
 	_, err = c.GetPrompt(ctx, &mcp.GetPromptParams{Name: mid})
-	require.Error(t, err)
-	assert.False(t, longRun.MatchString(err.Error()), "%s", err)
+	if err == nil {
+		t.Fatalf("err returned no error")
+	}
+	if longRun.MatchString(err.Error()) {
+		t.Errorf("%s: longRun.MatchString(err.Error()) is true", err)
+	}
 }
