@@ -138,7 +138,7 @@ func TestLostSessionHidesTheFleet(t *testing.T) {
 	b.mustStart(t, life, "far")
 	near := a.mustStart(t, life, "near")
 	waitView(t, a.View(), "far listed on a", func() bool { return slices.Contains(remoteTools(a.Replica), "far") })
-	if _, ok := a.Peer("tool", "far"); !ok {
+	if _, ok := a.Peer(catalog.KindTool, "far"); !ok {
 		t.Fatal("far not located")
 	}
 	version := a.Remote().ToolsVersion()
@@ -150,7 +150,7 @@ func TestLostSessionHidesTheFleet(t *testing.T) {
 	if got := remoteTools(a.Replica); len(got) != 0 {
 		t.Fatalf("a lists %q while between sessions", got)
 	}
-	if got, ok := a.Peer("tool", "far"); ok {
+	if got, ok := a.Peer(catalog.KindTool, "far"); ok {
 		t.Fatalf("a locates far at %s while between sessions", got)
 	}
 	if a.Remote().ToolsVersion() == version {
@@ -161,7 +161,7 @@ func TestLostSessionHidesTheFleet(t *testing.T) {
 	if a.Lease() == clientv3.NoLease {
 		t.Fatal("far listed again before a new session")
 	}
-	if _, ok := a.Peer("tool", "far"); !ok {
+	if _, ok := a.Peer(catalog.KindTool, "far"); !ok {
 		t.Fatal("far not located again")
 	}
 	if slices.Contains(remoteTools(a.Replica), "near") {

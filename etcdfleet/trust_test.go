@@ -136,7 +136,7 @@ func TestForgedRecordsNeverFollowed(t *testing.T) {
 		if _, ok := a.View().Holder(toolKey(name)); ok {
 			t.Errorf("forged %s is in the view", name)
 		}
-		if got, ok := a.Peer("tool", name); ok {
+		if got, ok := a.Peer(catalog.KindTool, name); ok {
 			t.Errorf("forged %s located at %s", name, got)
 		}
 		if _, err := callText(ctx, cs, name); err == nil || !strings.Contains(err.Error(), "unknown tool") {
@@ -152,10 +152,10 @@ func TestForgedRecordsNeverFollowed(t *testing.T) {
 	if !listed(a.cat, "mirror") {
 		t.Error("a genuine record pointing at a is not listed")
 	}
-	if got, ok := a.Peer("tool", "mirror"); ok {
+	if got, ok := a.Peer(catalog.KindTool, "mirror"); ok {
 		t.Errorf("a locates mirror at its own endpoint %s", got)
 	}
-	if got, ok := a.Peer("tool", "control"); !ok || got != tr.endpoint() {
+	if got, ok := a.Peer(catalog.KindTool, "control"); !ok || got != tr.endpoint() {
 		t.Fatalf("the control is located at %q, %v", got, ok)
 	}
 	if _, err := callText(ctx, cs, "control"); err == nil {
@@ -169,7 +169,7 @@ func TestForgedRecordsNeverFollowed(t *testing.T) {
 	// the view: it is gone from etcd.
 	put(t, cli, toolKey("control"), forged["no_mac"], clientv3.WithLease(lease.ID))
 	waitListed(t, a.cat, "the overwritten control unlisted", func() bool { return !listed(a.cat, "control") })
-	if _, ok := a.Peer("tool", "control"); ok {
+	if _, ok := a.Peer(catalog.KindTool, "control"); ok {
 		t.Fatal("an overwritten record is still located")
 	}
 }
@@ -247,10 +247,10 @@ func TestInvalidRecordsDropped(t *testing.T) {
 			t.Errorf("a record without an input schema is listed with %s", tl.InputSchema)
 		}
 	}
-	if got, ok := a.Peer("tool", "path"); ok {
+	if got, ok := a.Peer(catalog.KindTool, "path"); ok {
 		t.Errorf("an endpoint with another path is located: %s", got)
 	}
-	if got, ok := a.Peer("tool", "v6"); !ok || got != valid["v6"] {
+	if got, ok := a.Peer(catalog.KindTool, "v6"); !ok || got != valid["v6"] {
 		t.Errorf("Peer(v6) = %q, %v", got, ok)
 	}
 	if got := a.Rejected(); got != uint64(len(cases)) {

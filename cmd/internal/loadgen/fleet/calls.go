@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/mcpserve"
 )
 
@@ -94,7 +95,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 	if cs == nil {
 		return // crashed meanwhile
 	}
-	peer, located := r.rep.Peer("tool", name)
+	peer, located := r.rep.Peer(catalog.KindTool, name)
 	var holder *record
 	if located {
 		holder = w.holderAt(name, peer)

@@ -250,7 +250,7 @@ func (w *world) observeForged(ctx context.Context, fg *forger, rng *rand.Rand, k
 		}
 		fg.check.listing(r.name+" catalog ListTools", listedOf(r.cat.Tools().List()))
 		fg.check.listing(r.name+" catalog ToolsPage", listedOf(pages(r.cat)))
-		ep, ok := r.rep.Peer("tool", name)
+		ep, ok := r.rep.Peer(catalog.KindTool, name)
 		fg.check.located(r.name, name, ep, ok, kind.madeUp())
 	}
 	// One MCP tools/list, and one call for the forged name, through a

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
 )
 
 // quietPairs is how many local and forwarded calls quietLatency makes.
@@ -34,7 +36,7 @@ func (w *world) quietLatency(ctx context.Context) {
 	deadline := time.Now().Add(5 * time.Second)
 	for _, r := range others {
 		for {
-			if _, ok := r.rep.Peer("tool", ns.name); ok {
+			if _, ok := r.rep.Peer(catalog.KindTool, ns.name); ok {
 				break
 			}
 			if time.Now().After(deadline) {
