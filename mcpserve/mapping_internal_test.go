@@ -117,7 +117,8 @@ func check(t *testing.T, what string, res mcp.Result, err error, w want) {
 func TestMCPLevel(t *testing.T) {
 	for _, tc := range []struct {
 		level slog.Level
-		want  mcp.LoggingLevel
+		//lint:ignore SA1019 MCP logging is deprecated as of 2026-07-28 but still served.
+		want mcp.LoggingLevel
 	}{
 		{slog.LevelDebug - 4, "debug"},
 		{slog.LevelDebug, "debug"},
