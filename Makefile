@@ -11,7 +11,7 @@ BENCHTIME   ?= 200ms
 BENCHCPU    ?= 1,2
 RESULTS     := bench/results
 
-.PHONY: test race vet lint fuzz tools bench bench-quick
+.PHONY: test race vet lint fuzz tools bench bench-quick bench-wire
 
 ## test: vet, then the whole suite with and without the race detector.
 ## Both, because -race turns off the tiny allocator and so hides garbage
@@ -78,6 +78,18 @@ bench-quick:
 	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/quick.txt
 	cd cmd && $(GO) build -o ../bin/benchreport ./benchreport
 	bin/benchreport -in $(RESULTS)/quick.txt -cmd 'make bench-quick'
+
+## bench-wire: tools/call of one echo tool over streamable HTTP on loopback,
+## from one raw client, against livereg, a bare go-sdk server, a bare mcp-go
+## server and a plain net/http floor, stateful and stateless, interleaved in
+## one run (BenchmarkWireCall). Client and server share the process, so
+## allocations count both. Writes $(RESULTS)/wire.txt and the servers side by
+## side in wire-benchstat.txt. About 2 minutes.
+bench-wire: $(BENCHSTAT)
+	mkdir -p $(RESULTS)
+	$(GO) test -run '^$$' -bench 'WireCall' -count $(BENCHCOUNT) -benchtime 2000x -cpu $(BENCHCPU) ./bench 2>&1 | tee $(RESULTS)/wire.txt
+	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/wire.txt
+	$(BENCHSTAT) -col /impl $(RESULTS)/wire.txt | tee $(RESULTS)/wire-benchstat.txt
 
 $(BENCHSTAT):
 	$(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da

@@ -66,7 +66,7 @@ var wireServers = []wireServer{
 // wireServers in the same run.
 func BenchmarkWireCall(b *testing.B) {
 	for _, s := range wireServers {
-		b.Run("server="+s.name, func(b *testing.B) {
+		b.Run("impl="+s.name, func(b *testing.B) {
 			h, cleanup := s.handler(b)
 			ts := httptest.NewServer(h)
 			defer func() {
