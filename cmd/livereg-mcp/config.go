@@ -29,6 +29,7 @@ type config struct {
 	tokenConfig
 	logConfig
 	joinConfig
+	gcConfig
 }
 
 // serveConfig is where and how MCP is served, and which routes.
@@ -151,6 +152,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	cfg.tokenConfig.flags(fs)
 	cfg.logConfig.flags(fs)
 	cfg.joinConfig.flags(fs)
+	cfg.gcConfig.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err // the flag package printed the usage

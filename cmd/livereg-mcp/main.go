@@ -107,6 +107,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "livereg-mcp:", err)
 		os.Exit(2)
 	}
+	setGC(cfg.gcConfig, os.Getenv)
 	// Logs go to stderr: with -stdio, stdout carries the protocol.
 	log := newLogger(cfg.logConfig, os.Stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
