@@ -15,8 +15,9 @@
 // with no owner check and exist only to show what a lookup costs at best.
 //
 // The wire benchmarks (wire_bench_test.go) measure what a client of a
-// server feels: tools/call over streamable HTTP on loopback, from one raw
-// client, against livereg's mcpserve, a bare go-sdk server, a bare mcp-go
-// server and a plain net/http JSON-RPC floor, in the same run, with p50 and
-// p99 from an HDR histogram.
+// server feels: tools/call of one tool and tools/list of 1,000 over
+// streamable HTTP on loopback, from one raw client, against livereg's
+// mcpserve, a bare go-sdk server, a bare mcp-go server and a plain
+// net/http JSON-RPC floor, in the same run, with p50 and p99 from an HDR
+// histogram.
 package bench

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,31 +44,49 @@ const wireVersion = "2025-11-25"
 // echoText is what every server's echo answers, and the client checks.
 const echoText = "ok"
 
-// wireServer is one server under test: its handler and whether it holds
-// sessions.
+// wireServer is one server under test: its handler, serving echo and
+// tools-1 more tools, and whether it holds sessions.
 type wireServer struct {
 	name     string
 	stateful bool
-	handler  func(b *testing.B) (http.Handler, func())
+	handler  func(b *testing.B, tools int) (http.Handler, func())
 }
 
 var wireServers = []wireServer{
-	{"floor", false, func(*testing.B) (http.Handler, func()) { return floorHandler(), nil }},
-	{"livereg", true, func(b *testing.B) (http.Handler, func()) { return liveregHandler(b, false) }},
-	{"livereg-stateless", false, func(b *testing.B) (http.Handler, func()) { return liveregHandler(b, true) }},
-	{"go-sdk", true, func(*testing.B) (http.Handler, func()) { return goSDKHandler(false), nil }},
-	{"go-sdk-stateless", false, func(*testing.B) (http.Handler, func()) { return goSDKHandler(true), nil }},
-	{"mcp-go", true, func(*testing.B) (http.Handler, func()) { return mcpGoHandler(false), nil }},
-	{"mcp-go-stateless", false, func(*testing.B) (http.Handler, func()) { return mcpGoHandler(true), nil }},
+	{"floor", false, func(_ *testing.B, n int) (http.Handler, func()) { return floorHandler(n), nil }},
+	{"livereg", true, func(b *testing.B, n int) (http.Handler, func()) { return liveregHandler(b, false, n) }},
+	{"livereg-stateless", false, func(b *testing.B, n int) (http.Handler, func()) { return liveregHandler(b, true, n) }},
+	{"go-sdk", true, func(_ *testing.B, n int) (http.Handler, func()) { return goSDKHandler(false, n), nil }},
+	{"go-sdk-stateless", false, func(_ *testing.B, n int) (http.Handler, func()) { return goSDKHandler(true, n), nil }},
+	{"mcp-go", true, func(_ *testing.B, n int) (http.Handler, func()) { return mcpGoHandler(false, n), nil }},
+	{"mcp-go-stateless", false, func(_ *testing.B, n int) (http.Handler, func()) { return mcpGoHandler(true, n), nil }},
 }
 
 // BenchmarkWireCall is tools/call of echo over streamable HTTP, from every
 // goroutine at once (-cpu sets how many), against each server of
 // wireServers in the same run.
 func BenchmarkWireCall(b *testing.B) {
+	wireRun(b, 1, (*wireClient).call)
+}
+
+// listTools is how many tools BenchmarkWireList lists.
+const listTools = 1000
+
+// BenchmarkWireList is tools/list of 1,000 tools over streamable HTTP,
+// every page followed, from every goroutine at once, against each server
+// of wireServers in the same run. The extra tools declare their input
+// schema as JSON (the go-sdk's AddTool with a raw schema, which it encodes
+// once).
+func BenchmarkWireList(b *testing.B) {
+	wireRun(b, listTools, func(c *wireClient) error { return c.list(listTools) })
+}
+
+// wireRun runs op from every goroutine against each server serving tools
+// tools, and reports its latency percentiles.
+func wireRun(b *testing.B, tools int, op func(*wireClient) error) {
 	for _, s := range wireServers {
 		b.Run("impl="+s.name, func(b *testing.B) {
-			h, cleanup := s.handler(b)
+			h, cleanup := s.handler(b, tools)
 			ts := httptest.NewServer(h)
 			defer func() {
 				ts.Close()
@@ -94,7 +113,7 @@ func BenchmarkWireCall(b *testing.B) {
 				local := hdrhistogram.New(1, int64(10*time.Second), 3)
 				for pb.Next() {
 					t0 := time.Now()
-					if err := c.call(); err != nil {
+					if err := op(c); err != nil {
 						b.Error(err)
 						return
 					}
@@ -178,14 +197,59 @@ func (c *wireClient) call() error {
 	return nil
 }
 
+// list walks every page of tools/list and checks that n tools came back.
+func (c *wireClient) list(n int) error {
+	cursor, got := "", 0
+	for page := 0; ; page++ {
+		c.seq++
+		params := `{}`
+		if cursor != "" {
+			params = `{"cursor":` + strconv.Quote(cursor) + `}`
+		}
+		body, _, err := c.post(`{"jsonrpc":"2.0","id":` + strconv.Itoa(c.seq) + `,"method":"tools/list","params":` + params + `}`)
+		if err != nil {
+			return fmt.Errorf("tools/list: %w", err)
+		}
+		if i := bytes.Index(body, []byte("data: ")); i >= 0 { // an SSE event: its data line
+			body = body[i+len("data: "):]
+			if j := bytes.IndexByte(body, '\n'); j >= 0 {
+				body = body[:j]
+			}
+		}
+		var resp struct {
+			Result struct {
+				Tools      []struct{ Name string } `json:"tools"`
+				NextCursor string                  `json:"nextCursor"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal(body, &resp); err != nil {
+			return fmt.Errorf("tools/list answered %.300s: %w", body, err)
+		}
+		got += len(resp.Result.Tools)
+		if cursor = resp.Result.NextCursor; cursor == "" || page > n {
+			break
+		}
+	}
+	if got != n {
+		return fmt.Errorf("tools/list listed %d tools, want %d", got, n)
+	}
+	return nil
+}
+
+// extraTool names the extra tools a listing benchmark adds to echo; their
+// input schema is extraSchema.
+func extraTool(i int) string { return fmt.Sprintf("tool-%04d", i) }
+
+const extraSchema = `{"type":"object","properties":{"text":{"type":"string"}}}`
+
 // echoArgs are the arguments of every server's echo.
 type echoArgs struct {
 	Text string `json:"text"`
 }
 
-func liveregHandler(b *testing.B, stateless bool) (http.Handler, func()) {
+func liveregHandler(b *testing.B, stateless bool, tools int) (http.Handler, func()) {
 	ctx := context.Background()
-	cat, err := catalog.New(catalog.Config{})
+	cat, err := catalog.New(catalog.Config{MaxTools: tools})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -201,39 +265,63 @@ func liveregHandler(b *testing.B, stateless bool) (http.Handler, func()) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	cons := []*catalog.Consumer{k}
+	for i := 1; i < tools; i++ {
+		k, err := cat.StartTool(ctx, catalog.Tool{Name: extraTool(i), Description: "a listed tool", InputSchema: json.RawMessage(extraSchema)},
+			bindsec.Plan{Public: true}, func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.TextResult(echoText), nil })
+		if err != nil {
+			b.Fatal(err)
+		}
+		cons = append(cons, k)
+	}
 	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), Stateless: stateless})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return srv.Handler(), func() {
 		_ = srv.Close()
-		_ = k.Stop(ctx)
+		for _, k := range cons {
+			_ = k.Stop(ctx)
+		}
 	}
 }
 
-func goSDKHandler(stateless bool) http.Handler {
+func goSDKHandler(stateless bool, tools int) http.Handler {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "go-sdk", Version: "1"}, &mcp.ServerOptions{Logger: quietLogger()})
 	mcp.AddTool(srv, &mcp.Tool{Name: "echo", Description: "echoes its text"},
 		func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 		})
+	for i := 1; i < tools; i++ {
+		srv.AddTool(&mcp.Tool{Name: extraTool(i), Description: "a listed tool", InputSchema: json.RawMessage(extraSchema)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: echoText}}}, nil
+			})
+	}
 	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
 		&mcp.StreamableHTTPOptions{Stateless: stateless, Logger: quietLogger()})
 }
 
-func mcpGoHandler(stateless bool) http.Handler {
+func mcpGoHandler(stateless bool, tools int) http.Handler {
 	srv := mcpgoserver.NewMCPServer("mcp-go", "1", mcpgoserver.WithToolCapabilities(false))
 	srv.AddTool(mcpgo.NewTool("echo", mcpgo.WithDescription("echoes its text"), mcpgo.WithString("text")),
 		func(_ context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 			return mcpgo.NewToolResultText(req.GetString("text", "")), nil
 		})
+	for i := 1; i < tools; i++ {
+		srv.AddTool(mcpgo.NewTool(extraTool(i), mcpgo.WithDescription("a listed tool"), mcpgo.WithString("text")),
+			func(context.Context, mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
+				return mcpgo.NewToolResultText(echoText), nil
+			})
+	}
 	return mcpgoserver.NewStreamableHTTPServer(srv, mcpgoserver.WithStateLess(stateless))
 }
 
-// floorHandler answers tools/call of echo as a JSON-RPC server of plain
-// net/http and encoding/json would: no sessions, no MCP, the least any
-// server here could do with the same request.
-func floorHandler() http.Handler {
+// floorHandler answers tools/call of echo, and tools/list of tools tools
+// in one page, as a JSON-RPC server of plain net/http and encoding/json
+// would: no sessions, no MCP, the least any server here could do with the
+// same request.
+func floorHandler(tools int) http.Handler {
 	type request struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -246,21 +334,40 @@ func floorHandler() http.Handler {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
+	type tool struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	type result struct {
+		Content []text `json:"content,omitempty"`
+		Tools   []tool `json:"tools,omitempty"`
+	}
 	type response struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Result  struct {
-			Content []text `json:"content"`
-		} `json:"result"`
+		Result  result          `json:"result"`
+	}
+	list := []tool{{"echo", "echoes its text", json.RawMessage(extraSchema)}}
+	for i := 1; i < tools; i++ {
+		list = append(list, tool{extraTool(i), "a listed tool", json.RawMessage(extraSchema)})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req request
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.Method != "tools/call" {
+		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
 			http.Error(w, "bad request", http.StatusBadRequest)
 			return
 		}
 		resp := response{JSONRPC: "2.0", ID: req.ID}
-		resp.Result.Content = []text{{"text", req.Params.Arguments.Text}}
+		switch req.Method {
+		case "tools/call":
+			resp.Result.Content = []text{{"text", req.Params.Arguments.Text}}
+		case "tools/list":
+			resp.Result.Tools = list
+		default:
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(resp)
 	})
