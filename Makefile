@@ -82,13 +82,14 @@ bench-quick:
 ## bench-wire: over streamable HTTP on loopback, from one raw client,
 ## against livereg, a bare go-sdk server, a bare mcp-go server and a plain
 ## net/http floor, stateful and stateless, interleaved in one run:
-## tools/call of one echo tool (BenchmarkWireCall) and tools/list of 1,000
-## tools, every page (BenchmarkWireList). Client and server share the
-## process, so allocations count both. Writes $(RESULTS)/wire.txt and the
-## servers side by side in wire-benchstat.txt. About 5 minutes.
+## tools/call of one echo tool from 16 and from 128 clients
+## (BenchmarkWireCall) and tools/list of 1,000 tools, every page
+## (BenchmarkWireList). Client and server share the process, so
+## allocations count both. Writes $(RESULTS)/wire.txt and the servers side
+## by side in wire-benchstat.txt. About 6 minutes.
 bench-wire: $(BENCHSTAT)
 	mkdir -p $(RESULTS)
-	$(GO) test -run '^$$' -bench 'WireCall' -count $(BENCHCOUNT) -benchtime 2000x -cpu $(BENCHCPU) ./bench 2>&1 | tee $(RESULTS)/wire.txt
+	$(GO) test -run '^$$' -bench 'WireCall' -count $(BENCHCOUNT) -benchtime 5000x -cpu $(BENCHCPU) ./bench 2>&1 | tee $(RESULTS)/wire.txt
 	$(GO) test -run '^$$' -bench 'WireList' -count $(BENCHCOUNT) -benchtime 100x -cpu $(BENCHCPU) ./bench 2>&1 | tee -a $(RESULTS)/wire.txt
 	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/wire.txt
 	$(BENCHSTAT) -col /impl $(RESULTS)/wire.txt | tee $(RESULTS)/wire-benchstat.txt

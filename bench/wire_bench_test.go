@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,30 +63,37 @@ var wireServers = []wireServer{
 	{"mcp-go-stateless", false, func(_ *testing.B, n int) (http.Handler, func()) { return mcpGoHandler(true, n), nil }},
 }
 
-// BenchmarkWireCall is tools/call of echo over streamable HTTP, from every
-// goroutine at once (-cpu sets how many), against each server of
-// wireServers in the same run.
+// BenchmarkWireCall is tools/call of echo over streamable HTTP from 16
+// and from 128 clients at once, each a goroutine with a session of its
+// own where the server keeps sessions, against each server of wireServers
+// in the same run.
 func BenchmarkWireCall(b *testing.B) {
-	wireRun(b, 1, (*wireClient).call)
+	for _, clients := range []int{16, 128} {
+		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
+			wireRun(b, 1, clients, (*wireClient).call)
+		})
+	}
 }
 
 // listTools is how many tools BenchmarkWireList lists.
 const listTools = 1000
 
 // BenchmarkWireList is tools/list of 1,000 tools over streamable HTTP,
-// every page followed, from every goroutine at once, against each server
-// of wireServers in the same run. The extra tools declare their input
+// every page followed, from 16 clients at once, against each server of
+// wireServers in the same run. The extra tools declare their input
 // schema as JSON (the go-sdk's AddTool with a raw schema, which it encodes
 // once).
 func BenchmarkWireList(b *testing.B) {
-	wireRun(b, listTools, func(c *wireClient) error { return c.list(listTools) })
+	wireRun(b, listTools, 16, func(c *wireClient) error { return c.list(listTools) })
 }
 
-// wireRun runs op from every goroutine against each server serving tools
-// tools, and reports its latency percentiles.
-func wireRun(b *testing.B, tools int, op func(*wireClient) error) {
+// wireRun runs op from clients goroutines (a multiple of GOMAXPROCS, at
+// least one each) against each server serving tools tools, and reports
+// its latency percentiles.
+func wireRun(b *testing.B, tools, clients int, op func(*wireClient) error) {
 	for _, s := range wireServers {
 		b.Run("impl="+s.name, func(b *testing.B) {
+			b.SetParallelism(max(1, clients/runtime.GOMAXPROCS(0)))
 			h, cleanup := s.handler(b, tools)
 			ts := httptest.NewServer(h)
 			defer func() {
