@@ -105,7 +105,7 @@ func TestTemplateDifferingOnlyInNamesIsDuplicate(t *testing.T) {
 	}
 }
 
-func TestReadURIPrecedence(t *testing.T) {
+func TestReadResourcePrecedence(t *testing.T) {
 	c := newCatalog(t, catalog.Config{})
 	startTemplate(t, c, bg, "test://a/{x}", tag("any", nil))
 	startTemplate(t, c, bg, "test://a/{x}/{y}", tag("two", nil))
@@ -141,7 +141,7 @@ func TestReadURIPrecedence(t *testing.T) {
 
 // Between two templates with as much literal text, the template string
 // decides: the order never depends on which started first.
-func TestReadURITieBreak(t *testing.T) {
+func TestReadResourceTieBreak(t *testing.T) {
 	for _, order := range [][]string{{"test://{x}/b", "test://a/{y}"}, {"test://a/{y}", "test://{x}/b"}} {
 		c := newCatalog(t, catalog.Config{})
 		for _, tpl := range order {
