@@ -85,14 +85,18 @@ bench-quick:
 ## tools/call of one echo tool from 16 and from 128 clients
 ## (BenchmarkWireCall) and tools/list of 1,000 tools, every page
 ## (BenchmarkWireList). Client and server share the process, so
-## allocations count both. Writes $(RESULTS)/wire.txt and the servers side
-## by side in wire-benchstat.txt. About 6 minutes.
+## allocations count both. Writes $(RESULTS)/wire.txt, the servers side by
+## side in wire-benchstat.txt, and the wire's goals judged in wire-table.md
+## (cmd/benchreport). About 6 minutes.
 bench-wire: $(BENCHSTAT)
 	mkdir -p $(RESULTS)
 	$(GO) test -run '^$$' -bench 'WireCall' -count $(BENCHCOUNT) -benchtime 5000x -cpu $(BENCHCPU) ./bench 2>&1 | tee $(RESULTS)/wire.txt
 	$(GO) test -run '^$$' -bench 'WireList' -count $(BENCHCOUNT) -benchtime 100x -cpu $(BENCHCPU) ./bench 2>&1 | tee -a $(RESULTS)/wire.txt
 	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/wire.txt
 	$(BENCHSTAT) -col /impl $(RESULTS)/wire.txt | tee $(RESULTS)/wire-benchstat.txt
+	cd cmd && $(GO) build -o ../bin/benchreport ./benchreport
+	bin/benchreport -in $(RESULTS)/wire.txt -md $(RESULTS)/wire-table.md \
+		-cmd 'make bench-wire BENCHCOUNT=$(BENCHCOUNT) BENCHCPU=$(BENCHCPU)'
 
 $(BENCHSTAT):
 	$(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da

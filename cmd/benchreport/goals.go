@@ -98,7 +98,23 @@ var goals = []goal{
 		num: side{"Consumers/n=10000", "livereg"}, unit: "B/consumer", cmp: "<=", limit: 2048},
 	{text: "10,000 idle consumers: no goroutine of their own",
 		num: side{"Consumers/n=10000", "livereg"}, unit: "goroutines/consumer", cmp: "<=", limit: 0},
+	{text: "tools/call of echo over streamable HTTP, 16 clients, stateful: livereg at least 1.2x mcp-go's calls per second (mcp-go time / livereg time)",
+		num: side{wireCall16, "mcp-go"}, den: side{wireCall16, "livereg"}, unit: nsOp, cmp: ">=", limit: 1.2},
+	{text: "tools/call of echo over streamable HTTP, 16 clients, stateless: livereg at least 1.2x mcp-go's calls per second",
+		num: side{wireCall16, "mcp-go-stateless"}, den: side{wireCall16, "livereg-stateless"}, unit: nsOp, cmp: ">=", limit: 1.2},
+	{text: "tools/call of echo over streamable HTTP, 128 clients: livereg's p99 at most mcp-go's",
+		num: side{wireCall128, "livereg"}, den: side{wireCall128, "mcp-go"}, unit: "p99-ns", cmp: "<=", limit: 1},
+	{text: "tools/list of 1,000 tools over streamable HTTP: livereg at least 2x the go-sdk's with raw schemas (go-sdk time / livereg time)",
+		num: side{"WireList", "go-sdk"}, den: side{"WireList", "livereg"}, unit: nsOp, cmp: ">=", limit: 2},
+	{text: "tools/list of 1,000 tools over streamable HTTP: livereg at least 5x mcp-go's",
+		num: side{"WireList", "mcp-go"}, den: side{"WireList", "livereg"}, unit: nsOp, cmp: ">=", limit: 5},
 }
+
+// The wire workloads (bench/wire_bench_test.go).
+const (
+	wireCall16  = "WireCall/clients=16"
+	wireCall128 = "WireCall/clients=128"
+)
 
 // verdict is one goal judged at one -cpu.
 type verdict struct {
