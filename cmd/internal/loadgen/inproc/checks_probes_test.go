@@ -18,6 +18,9 @@ func TestCheckerStopDrain(t *testing.T) {
 			t.Run(k.name+map[bool]string{true: "/public", false: "/planned"}[public], func(t *testing.T) {
 				w := newTestWorld(t, k, testConfig())
 				w.drainEvery = 1
+				// Long enough that a Stop that does not wait returns
+				// with the body still inside however loaded the machine.
+				w.drain.hold = 500 * time.Millisecond
 				h := mustStart(t, w, w.names[0], public)
 				endBy(t, w, h, shapeStop)
 				verdict(t, w, k, InvStopDrain)

@@ -30,6 +30,11 @@ import (
 type drainChecker struct {
 	t     *tally
 	bound time.Duration // how long a Stop may take
+	// hold is how long the drain probe's held body stays inside after
+	// Stop began. A Stop that does not drain is seen only if it returns
+	// within hold: the loadgen keeps it short, for its throughput, and a
+	// test that must see every such Stop makes it long.
+	hold time.Duration
 }
 
 // stopped judges the Stop of rec that returned err.
@@ -60,7 +65,7 @@ func (w *world) stop(h *held, l *latencies, o op) error {
 
 // Timing of the drain probe.
 const (
-	drainHold  = 500 * time.Microsecond // how long the held body stays inside after Stop began
+	drainHold  = 500 * time.Microsecond // drainChecker.hold's default
 	blockLimit = time.Second            // a held body is let go after this whatever happens
 )
 
@@ -132,7 +137,7 @@ func (w *world) startDrainProbe(h *held, hold bool) *drainProbe {
 			cancel()
 			return nil
 		}
-		time.AfterFunc(drainHold, p.b.let)
+		time.AfterFunc(w.drain.hold, p.b.let)
 		return p
 	}
 	close(p.called) // no held call

@@ -134,7 +134,7 @@ func newWorld(cfg Config, sys System) *world {
 	w.late = lateStopChecker{t: w.t, tick: w.tick, invoke: w.invokeRetry, list: w.listKind}
 	w.growth = newGrowthChecker(w.t, DefaultGrowthTolerance, readProcess)
 	w.changes = newChangeChecker(w.t, sys, changeWithin)
-	w.drain = drainChecker{t: w.t, bound: stopTimeout}
+	w.drain = drainChecker{t: w.t, bound: stopTimeout, hold: drainHold}
 	w.after = afterDeathChecker{t: w.t, hooks: ownerHooks{}, wait: dyingWait}
 	w.lists = listChecker{t: w.t, lookup: w.ring.get}
 	w.drainEvery, w.dyingEvery = 8, 8
