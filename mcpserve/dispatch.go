@@ -25,8 +25,8 @@ const (
 	methodInitialize    = "initialize"
 )
 
-// receive is the receiving middleware: it answers the four catalog methods
-// and passes everything else on to the SDK.
+// receive is the receiving middleware: it answers the catalog's methods
+// (answer) and passes everything else on to the SDK.
 //
 // After each of the four it pokes the notifier: a lookup or a listing (this
 // one, or one a route body made meanwhile) may have reclaimed a dead
@@ -40,46 +40,57 @@ const (
 func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	s.subs.next = next
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		switch method {
-		case methodCallTool:
-			if r, ok := req.(*mcp.CallToolRequest); ok {
-				defer s.note.poke()
-				if isForwarded(r.Extra) {
-					s.beginHop(r.Extra)
-				}
-				ctx, end := s.calls.start(ctx, req)
-				defer end()
-				return s.callTool(ctx, r)
-			}
-		case methodReadResource:
-			if r, ok := req.(*mcp.ReadResourceRequest); ok {
-				defer s.note.poke()
-				if isForwarded(r.Extra) {
-					s.beginHop(r.Extra)
-				}
-				ctx, end := s.calls.start(ctx, req)
-				defer end()
-				return s.readResource(ctx, r)
-			}
-		case methodInitialize:
+		if method == methodInitialize {
 			s.sessionCreated(req)
-		case methodListTools:
-			if r, ok := req.(*mcp.ListToolsRequest); ok {
-				defer s.note.poke()
-				return s.listTools(r)
-			}
-		case methodListResources:
-			if r, ok := req.(*mcp.ListResourcesRequest); ok {
-				defer s.note.poke()
-				return s.listResources(r)
-			}
-		default:
-			if res, err, ok := s.receiveSurface(ctx, method, req); ok {
-				return res, err
-			}
+		}
+		if res, err, ok := s.answer(ctx, method, req); ok {
+			return res, err
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// answer answers the methods the catalog serves, for the middleware and
+// for the fast path (fastpath.go) alike; ok is false for any other
+// method, or a request of a type the SDK did not make for it.
+func (s *Server) answer(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error, ok bool) {
+	switch method {
+	case methodCallTool:
+		if r, ok := req.(*mcp.CallToolRequest); ok {
+			defer s.note.poke()
+			if isForwarded(r.Extra) {
+				s.beginHop(r.Extra)
+			}
+			ctx, end := s.calls.start(ctx, req)
+			defer end()
+			res, err = s.callTool(ctx, r)
+			return res, err, true
+		}
+	case methodReadResource:
+		if r, ok := req.(*mcp.ReadResourceRequest); ok {
+			defer s.note.poke()
+			if isForwarded(r.Extra) {
+				s.beginHop(r.Extra)
+			}
+			ctx, end := s.calls.start(ctx, req)
+			defer end()
+			res, err = s.readResource(ctx, r)
+			return res, err, true
+		}
+	case methodListTools:
+		if r, ok := req.(*mcp.ListToolsRequest); ok {
+			defer s.note.poke()
+			res, err = s.listTools(r)
+			return res, err, true
+		}
+	case methodListResources:
+		if r, ok := req.(*mcp.ListResourcesRequest); ok {
+			defer s.note.poke()
+			res, err = s.listResources(r)
+			return res, err, true
+		}
+	}
+	return s.receiveSurface(ctx, method, req)
 }
 
 // credential returns what req presents to the catalog's guard: for a call
@@ -115,7 +126,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 		return nil, invalidParams("tools/call: missing params", nil)
 	}
 	cred := s.credential(ctx, req)
-	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(callClient(req)))
+	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(clientFor(ctx, req)))
 	if err != nil {
 		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
 			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindTool, p.Name); ok {
@@ -133,6 +144,15 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 		return s.toolTooLarge(p.Name, n, false), nil
 	}
 	return out, nil
+}
+
+// clientFor is the client of a call: the fast path's, when it serves the
+// call, or the SDK session's.
+func clientFor(ctx context.Context, req *mcp.CallToolRequest) *catalog.Client {
+	if cl, ok := ctx.Value(fastClientKey{}).(*catalog.Client); ok {
+		return cl
+	}
+	return callClient(req)
 }
 
 // toolError maps a tools/call failure onto the wire; see the package doc.

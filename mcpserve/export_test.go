@@ -82,3 +82,14 @@ const (
 	MaxKeyBytes           = maxKeyBytes
 	MaxIDBytes            = maxIDBytes
 )
+
+// NoFastPath turns s's fast path off: every request goes through the SDK,
+// for a test to compare the two.
+func NoFastPath(s *Server) { s.http.noFast = true }
+
+// SetFastHook makes f run with the method of every request a fast path
+// takes, until restore is called.
+func SetFastHook(f func(method string)) (restore func()) {
+	testHookFast = f
+	return func() { testHookFast = nil }
+}

@@ -258,7 +258,8 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestHeader)
 	r.Header[forwardedMark] = []string{"1"}
 	if r.Method == http.MethodPost {
-		if !s.screen(w, r) {
+		body, ok := s.readBody(w, r)
+		if !ok || !s.screen(w, r, body.Bytes()) {
 			return
 		}
 		n, done := s.calls.openRequest(r.Context(), "", s.clientOf(r, ""), nil)

@@ -38,6 +38,11 @@ type httpFront struct {
 	slots    sessionSlots // sessions held against Options.MaxSessions
 	idle     time.Duration
 	maxBody  int64 // the SDK's MaxRequestBodyBytes resolved; 0 for none
+	// anyHost: the SDK's DNS-rebinding check is off
+	// (Options.DisableLocalhostProtection); jsonResponse: the SDK answers
+	// in JSON, not events (Options.JSONResponse), which the fast path
+	// leaves to it; noFast: the fast path is off (tests).
+	anyHost, jsonResponse, noFast bool
 }
 
 // resolve checks the options of the HTTP front and sets h from them, but
@@ -59,6 +64,7 @@ func (h *httpFront) resolve(opts Options, hopts *mcp.StreamableHTTPOptions, auth
 	h.path, h.policy, h.origins, h.limits = opts.Path, opts.RequireCredential, origins, limits
 	h.slots.max, h.slots.shares = int64(maxSessions), newShares(maxSessions, clientShare, anonShare, auth)
 	h.idle, h.maxBody = hopts.SessionTimeout, maxBody(hopts.MaxRequestBodyBytes)
+	h.anyHost, h.jsonResponse = hopts.DisableLocalhostProtection, hopts.JSONResponse
 	return nil
 }
 
@@ -152,7 +158,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 			}
 			defer sl.release() // unless the session it created claimed it
 		}
-		if !s.screen(w, r) {
+		body, ok := s.readBody(w, r)
+		if !ok {
+			return
+		}
+		if fr, ok := s.fastTake(r, body.Bytes()); ok {
+			defer putBuf(body)
+			n, done := s.calls.openRequest(r.Context(), principal, cl, sl)
+			defer done()
+			r.Header.Set(requestHeader, n)
+			s.fastServe(w, r, fr)
+			return
+		}
+		if !s.screen(w, r, body.Bytes()) {
 			return
 		}
 		n, done := s.calls.openRequest(r.Context(), principal, cl, sl)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,15 +58,21 @@ var logLevels = map[mcp.LoggingLevel]bool{
 // quote.Most bytes of a client's string.
 func (s *Server) hygiene(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if err := s.checkStrings(method, req); err != nil {
-			return nil, err
-		}
-		res, err := next(ctx, method, req)
-		if err != nil {
-			return nil, boundError(err)
-		}
-		return res, nil
+		return s.hygienic(ctx, method, req, next)
 	}
+}
+
+// hygienic is the hygiene middleware's work around next, for the fast
+// path too.
+func (s *Server) hygienic(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	if err := s.checkStrings(method, req); err != nil {
+		return nil, err
+	}
+	res, err := next(ctx, method, req)
+	if err != nil {
+		return nil, boundError(err)
+	}
+	return res, nil
 }
 
 // checkStrings checks the strings of req against their bounds; it costs
@@ -198,6 +205,26 @@ func boundError(err error) error {
 	return err
 }
 
+// alreadyCut reports whether str is what boundData made of a longer
+// string: bounding twice (the middleware, then echoBound on the SDK's
+// output) must not cut the marker of the first cut.
+func alreadyCut(str string) bool {
+	rest, ok := strings.CutSuffix(str[quote.Most:], " bytes)")
+	if !ok {
+		return false
+	}
+	n, ok := strings.CutPrefix(rest, "...(")
+	if !ok || n == "" {
+		return false
+	}
+	for _, c := range n {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 type boundedError struct {
 	err error
 	msg string
@@ -226,7 +253,7 @@ func boundData(data json.RawMessage) json.RawMessage {
 	for k, v := range m {
 		var str string
 		switch {
-		case json.Unmarshal(v, &str) == nil && len(str) > quote.Most:
+		case json.Unmarshal(v, &str) == nil && len(str) > quote.Most && !alreadyCut(str):
 			b, _ := json.Marshal(str[:quote.Most] + fmt.Sprintf("...(%d bytes)", len(str)))
 			m[k], changed = b, true
 		case len(v) > maxErrorData:

@@ -23,7 +23,7 @@ const batchesEnd = "2025-06-18"
 // could not match a reply to a larger one.
 const maxSafeID = 1<<53 - 1
 
-// screen reads a POST's body and refuses, before the SDK parses it, what
+// screen refuses a POST's body (data), before the SDK parses it, what
 // MCP does not allow and the SDK would serve: a JSON-RPC batch on any
 // session that did not negotiate a revision older than 2025-06-18, and a
 // message whose id does not survive a round trip (a number beyond ±2^53
@@ -31,26 +31,9 @@ const maxSafeID = 1<<53 - 1
 // method or string id is beyond its bound. It answers a refusal itself,
 // HTTP 400 with JSON-RPC error -32600 (-32601 for a method name), and
 // returns false. Otherwise the body is put back for the SDK, which reads
-// it from memory. The body is read under the SDK's own bound
-// (Options.MaxRequestBodyBytes); past it the answer is 413
-// as the SDK's. Cost: one pass of encoding/json over the body, which the
+// it from memory. Cost: one pass of encoding/json over the body, which the
 // SDK makes again.
-func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
-	body := r.Body
-	if s.http.maxBody > 0 {
-		body = http.MaxBytesReader(w, r.Body, s.http.maxBody)
-	}
-	data, err := io.ReadAll(body)
-	_ = r.Body.Close()
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
-			return false
-		}
-		http.Error(w, "failed to read body", http.StatusBadRequest)
-		return false
-	}
+func (s *Server) screen(w http.ResponseWriter, r *http.Request, data []byte) bool {
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -71,6 +54,33 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	return screenMessage(w, trimmed)
+}
+
+// readBody reads a POST's body into a buffer of bodies, under the SDK's
+// own bound (Options.MaxRequestBodyBytes); past it the answer is 413, as
+// the SDK's. On false it has answered. The buffer goes back with
+// putBody once nothing refers to the body any more; a body handed to the
+// SDK keeps its buffer.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) (*bytes.Buffer, bool) {
+	body := r.Body
+	if s.http.maxBody > 0 {
+		body = http.MaxBytesReader(w, r.Body, s.http.maxBody)
+	}
+	b := bufs.Get().(*bytes.Buffer)
+	b.Reset()
+	_, err := b.ReadFrom(body)
+	_ = r.Body.Close()
+	if err != nil {
+		putBuf(b)
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return nil, false
+		}
+		http.Error(w, "failed to read body", http.StatusBadRequest)
+		return nil, false
+	}
+	return b, true
 }
 
 // envelope is what screen reads of a message.

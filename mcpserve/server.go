@@ -75,6 +75,7 @@ var (
 type Server struct {
 	cat       *catalog.Catalog
 	mcp       *mcp.Server
+	impl      *mcp.Implementation // the server's name, in 2026-07-28 results
 	log       *slog.Logger
 	cred      func(ctx context.Context, req mcp.Request) string // Options.TransportCredential
 	page      int
@@ -150,6 +151,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	s := &Server{
 		cat:       cat,
 		mcp:       srv,
+		impl:      &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)},
 		log:       log,
 		cred:      opts.TransportCredential,
 		page:      cmpOr(opts.PageSize, mcp.DefaultPageSize),
