@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -46,12 +47,19 @@ func postCurrent(t *testing.T, url, method, name string, params map[string]any) 
 }
 
 // events sends the data of each server-sent event of resp on the channel
-// returned, and closes it when the stream ends.
+// returned, or its body when it is one JSON message, and closes it when
+// the stream ends.
 func events(resp *http.Response) <-chan string {
 	ch := make(chan string, 64)
 	go func() {
 		defer close(ch)
 		defer resp.Body.Close()
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+			if b, err := io.ReadAll(resp.Body); err == nil {
+				ch <- strings.TrimSpace(string(b))
+			}
+			return
+		}
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
