@@ -163,10 +163,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 			return
 		}
 		if fr, ok := s.fastTake(r, body.Bytes()); ok {
+			// The call runs under the request's own context: no number
+			// in requestHeader is needed to tie it to the request.
 			defer putBuf(body)
-			n, done := s.calls.openRequest(r.Context(), principal, cl, sl)
-			defer done()
-			r.Header.Set(requestHeader, n)
 			s.fastServe(w, r, fr)
 			return
 		}
