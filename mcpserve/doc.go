@@ -36,7 +36,8 @@
 //     redaction of session IDs, server timeouts, serving and shutdown;
 //   - the fleet hop (fleet.go, forward.go, hop.go): forwarding a call to
 //     the replica that holds its route, and answering calls forwarded
-//     here.
+//     here;
+//   - the fast path (fastpath.go, fastwrite.go): see below.
 //
 // # Errors on the wire
 //
@@ -72,6 +73,22 @@
 // a meaning to are then [ErrInvalidOptions]. A stateful server (the
 // default) serves every client at 2025-11-25 or earlier, with
 // list_changed on its standalone stream.
+//
+// # The fast path
+//
+// On a stateless server the hot methods (tools/call, tools/list,
+// resources/read, resources/list, resources/templates/list, prompts/get,
+// prompts/list) of 2025-06-18, 2025-11-25 and 2026-07-28 requests are
+// served from the HTTP request itself: the body is read once into a
+// pooled buffer, the envelope and params decoded as the SDK decodes them,
+// the same answer and hygiene run on the request's goroutine, and the one
+// response written as application/json (as server-sent events only when
+// the call logs or reports progress before its result). The SDK's
+// transport, a session per request and two goroutine hand-offs per call,
+// is skipped; everything else, and every request the fast path cannot
+// judge exactly as the SDK would, goes to the SDK. Both paths answer
+// alike, message for message: TestFastPathMatchesSDK and FuzzFastPath
+// hold them to it. A stateful server's sessions still go through the SDK.
 //
 // # Visibility
 //
