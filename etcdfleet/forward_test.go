@@ -130,7 +130,7 @@ func TestForwardAcrossTheFleet(t *testing.T) {
 	cs := a.client(t)
 
 	kctx, kill := context.WithCancel(life)
-	c.startSays(t, kctx, "far")
+	far := c.startSays(t, kctx, "far")
 	waitListed(t, a.cat, "c's tool listed on a", func() bool { return listed(a.cat, "far") })
 	if got, err := callText(ctx, cs, "far"); err != nil || got != "ran on c" {
 		t.Fatalf("call on a for c's tool: %q, %v; want \"ran on c\"", got, err)
@@ -139,6 +139,13 @@ func TestForwardAcrossTheFleet(t *testing.T) {
 	// c's consumer dies: until a's view hears of it, a forwards and c
 	// answers route_gone; after, a knows no such tool.
 	kill()
+	// A cancelled context kills its owner a moment later, not at once:
+	// until then a call may still run, by a live owner.
+	select {
+	case <-far.Done():
+	case <-ctx.Done():
+		t.Fatal("c's consumer did not die after its context was cancelled")
+	}
 	for listed(a.cat, "far") {
 		_, err := callText(ctx, cs, "far")
 		if code, data := wireData(err); code != -32602 || !strings.Contains(data, "route_gone") && !strings.Contains(err.Error(), "unknown tool") {
