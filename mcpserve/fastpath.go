@@ -67,6 +67,18 @@ func fastMethod(method string) bool {
 	return false
 }
 
+// listMethod reports whether method is a listing, whose params are
+// optional.
+func listMethod(method string) bool {
+	switch method {
+	case methodListTools, methodListResources, methodListTemplates, methodListPrompts:
+		return true
+	}
+	return false
+}
+
+var emptyParams = json.RawMessage("{}")
+
 // Protocol revisions and headers the fast path reads.
 const (
 	protocolHeader = "Mcp-Protocol-Version"
@@ -128,7 +140,15 @@ func (s *Server) fastTake(r *http.Request, data []byte) (fastRequest, bool) {
 	rest, err := segjson.Parse(data, &env, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage)
 	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 || env.JSONRPC != "2.0" || env.Method == nil ||
 		!fastMethod(*env.Method) || env.Result != nil || env.Error != nil || len(env.ID) == 0 ||
-		badID(env.ID, true) != "" || !isObject(env.Params) {
+		badID(env.ID, true) != "" {
+		return fastRequest{}, false
+	}
+	if env.Params == nil && !current && listMethod(*env.Method) {
+		// A listing's params are optional before 2026-07-28, and the
+		// SDK's client sends none for the first page.
+		env.Params = emptyParams
+	}
+	if !isObject(env.Params) {
 		return fastRequest{}, false
 	}
 	fr := fastRequest{id: env.ID, method: *env.Method, current: current}

@@ -1,12 +1,15 @@
 package mcpserve_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/mcpserve"
 )
 
@@ -222,7 +225,10 @@ func TestFastPathLeavesToSDK(t *testing.T) {
 		{"jsonrpc 1.0", body(legacy, `{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"echo"}}`), false},
 		{"no jsonrpc", body(legacy, `{"id":1,"method":"tools/call","params":{"name":"echo"}}`), false},
 		{"a result too", body(legacy, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"},"result":{}}`), false},
-		{"no params", body(legacy, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), false},
+		{"no params", body(legacy, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), true},
+		{"null params", body(legacy, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":null}`), false},
+		{"no params, current", body(current, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), false},
+		{"call without params", body(legacy, `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`), false},
 		{"params an array", body(legacy, `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":[]}`), false},
 		{"params of the wrong type", body(legacy, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":5}}`), false},
 		{"a method named by case", body(legacy, `{"jsonrpc":"2.0","id":1,"Method":"tools/call","params":{"name":"echo"}}`), false},
@@ -293,4 +299,43 @@ func FuzzFastPath(f *testing.F) {
 		}
 		compareAnswers(t, ex, p.send(t, p.fast.URL, ex), p.send(t, p.sdk.URL, ex))
 	})
+}
+
+// TestFastPathServesSDKClient: the SDK's own client, at the current
+// revision and at 2025-11-25, reaches the fast path for every hot method
+// it sends, and gets what it asked for.
+func TestFastPathServesSDKClient(t *testing.T) {
+	var mu sync.Mutex
+	taken := map[string]int{}
+	t.Cleanup(mcpserve.SetFastHook(func(method string) {
+		mu.Lock()
+		taken[method]++
+		mu.Unlock()
+	}))
+	cat := newCatalog(t, catalog.Config{})
+	startText(t, cat, context.Background(), "echo", "hi")
+	f := newStateless(t, cat, mcpserve.Options{})
+	for _, c := range []*client{f.connectCurrent(""), f.connectAt(legacyVersion, "")} {
+		mu.Lock()
+		clear(taken)
+		mu.Unlock()
+		v := c.InitializeResult().ProtocolVersion
+		res, err := call(t, c, "echo")
+		if err != nil || text(t, res) != "hi" {
+			t.Fatalf("%s: echo = %v, %v", v, res, err)
+		}
+		if _, err := c.ListTools(ctxGuard(t), nil); err != nil {
+			t.Fatalf("%s: tools/list: %v", v, err)
+		}
+		if _, err := c.ListResources(ctxGuard(t), nil); err != nil {
+			t.Fatalf("%s: resources/list: %v", v, err)
+		}
+		mu.Lock()
+		for _, m := range []string{"tools/call", "tools/list", "resources/list"} {
+			if taken[m] != 1 {
+				t.Errorf("%s: the fast path served %s %d times, want 1", v, m, taken[m])
+			}
+		}
+		mu.Unlock()
+	}
 }
