@@ -78,14 +78,20 @@ type httpRequest struct {
 // sessionCalls is what the server knows of one session.
 type sessionCalls struct {
 	id string
+	ss *mcp.ServerSession
 	// principal is the binding key of the credential that created the
 	// session; requests on it must present the same (see serveHTTP).
 	principal string
 	mu        sync.Mutex
 	inflight  map[*context.CancelCauseFunc]struct{}
+	// fastCalls are the calls in flight on the fast path, by request id
+	// (fastKey), for notifications/cancelled to end.
+	fastCalls map[string]context.CancelCauseFunc
 	// ended is why the session's calls were ended; a call that starts
 	// later begins cancelled with it, as the session is being closed.
 	ended error
+	// What the fast path needs of the session (sessionfast.go).
+	fast sessionFast
 }
 
 func newCalls(stateless bool) *calls {
@@ -138,13 +144,14 @@ func (c *calls) sessionLocked(ss *mcp.ServerSession, principal string, ended fun
 	if sc, ok := c.sessions[ss]; ok {
 		return sc
 	}
-	sc := &sessionCalls{id: ss.ID(), principal: principal, inflight: map[*context.CancelCauseFunc]struct{}{}}
+	sc := &sessionCalls{id: ss.ID(), ss: ss, principal: principal, inflight: map[*context.CancelCauseFunc]struct{}{}}
 	c.sessions[ss] = sc
 	if sc.id != "" {
 		c.byID[sc.id] = sc
 	}
 	go func() {
 		_ = ss.Wait()
+		sc.fast.idle.Load().stop()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		delete(c.sessions, ss)
@@ -156,6 +163,13 @@ func (c *calls) sessionLocked(ss *mcp.ServerSession, principal string, ended fun
 		}
 	}()
 	return sc
+}
+
+// of returns the calls of ss, if it is registered.
+func (c *calls) of(ss *mcp.ServerSession) *sessionCalls {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessions[ss]
 }
 
 // sessionByID returns the registered HTTP session with this ID.

@@ -26,7 +26,9 @@ const (
 )
 
 // receive is the receiving middleware: it answers the catalog's methods
-// (answer) and passes everything else on to the SDK.
+// (answer) and passes everything else on to the SDK, noting for the fast
+// path what a session's initialization, log level and cancellations
+// change (sessionfast.go).
 //
 // After each of the four it pokes the notifier: a lookup or a listing (this
 // one, or one a route body made meanwhile) may have reclaimed a dead
@@ -40,13 +42,20 @@ const (
 func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	s.subs.next = next
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == methodInitialize {
+		switch method {
+		case methodInitialize:
 			s.sessionCreated(req)
+		case notificationCancelled:
+			s.cancelFast(req)
 		}
 		if res, err, ok := s.answer(ctx, method, req); ok {
 			return res, err
 		}
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		if err == nil && (method == notificationInitialized || method == methodSetLevel) {
+			s.noteSession(method, req)
+		}
+		return res, err
 	}
 }
 

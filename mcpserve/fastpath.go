@@ -115,19 +115,26 @@ type fastRequest struct {
 	id       json.RawMessage // as sent, checked by badID
 	method   string
 	req      mcp.Request
-	current  bool // protocol 2026-07-28
-	progress any  // the request's progress token, or nil
+	current  bool          // protocol 2026-07-28
+	progress any           // the request's progress token, or nil
+	session  *sessionCalls // the request's session; nil when stateless
 }
 
 // fastTake decides whether the fast path serves r, whose body is data,
 // and decodes it if so. It changes nothing and writes nothing.
-func (s *Server) fastTake(r *http.Request, data []byte) (fastRequest, bool) {
-	if s.http.stateful || s.http.noFast || s.http.jsonResponse || r.Header.Get(sessionIDHeader) != "" || len(r.Header.Values(lastEventID)) > 0 {
+func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls) (fastRequest, bool) {
+	if s.http.noFast || s.http.jsonResponse || len(r.Header.Values(lastEventID)) > 0 {
 		return fastRequest{}, false
 	}
 	version := r.Header.Get(protocolHeader)
 	current := version == ProtocolStateless
-	if !current && version != "2025-11-25" && version != "2025-06-18" {
+	if s.http.stateful {
+		// A session's request, on a session the fast path may serve,
+		// naming the revision the session negotiated.
+		if sc == nil || !sc.takes(version) {
+			return fastRequest{}, false
+		}
+	} else if r.Header.Get(sessionIDHeader) != "" || !current && !fastSessionVersion(version) {
 		return fastRequest{}, false
 	}
 	if !s.hostAllowed(r) || !jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
@@ -151,15 +158,18 @@ func (s *Server) fastTake(r *http.Request, data []byte) (fastRequest, bool) {
 	if !isObject(env.Params) {
 		return fastRequest{}, false
 	}
-	fr := fastRequest{id: env.ID, method: *env.Method, current: current}
+	fr := fastRequest{id: env.ID, method: *env.Method, current: current, session: sc}
 	var meta mcp.Meta
 	var name string
 	var named bool
 	if fr.req, meta, name, named, err = decodeParams(fr.method, env.Params); err != nil {
 		return fastRequest{}, false
 	}
-	extra := &mcp.RequestExtra{Header: r.Header}
-	setExtra(fr.req, extra)
+	var ss *mcp.ServerSession
+	if sc != nil {
+		ss = sc.ss
+	}
+	setSession(fr.req, &mcp.RequestExtra{Header: r.Header}, ss)
 	if current {
 		if r.Header.Get(methodHeader) != fr.method || (named && (name == "" || r.Header.Get(nameHeader) != name)) {
 			return fastRequest{}, false
@@ -255,23 +265,24 @@ func parseParams(params json.RawMessage, p any) error {
 	return err
 }
 
-// setExtra gives req the request's extra information, as the SDK does.
-func setExtra(req mcp.Request, ex *mcp.RequestExtra) {
+// setSession gives req the request's extra information and its session
+// (nil on a stateless server), as the SDK does.
+func setSession(req mcp.Request, ex *mcp.RequestExtra, ss *mcp.ServerSession) {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
-		r.Extra = ex
+		r.Extra, r.Session = ex, ss
 	case *mcp.GetPromptRequest:
-		r.Extra = ex
+		r.Extra, r.Session = ex, ss
 	case *mcp.ReadResourceRequest:
-		r.Extra = ex
+		r.Extra, r.Session = ex, ss
 	case *mcp.ListToolsRequest:
-		r.Extra = ex
+		r.Extra, r.Session = ex, ss
 	case *mcp.ListResourcesRequest:
-		r.Extra = ex
+		r.Extra, r.Session = ex, ss
 	case *mcp.ListResourceTemplatesRequest:
-		r.Extra = ex
+		r.Extra, r.Session = ex, ss
 	case *mcp.ListPromptsRequest:
-		r.Extra = ex
+		r.Extra, r.Session = ex, ss
 	}
 }
 
@@ -342,6 +353,11 @@ func (s *Server) fastServe(w http.ResponseWriter, r *http.Request, fr fastReques
 	out := newFastWriter(w, fr, s.impl)
 	defer out.release()
 	ctx := r.Context()
+	if fr.session != nil {
+		var end func()
+		ctx, end = fr.session.trackFast(ctx, fr.id)
+		defer end()
+	}
 	if fr.method == methodCallTool {
 		ctx = context.WithValue(ctx, fastClientKey{}, out.client(fr))
 	}

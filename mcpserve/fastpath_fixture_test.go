@@ -20,13 +20,15 @@ import (
 	"github.com/livereg/livereg/mcpserve"
 )
 
-// twoPaths is one catalog served twice, statelessly: by a Server with its
-// fast path and by one without, so that a test can send both the same
-// request and compare what they answer.
+// twoPaths is one catalog served twice: by a Server with its fast path
+// and by one without, so that a test can send both the same request and
+// compare what they answer. Stateful, each has a session of its own, made
+// with the same requests, whose ID each request carries.
 type twoPaths struct {
 	t         testing.TB
 	cat       *catalog.Catalog
 	fast, sdk *httptest.Server
+	sessions  map[string]string // by server URL
 	// busyIn and busyOut hold the one call "busy" admits: a request sent
 	// while it is held finds the tool overloaded.
 	busyIn, busyOut chan struct{}
@@ -38,13 +40,35 @@ type twoPaths struct {
 
 const diffMaxResult = 4 << 10
 
-func newTwoPaths(t testing.TB) *twoPaths {
+// pathsMode is how twoPaths serves: stateless, or with sessions whose
+// setup is the messages given (after initialize).
+type pathsMode struct {
+	name     string
+	stateful bool
+	setup    []string // messages each session sends after its initialize
+	caps     string   // the client's capabilities in initialize
+}
+
+var (
+	statelessMode = pathsMode{name: "stateless"}
+	sessionMode   = pathsMode{name: "session", stateful: true, caps: `{}`,
+		setup: []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`}}
+	leveledMode = pathsMode{name: "session at warning", stateful: true, caps: `{}`,
+		setup: []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"warning"}}`}}
+)
+
+func newTwoPaths(t testing.TB, modes ...pathsMode) *twoPaths {
+	mode := statelessMode
+	if len(modes) > 0 {
+		mode = modes[0]
+	}
 	t.Helper()
 	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
 		goodToken:   bindsec.NewPrincipal("alice", "reader"),
 		noRoleToken: bindsec.NewPrincipal("bob"),
 	})
-	p := &twoPaths{t: t, cat: newCatalog(t, catalog.Config{Authenticator: auth}),
+	p := &twoPaths{t: t, cat: newCatalog(t, catalog.Config{Authenticator: auth}), sessions: map[string]string{},
 		busyIn: make(chan struct{}), busyOut: make(chan struct{}), taken: map[string]int{}}
 	p.startAll()
 	restore := mcpserve.SetFastHook(func(method string) {
@@ -54,7 +78,7 @@ func newTwoPaths(t testing.TB) *twoPaths {
 	})
 	t.Cleanup(restore)
 	serve := func(fast bool) *httptest.Server {
-		srv, err := mcpserve.New(p.cat, mcpserve.Options{Stateless: true, Logger: quietLogger(), MaxResultBytes: diffMaxResult})
+		srv, err := mcpserve.New(p.cat, mcpserve.Options{Stateless: !mode.stateful, Logger: quietLogger(), MaxResultBytes: diffMaxResult})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +90,42 @@ func newTwoPaths(t testing.TB) *twoPaths {
 		return ts
 	}
 	p.fast, p.sdk = serve(true), serve(false)
+	if mode.stateful {
+		for _, ts := range []*httptest.Server{p.fast, p.sdk} {
+			p.sessions[ts.URL] = p.openSession(ts.URL, mode)
+		}
+	}
 	return p
+}
+
+// openSession initializes a session of mode at url and returns its ID.
+func (p *twoPaths) openSession(url string, mode pathsMode) string {
+	p.t.Helper()
+	init := exchange{body: []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` +
+		mode.caps + `,"clientInfo":{"name":"diff","version":"1"}}}`)}
+	req, err := http.NewRequestWithContext(ctxGuard(p.t), http.MethodPost, url, bytes.NewReader(init.body))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	id := resp.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		p.t.Fatalf("initialize at %s: HTTP %d, no session", url, resp.StatusCode)
+	}
+	for _, m := range mode.setup {
+		p.sessions[url] = id
+		if a := p.send(p.t, url, exchange{body: []byte(m), headers: map[string]string{"MCP-Protocol-Version": "2025-11-25"}}); a.status/100 != 2 {
+			p.t.Fatalf("%s at %s: %+v", m, url, a)
+		}
+	}
+	return id
 }
 
 // takenCount is how many requests of method the fast path has served.
@@ -214,6 +273,9 @@ func (p *twoPaths) send(t testing.TB, url string, ex exchange) answer {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if id := p.sessions[url]; id != "" {
+		req.Header.Set("Mcp-Session-Id", id)
+	}
 	for k, v := range ex.headers {
 		if k == "Host" {
 			req.Host = v
@@ -247,6 +309,7 @@ func (p *twoPaths) send(t testing.TB, url string, ex exchange) answer {
 		}
 	case strings.HasPrefix(ct, "application/json"):
 		a.messages = append(a.messages, decodeAny(t, body))
+	case len(body) == 0:
 	default:
 		a.messages = append(a.messages, ct+": "+string(body))
 	}

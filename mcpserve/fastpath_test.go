@@ -120,33 +120,54 @@ func (c fastCase) exchange(v string, id any) exchange {
 // and to one without, over the same catalog, and compares the answers:
 // the status and every JSON-RPC message, field by field. Each of these
 // requests must have taken the fast path.
+//
+// With sessions, each server's session is made with the same requests:
+// a 2026-07-28 request is refused alike (a session speaks 2025-11-25),
+// and a request with a credential other than the one that made the
+// session (none; an unknown token is anonymous too) alike (sessions are
+// bound to their principal); every other must have taken the fast path. A session that set its log level
+// gets the log messages at and above it.
 func TestFastPathMatchesSDK(t *testing.T) {
-	p := newTwoPaths(t)
-	for _, v := range fastVersions {
-		for i, c := range fastCases() {
-			t.Run(v+"/"+c.name, func(t *testing.T) {
-				for _, id := range []any{i + 1, fmt.Sprintf("id-%d", i)} {
-					ex := c.exchange(v, id)
-					before := p.takenCount(c.method)
-					fast := p.send(t, p.fast.URL, ex)
-					if c.taken && p.takenCount(c.method) != before+1 {
-						t.Errorf("the fast path did not serve %s", ex.body)
-					}
-					sdk := p.send(t, p.sdk.URL, ex)
-					compareAnswers(t, ex, fast, sdk)
+	for _, mode := range []pathsMode{statelessMode, sessionMode, leveledMode} {
+		t.Run(mode.name, func(t *testing.T) {
+			p := newTwoPaths(t, mode)
+			for _, v := range fastVersions {
+				for i, c := range fastCases() {
+					t.Run(v+"/"+c.name, func(t *testing.T) {
+						taken := c.taken && !(mode.stateful && (v == mcpserve.ProtocolStateless || c.token != ""))
+						for _, id := range []any{i + 1, fmt.Sprintf("id-%d", i)} {
+							ex := c.exchange(v, id)
+							before := p.takenCount(c.method)
+							fast := p.send(t, p.fast.URL, ex)
+							if got := p.takenCount(c.method) - before; taken && got != 1 || mode.stateful && v == mcpserve.ProtocolStateless && got != 0 {
+								t.Errorf("the fast path served %s %d times, want %d", ex.body, got, map[bool]int{true: 1}[taken])
+							}
+							sdk := p.send(t, p.sdk.URL, ex)
+							compareAnswers(t, ex, fast, sdk)
+						}
+					})
 				}
-			})
-		}
+			}
+		})
 	}
 }
 
 // TestFastPathOverloaded: a call refused at a route's concurrency limit
 // is answered alike.
 func TestFastPathOverloaded(t *testing.T) {
-	p := newTwoPaths(t)
+	for _, mode := range []pathsMode{statelessMode, sessionMode} {
+		t.Run(mode.name, func(t *testing.T) { overloaded(t, newTwoPaths(t, mode), mode) })
+	}
+}
+
+func overloaded(t *testing.T, p *twoPaths, mode pathsMode) {
 	c := fastCase{"busy", "tools/call", map[string]any{"name": "busy", "arguments": map[string]any{}}, "", true}
 	p.holdBusy.Store(true)
-	for _, v := range fastVersions {
+	versions := fastVersions
+	if mode.stateful {
+		versions = []string{"2025-11-25"}
+	}
+	for _, v := range versions {
 		held := make(chan answer, 1)
 		go func() { held <- p.send(t, p.sdk.URL, c.exchange(v, 0)) }()
 		<-p.busyIn
@@ -338,4 +359,20 @@ func TestFastPathServesSDKClient(t *testing.T) {
 		}
 		mu.Unlock()
 	}
+}
+
+// FuzzFastPathSession is FuzzFastPath on a session of 2025-11-25 that set
+// its log level: arbitrary bodies on the session, to a server with the
+// fast path and one without, must be answered alike.
+func FuzzFastPathSession(f *testing.F) {
+	for i, c := range fastCases() {
+		f.Add(c.exchange("2025-11-25", i).body)
+	}
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}`))
+	p := newTwoPaths(f, leveledMode)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		ex := exchange{body: body, headers: map[string]string{"MCP-Protocol-Version": "2025-11-25"}}
+		compareAnswers(t, ex, p.send(t, p.fast.URL, ex), p.send(t, p.sdk.URL, ex))
+	})
 }

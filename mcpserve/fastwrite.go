@@ -26,6 +26,7 @@ type fastWriter struct {
 	id      json.RawMessage
 	current bool
 	impl    *mcp.Implementation
+	session string // the session's ID, echoed in the response as the SDK does
 
 	mu   sync.Mutex
 	sse  bool // the headers went out as an event stream
@@ -44,7 +45,11 @@ const maxPooledBuf = 1 << 20
 func newFastWriter(w http.ResponseWriter, fr fastRequest, impl *mcp.Implementation) *fastWriter {
 	b := bufs.Get().(*bytes.Buffer)
 	b.Reset()
-	return &fastWriter{w: w, id: fr.id, current: fr.current, impl: impl, buf: b}
+	f := &fastWriter{w: w, id: fr.id, current: fr.current, impl: impl, buf: b}
+	if fr.session != nil {
+		f.session = fr.session.id
+	}
+	return f
 }
 
 // release returns the writer's buffer once the response has gone out.
@@ -74,10 +79,24 @@ type fastClientKey struct{}
 // elicitation.
 func (f *fastWriter) client(fr fastRequest) *catalog.Client {
 	cl := &catalog.Client{}
-	if !fr.current {
+	var threshold func() mcp.LoggingLevel
+	switch {
+	case fr.session != nil:
+		// The level the session set, read as each message is sent, as
+		// the SDK reads it.
+		threshold = func() mcp.LoggingLevel {
+			if l := fr.session.fast.level.Load(); l != nil {
+				return *l
+			}
+			return ""
+		}
+	case !fr.current:
+		threshold = func() mcp.LoggingLevel { return "info" }
+	}
+	if threshold != nil {
 		cl.Log = func(_ context.Context, m catalog.LogMessage) error {
-			level := mcpLevel(m.Level)
-			if levelRank(level) < levelRank("info") {
+			level, th := mcpLevel(m.Level), threshold()
+			if th == "" || levelRank(level) < levelRank(th) {
 				return nil
 			}
 			return f.notify("notifications/message", &mcp.LoggingMessageParams{Level: level, Logger: m.Logger, Data: m.Data})
@@ -121,6 +140,9 @@ func (f *fastWriter) notify(method string, params any) error {
 		h.Set("Cache-Control", "no-cache, no-transform")
 		h.Set("Content-Type", "text/event-stream")
 		h.Set("Connection", "keep-alive")
+		if f.session != "" {
+			h.Set(sessionIDHeader, f.session)
+		}
 		f.w.WriteHeader(http.StatusOK)
 	}
 	b := f.buf
@@ -188,6 +210,9 @@ func (f *fastWriter) respond(res mcp.Result, err error) {
 		h := f.w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Content-Length", strconv.Itoa(b.Len()))
+		if f.session != "" {
+			h.Set(sessionIDHeader, f.session)
+		}
 		f.w.WriteHeader(status)
 	}
 	_, _ = f.w.Write(b.Bytes())

@@ -64,6 +64,9 @@ func (h *httpFront) resolve(opts Options, hopts *mcp.StreamableHTTPOptions, auth
 	h.path, h.policy, h.origins, h.limits = opts.Path, opts.RequireCredential, origins, limits
 	h.slots.max, h.slots.shares = int64(maxSessions), newShares(maxSessions, clientShare, anonShare, auth)
 	h.idle, h.maxBody = hopts.SessionTimeout, maxBody(hopts.MaxRequestBodyBytes)
+	// The Server times idle sessions out itself (sessionidle.go): the
+	// SDK's timer would not see the POSTs the fast path serves.
+	hopts.SessionTimeout = 0
 	h.anyHost, h.jsonResponse = hopts.DisableLocalhostProtection, hopts.JSONResponse
 	return nil
 }
@@ -128,9 +131,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		return
 	}
 	id := r.Header.Get(sessionIDHeader)
+	var sc *sessionCalls
+	if id != "" && s.http.stateful {
+		sc, _ = s.calls.sessionByID(id)
+	}
 	if id != "" && s.http.bind {
-		sc, ok := s.calls.sessionByID(id)
-		if !ok {
+		if sc == nil {
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
@@ -138,14 +144,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 			http.Error(w, "Forbidden: the session belongs to another principal", http.StatusForbidden)
 			return
 		}
-		if r.Method == http.MethodDelete {
-			sc.cancel(errSessionEnded)
-		}
-	} else if id != "" && r.Method == http.MethodDelete {
+	}
+	if sc != nil && r.Method == http.MethodDelete {
 		// Unbound sessions: anyone may end one, as the SDK allows.
-		if sc, ok := s.calls.sessionByID(id); ok {
-			sc.cancel(errSessionEnded)
-		}
+		sc.cancel(errSessionEnded)
 	}
 	if r.Method == http.MethodPost {
 		cl := s.clientOf(r, principal)
@@ -157,12 +159,18 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 				return
 			}
 			defer sl.release() // unless the session it created claimed it
+			defer s.initializeEnded(w)
+		}
+		if sc != nil {
+			idle := sc.fast.idle.Load()
+			idle.begin()
+			defer idle.end()
 		}
 		body, ok := s.readBody(w, r)
 		if !ok {
 			return
 		}
-		if fr, ok := s.fastTake(r, body.Bytes()); ok {
+		if fr, ok := s.fastTake(r, body.Bytes(), sc); ok {
 			// The call runs under the request's own context: no number
 			// in requestHeader is needed to tie it to the request.
 			defer putBuf(body)
@@ -179,6 +187,17 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	eb := &echoBound{ResponseWriter: w}
 	defer eb.finish()
 	s.http.sdk.ServeHTTP(eb, r)
+}
+
+// initializeEnded starts the idle wait of the session a POST without a
+// session ID created, if it did, once its response is out: the session
+// was created with that POST in flight (newIdleTimer).
+func (s *Server) initializeEnded(w http.ResponseWriter) {
+	if id := w.Header().Get(sessionIDHeader); id != "" {
+		if sc, ok := s.calls.sessionByID(id); ok {
+			sc.fast.idle.Load().end()
+		}
+	}
 }
 
 // bindingKey returns what a request's session is bound to: "" when
@@ -221,15 +240,19 @@ func (s *Server) sessionCreated(req mcp.Request) {
 	}
 	principal := ""
 	var release func()
+	var hr *httpRequest
 	if ex := req.GetExtra(); ex != nil {
-		if hr, _ := s.calls.request(ex.Header); hr != nil {
+		if hr, _ = s.calls.request(ex.Header); hr != nil {
 			principal = hr.principal
 			if hr.slot.claim() {
 				release = hr.slot.end
 			}
 		}
 	}
-	s.calls.sessionWith(ss, principal, release)
+	sc := s.calls.sessionWith(ss, principal, release)
+	if hr != nil && s.http.stateful && s.http.idle > 0 && sc.fast.idle.Load() == nil {
+		sc.fast.idle.Store(newIdleTimer(s.http.idle, func() { _ = ss.Close() }))
+	}
 }
 
 // logAuthPanic logs an authenticator's panic. It logs the panic value only

@@ -1,0 +1,135 @@
+//lint:file-ignore SA1019 MCP logging is deprecated as of protocol 2026-07-28 but still served during its deprecation window, and clients of earlier protocols use it.
+
+package mcpserve
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// sessionFast is what the fast path needs of a session, kept in step by
+// the receiving middleware as the SDK serves the session's other methods:
+// whether it may take the session's calls, its log level, and its idle
+// timer. All fields are atomic: the fast path reads them on every request.
+type sessionFast struct {
+	// version is the protocol the session negotiated, once its client
+	// sent notifications/initialized, if the fast path may serve it: a
+	// revision it knows, and a client that takes neither sampling nor
+	// elicitation, which a call could send only over the SDK's session.
+	// nil until then, and for good otherwise.
+	version atomic.Pointer[string]
+	// level is the level logging/setLevel set; nil while none is set,
+	// when no log message is sent.
+	level atomic.Pointer[mcp.LoggingLevel]
+	idle  atomic.Pointer[idleTimer]
+}
+
+// Notifications the middleware watches for the fast path.
+const (
+	notificationInitialized = "notifications/initialized"
+	notificationCancelled   = "notifications/cancelled"
+)
+
+// fastSessionVersion reports whether the fast path serves a session of
+// revision v.
+func fastSessionVersion(v string) bool { return v == "2025-11-25" || v == "2025-06-18" }
+
+// noteSession updates what the fast path knows of req's session once the
+// SDK has served method without an error.
+func (s *Server) noteSession(method string, req mcp.Request) {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return
+	}
+	sc := s.calls.of(ss)
+	if sc == nil {
+		return
+	}
+	switch method {
+	case notificationInitialized:
+		p := ss.InitializeParams()
+		if p == nil || !fastSessionVersion(p.ProtocolVersion) {
+			return
+		}
+		if sampling, elicitation := offers(ss); sampling || elicitation {
+			return
+		}
+		v := p.ProtocolVersion
+		sc.fast.version.Store(&v)
+	case methodSetLevel:
+		if r, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && r.Params != nil {
+			l := r.Params.Level
+			sc.fast.level.Store(&l)
+		}
+	}
+}
+
+// takes reports whether the fast path may serve a request of the session
+// that names version in its header.
+func (sc *sessionCalls) takes(version string) bool {
+	v := sc.fast.version.Load()
+	return v != nil && *v == version
+}
+
+// cancelFast ends the fast-path call of the session whose request id a
+// notifications/cancelled names; the SDK knows nothing of it.
+func (s *Server) cancelFast(req mcp.Request) {
+	r, ok := req.(*mcp.ServerRequest[*mcp.CancelledParams])
+	if !ok || r.Params == nil || r.Session == nil {
+		return
+	}
+	sc := s.calls.of(r.Session)
+	if sc == nil {
+		return
+	}
+	key := ""
+	switch id := r.Params.RequestID.(type) {
+	case string:
+		key = "s" + id
+	case float64:
+		key = strconv.FormatFloat(id, 'f', -1, 64)
+	default:
+		return
+	}
+	sc.mu.Lock()
+	cancel := sc.fastCalls[key]
+	sc.mu.Unlock()
+	if cancel != nil {
+		cancel(context.Canceled)
+	}
+}
+
+// trackFast registers a fast-path call of id on the session, for
+// cancelFast, and returns the context it runs under and its end.
+func (sc *sessionCalls) trackFast(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+	key := fastKey(id)
+	ctx, cancel := context.WithCancelCause(ctx)
+	sc.mu.Lock()
+	if sc.fastCalls == nil {
+		sc.fastCalls = map[string]context.CancelCauseFunc{}
+	}
+	sc.fastCalls[key] = cancel
+	sc.mu.Unlock()
+	return ctx, func() {
+		sc.mu.Lock()
+		delete(sc.fastCalls, key)
+		sc.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// fastKey is the key of a request id as cancelFast reads one: a string
+// id marked as such, an integer in its decimal form.
+func fastKey(id json.RawMessage) string {
+	if len(id) > 0 && id[0] == '"' {
+		var str string
+		_ = json.Unmarshal(id, &str)
+		return "s" + str
+	}
+	n, _ := strconv.ParseInt(string(id), 10, 64)
+	return strconv.FormatInt(n, 10)
+}
