@@ -358,6 +358,10 @@ func (s *Server) fastServe(w http.ResponseWriter, r *http.Request, fr fastReques
 		ctx, end = fr.session.trackFast(ctx, fr.id)
 		defer end()
 	}
+	if snap := s.listSnapshot(fr.method); snap != nil {
+		s.fastList(ctx, out, fr, snap)
+		return
+	}
 	if fr.method == methodCallTool {
 		ctx = context.WithValue(ctx, fastClientKey{}, out.client(fr))
 	}

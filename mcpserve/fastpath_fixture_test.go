@@ -78,7 +78,7 @@ func newTwoPaths(t testing.TB, modes ...pathsMode) *twoPaths {
 	})
 	t.Cleanup(restore)
 	serve := func(fast bool) *httptest.Server {
-		srv, err := mcpserve.New(p.cat, mcpserve.Options{Stateless: !mode.stateful, Logger: quietLogger(), MaxResultBytes: diffMaxResult})
+		srv, err := mcpserve.New(p.cat, mcpserve.Options{Stateless: !mode.stateful, Logger: quietLogger(), MaxResultBytes: diffMaxResult, PageSize: 4})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -218,6 +218,29 @@ func (f *fastWriter) respond(res mcp.Result, err error) {
 	_, _ = f.w.Write(b.Bytes())
 }
 
+// respondEncoded writes the response whose result is the JSON result,
+// already encoded (and annotated, for 2026-07-28).
+func (f *fastWriter) respondEncoded(result []byte) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.done = true
+	b := f.buf
+	b.Reset()
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(f.id)
+	b.WriteString(`,"result":`)
+	b.Write(result)
+	b.WriteByte('}')
+	h := f.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	if f.session != "" {
+		h.Set(sessionIDHeader, f.session)
+	}
+	f.w.WriteHeader(http.StatusOK)
+	_, _ = f.w.Write(b.Bytes())
+}
+
 // errorStatus is the HTTP status of an error response: SEP-2575 gives one
 // to some codes of a 2026-07-28 request's errors, which the SDK then
 // sends as a plain JSON body; everything else is 200.

@@ -89,6 +89,7 @@ type Server struct {
 	refused *refusalCounts // refusals by cap and reason (shares.go)
 
 	http  httpFront  // the HTTP front (front.go)
+	lists listCache  // the fast path's listing pages (fastlist.go)
 	fleet *fleetSide // serving a fleet (fleet.go); nil without Options.Fleet
 
 	closeOnce sync.Once
