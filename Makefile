@@ -79,24 +79,27 @@ bench-quick:
 	cd cmd && $(GO) build -o ../bin/benchreport ./benchreport
 	bin/benchreport -in $(RESULTS)/quick.txt -cmd 'make bench-quick'
 
-## bench-wire: over streamable HTTP on loopback, from one raw client,
-## against livereg, a bare go-sdk server, a bare mcp-go server and a plain
-## net/http floor, stateful and stateless, interleaved in one run:
-## tools/call of one echo tool from 16 and from 128 clients
-## (BenchmarkWireCall) and tools/list of 1,000 tools, every page
-## (BenchmarkWireList). Client and server share the process, so
-## allocations count both. Writes $(RESULTS)/wire.txt, the servers side by
-## side in wire-benchstat.txt, and the wire's goals judged in wire-table.md
-## (cmd/benchreport). About 6 minutes.
+## bench-wire: cmd/wirebench: each server in a process of its own on
+## loopback, pinned to core 0 with the load on core 1 where there are two
+## cores: livereg (mcpserve), a bare go-sdk v1.8.0 server, a bare mcp-go
+## v1.2.1 server and a plain net/http floor, stateful and stateless, a
+## fresh server per run, WIREROUNDS rounds interleaved: tools/call of one
+## echo tool from 16 and from 128 clients (WireCall) and tools/list of
+## 1,000 tools, every page (WireList). Reports calls/s (as ns/op), p50,
+## p99, the server's CPU, allocations and bytes per call from its own
+## counters, and its peak RSS. Writes $(RESULTS)/wire.txt, the servers
+## side by side in wire-benchstat.txt, and the wire's goals judged in
+## wire-table.md (cmd/benchreport). About 6 minutes.
+WIREROUNDS ?= 5
 bench-wire: $(BENCHSTAT)
-	mkdir -p $(RESULTS)
-	$(GO) test -run '^$$' -bench 'WireCall' -count $(BENCHCOUNT) -benchtime 5000x -cpu $(BENCHCPU) ./bench 2>&1 | tee $(RESULTS)/wire.txt
-	$(GO) test -run '^$$' -bench 'WireList' -count $(BENCHCOUNT) -benchtime 100x -cpu $(BENCHCPU) ./bench 2>&1 | tee -a $(RESULTS)/wire.txt
+	mkdir -p $(RESULTS) bin
+	cd cmd && $(GO) build -o ../bin/wirebench ./wirebench
+	bin/wirebench -rounds $(WIREROUNDS) | tee $(RESULTS)/wire.txt
 	! grep -Eq '^(FAIL|--- FAIL|panic:)' $(RESULTS)/wire.txt
 	$(BENCHSTAT) -col /impl $(RESULTS)/wire.txt | tee $(RESULTS)/wire-benchstat.txt
 	cd cmd && $(GO) build -o ../bin/benchreport ./benchreport
 	bin/benchreport -in $(RESULTS)/wire.txt -md $(RESULTS)/wire-table.md \
-		-cmd 'make bench-wire BENCHCOUNT=$(BENCHCOUNT) BENCHCPU=$(BENCHCPU)'
+		-cmd 'make bench-wire WIREROUNDS=$(WIREROUNDS)'
 
 $(BENCHSTAT):
 	$(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da

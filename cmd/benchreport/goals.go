@@ -102,15 +102,21 @@ var goals = []goal{
 		num: side{wireCall16, "mcp-go"}, den: side{wireCall16, "livereg"}, unit: nsOp, cmp: ">=", limit: 1.2},
 	{text: "tools/call of echo over streamable HTTP, 16 clients, stateless: livereg at least 1.2x mcp-go's calls per second",
 		num: side{wireCall16, "mcp-go-stateless"}, den: side{wireCall16, "livereg-stateless"}, unit: nsOp, cmp: ">=", limit: 1.2},
-	{text: "tools/call of echo over streamable HTTP, 128 clients: livereg's p99 at most mcp-go's",
+	{text: "tools/call of echo over streamable HTTP, 128 clients, stateful: livereg's p99 at most mcp-go's",
 		num: side{wireCall128, "livereg"}, den: side{wireCall128, "mcp-go"}, unit: "p99-ns", cmp: "<=", limit: 1},
+	{text: "tools/call of echo over streamable HTTP, 128 clients, stateless: livereg's p99 at most mcp-go's",
+		num: side{wireCall128, "livereg-stateless"}, den: side{wireCall128, "mcp-go-stateless"}, unit: "p99-ns", cmp: "<=", limit: 1},
+	{text: "tools/call of echo over streamable HTTP, 16 clients: livereg's server CPU per call at most 2x the net/http floor's",
+		num: side{wireCall16, "livereg"}, den: side{wireCall16, "floor"}, unit: "cpu-ns/op", cmp: "<=", limit: 2},
 	{text: "tools/list of 1,000 tools over streamable HTTP: livereg at least 2x the go-sdk's with raw schemas (go-sdk time / livereg time)",
 		num: side{"WireList", "go-sdk"}, den: side{"WireList", "livereg"}, unit: nsOp, cmp: ">=", limit: 2},
 	{text: "tools/list of 1,000 tools over streamable HTTP: livereg at least 5x mcp-go's",
 		num: side{"WireList", "mcp-go"}, den: side{"WireList", "livereg"}, unit: nsOp, cmp: ">=", limit: 5},
+	{text: "tools/list of 1,000 tools over streamable HTTP: livereg's server CPU per listing at most half the go-sdk's (report only)",
+		num: side{"WireList", "livereg"}, den: side{"WireList", "go-sdk"}, unit: "cpu-ns/op"},
 }
 
-// The wire workloads (bench/wire_bench_test.go).
+// The wire workloads (cmd/wirebench).
 const (
 	wireCall16  = "WireCall/clients=16"
 	wireCall128 = "WireCall/clients=128"
