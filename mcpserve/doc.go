@@ -76,7 +76,7 @@
 //
 // # The fast path
 //
-// On a stateless server the hot methods (tools/call, tools/list,
+// The hot methods (tools/call, tools/list,
 // resources/read, resources/list, resources/templates/list, prompts/get,
 // prompts/list) of 2025-06-18, 2025-11-25 and 2026-07-28 requests are
 // served from the HTTP request itself: the body is read once into a
@@ -88,7 +88,11 @@
 // is skipped; everything else, and every request the fast path cannot
 // judge exactly as the SDK would, goes to the SDK. Both paths answer
 // alike, message for message: TestFastPathMatchesSDK and FuzzFastPath
-// hold them to it. A stateful server's sessions still go through the SDK.
+// hold them to it. A session's requests take the fast path once its client
+// sent notifications/initialized, unless the client takes sampling or
+// elicitation; the Server then keeps the session's log level, its
+// cancellations and its idle timeout itself (sessionfast.go,
+// sessionidle.go).
 //
 // # Visibility
 //

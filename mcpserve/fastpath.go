@@ -294,6 +294,9 @@ func isObject(raw json.RawMessage) bool {
 // jsonContent reports whether a Content-Type is application/json, as the
 // SDK reads it.
 func jsonContent(ct string) bool {
+	if ct == "application/json" {
+		return true // what every client sends; the parse allocates
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && mt == "application/json"
 }
@@ -355,7 +358,12 @@ func (s *Server) fastServe(w http.ResponseWriter, r *http.Request, fr fastReques
 	ctx := r.Context()
 	if fr.session != nil {
 		var end func()
-		ctx, end = fr.session.trackFast(ctx, fr.id)
+		var ok bool
+		if ctx, end, ok = fr.session.trackFast(ctx, fr.id); !ok {
+			out.status = http.StatusBadRequest
+			out.respond(nil, duplicateID(fr.id))
+			return
+		}
 		defer end()
 	}
 	if snap := s.listSnapshot(fr.method); snap != nil {

@@ -168,3 +168,40 @@ func TestFastPathKeepsSessionAlive(t *testing.T) {
 	}
 	waitUntil(t, "the idle session to end", func() bool { return srv.Stats().Sessions.Held == 0 })
 }
+
+// TestFastPathDuplicateRequestID: a call whose id is in flight on its
+// session is refused as the SDK refuses it, 400 with -32600, and the call
+// in flight goes on.
+func TestFastPathDuplicateRequestID(t *testing.T) {
+	answers := map[bool]answer{}
+	for _, fast := range []bool{true, false} {
+		cat := newCatalog(t, catalog.Config{})
+		entered, release, ended := holdTool(t, cat)
+		srv := newServer(t, cat, mcpserve.Options{})
+		if !fast {
+			mcpserve.NoFastPath(srv)
+		}
+		url := serve(t, srv, false)
+		id := openSessionAt(t, url)
+		done := make(chan int)
+		go func() {
+			resp := rawPostResponse(t, url, holdCall, sessionHeaders(id))
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		wait(t, entered, "the body to start")
+		p := &twoPaths{sessions: map[string]string{url: id}}
+		answers[fast] = p.send(t, url, exchange{body: []byte(holdCall), headers: map[string]string{"MCP-Protocol-Version": "2025-11-25"}})
+		close(release)
+		if err := <-ended; err != nil {
+			t.Errorf("fast=%v: the call in flight ended with %v", fast, err)
+		}
+		if code := <-done; code != http.StatusOK {
+			t.Errorf("fast=%v: the call in flight = %d", fast, code)
+		}
+	}
+	if answers[true].status != http.StatusBadRequest {
+		t.Errorf("the fast path answered the duplicate %+v, want 400", answers[true])
+	}
+	compareAnswers(t, exchange{body: []byte(holdCall)}, answers[true], answers[false])
+}

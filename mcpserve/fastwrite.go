@@ -4,6 +4,7 @@ package mcpserve
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,7 @@ type fastWriter struct {
 	current bool
 	impl    *mcp.Implementation
 	session string // the session's ID, echoed in the response as the SDK does
+	status  int    // the HTTP status of an error response, if not errorStatus's
 
 	mu   sync.Mutex
 	sse  bool // the headers went out as an event stream
@@ -177,7 +179,7 @@ func (f *fastWriter) respond(res mcp.Result, err error) {
 	status := http.StatusOK
 	if err != nil {
 		we := wireError(err)
-		status = f.errorStatus(we.Code)
+		status = cmp.Or(f.status, f.errorStatus(we.Code))
 		b.WriteString(`,"error":`)
 		if werr := encodeTo(b, we); werr != nil {
 			b.Truncate(0)

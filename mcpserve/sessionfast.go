@@ -5,9 +5,11 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -104,11 +106,17 @@ func (s *Server) cancelFast(req mcp.Request) {
 }
 
 // trackFast registers a fast-path call of id on the session, for
-// cancelFast, and returns the context it runs under and its end.
-func (sc *sessionCalls) trackFast(ctx context.Context, id json.RawMessage) (context.Context, func()) {
+// cancelFast, and returns the context it runs under and its end; ok is
+// false, and nothing registered, when a call of the same id is in flight
+// on the fast path, which the SDK refuses on its own path.
+func (sc *sessionCalls) trackFast(ctx context.Context, id json.RawMessage) (_ context.Context, end func(), ok bool) {
 	key := fastKey(id)
-	ctx, cancel := context.WithCancelCause(ctx)
 	sc.mu.Lock()
+	if _, dup := sc.fastCalls[key]; dup {
+		sc.mu.Unlock()
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
 	if sc.fastCalls == nil {
 		sc.fastCalls = map[string]context.CancelCauseFunc{}
 	}
@@ -119,7 +127,17 @@ func (sc *sessionCalls) trackFast(ctx context.Context, id json.RawMessage) (cont
 		delete(sc.fastCalls, key)
 		sc.mu.Unlock()
 		cancel(nil)
+	}, true
+}
+
+// duplicateID is the SDK's refusal of a request whose id is in flight on
+// its session.
+func duplicateID(id json.RawMessage) *jsonrpc.Error {
+	raw := string(id)
+	if len(id) > 0 && id[0] == '"' {
+		_ = json.Unmarshal(id, &raw)
 	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("duplicate in-flight request ID %s", raw)}
 }
 
 // fastKey is the key of a request id as cancelFast reads one: a string

@@ -20,7 +20,7 @@ const initializeBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
 
 // rawPost posts body to url with the headers given (each value is one
 // header line) and returns the status code and the session ID answered.
-func rawPost(t *testing.T, url, body string, headers map[string][]string) (int, string) {
+func rawPost(t testing.TB, url, body string, headers map[string][]string) (int, string) {
 	t.Helper()
 	resp := rawPostResponse(t, url, body, headers)
 	defer resp.Body.Close()
@@ -29,7 +29,7 @@ func rawPost(t *testing.T, url, body string, headers map[string][]string) (int, 
 
 // rawPostResponse is the request rawPost and rawPostBody send; the caller
 // closes the body.
-func rawPostResponse(t *testing.T, url, body string, headers map[string][]string) *http.Response {
+func rawPostResponse(t testing.TB, url, body string, headers map[string][]string) *http.Response {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, url, strings.NewReader(body))
 	if err != nil {

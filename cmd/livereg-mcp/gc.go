@@ -11,8 +11,8 @@ import (
 // than Go's defaults. Serving MCP over HTTP allocates about 200 KB a call
 // (the SDK's JSON decoding most of it) against a live heap of a few MB, so
 // at Go's GOGC=100 the collector runs hundreds of times a second near the
-// 4 MB minimum heap. In one run of BenchmarkWireCall/impl=livereg (2
-// cores, five rounds interleaved; docs/livereg-mcp.md) a call took 288 µs
+// 4 MB minimum heap. In one run of BenchmarkWireCall/impl=livereg (the in-process
+// benchmark make bench-wire has since replaced; 2 cores, five rounds interleaved; docs/livereg-mcp.md) a call took 288 µs
 // at GOGC=100, 178 at 200, 156 at 400 and 150 at 800: 400 is the knee,
 // for a heap that may grow to five times the live one, tens of MB for the
 // default caps (1,000 sessions at about 15 KB each). The collector off
