@@ -218,6 +218,7 @@ func (f *fastWriter) respond(res mcp.Result, err error) {
 		f.w.WriteHeader(status)
 	}
 	_, _ = f.w.Write(b.Bytes())
+	f.flush()
 }
 
 // respondEncoded writes the response whose result is the JSON result,
@@ -241,6 +242,17 @@ func (f *fastWriter) respondEncoded(result []byte) {
 	}
 	f.w.WriteHeader(http.StatusOK)
 	_, _ = f.w.Write(b.Bytes())
+	f.flush()
+}
+
+// flush sends the response now, not when the handler returns: a graceful
+// shutdown counts a request done when its handler returns, and closes the
+// connections soon after, which must not cut a response still buffered.
+// (The same single write: the response has its length.)
+func (f *fastWriter) flush() {
+	if fl, ok := f.w.(http.Flusher); ok {
+		fl.Flush()
+	}
 }
 
 // errorStatus is the HTTP status of an error response: SEP-2575 gives one
