@@ -93,3 +93,11 @@ func SetFastHook(f func(method string)) (restore func()) {
 	testHookFast = f
 	return func() { testHookFast = nil }
 }
+
+// OnFastPath reports whether the fast path takes the requests of the
+// session with this ID: its client's notifications/initialized has been
+// served, which the SDK answers (202) before it handles it.
+func OnFastPath(s *Server, id string) bool {
+	sc, ok := s.calls.sessionByID(id)
+	return ok && sc.fast.version.Load() != nil
+}

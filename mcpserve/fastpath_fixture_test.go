@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
@@ -28,6 +29,7 @@ type twoPaths struct {
 	t         testing.TB
 	cat       *catalog.Catalog
 	fast, sdk *httptest.Server
+	fastSrv   *mcpserve.Server
 	sessions  map[string]string // by server URL
 	// busyIn and busyOut hold the one call "busy" admits: a request sent
 	// while it is held finds the tool overloaded.
@@ -82,7 +84,9 @@ func newTwoPaths(t testing.TB, modes ...pathsMode) *twoPaths {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !fast {
+		if fast {
+			p.fastSrv = srv
+		} else {
 			mcpserve.NoFastPath(srv)
 		}
 		ts := httptest.NewServer(srv.Handler())
@@ -93,6 +97,18 @@ func newTwoPaths(t testing.TB, modes ...pathsMode) *twoPaths {
 	if mode.stateful {
 		for _, ts := range []*httptest.Server{p.fast, p.sdk} {
 			p.sessions[ts.URL] = p.openSession(ts.URL, mode)
+		}
+		// The SDK answers notifications/initialized before it handles
+		// it: the fast path takes the session a moment later.
+		if len(mode.setup) > 0 && mode.caps == `{}` {
+			id, guard := p.sessions[p.fast.URL], ctxGuard(t)
+			for !mcpserve.OnFastPath(p.fastSrv, id) {
+				select {
+				case <-guard.Done():
+					t.Fatal("the session never reached the fast path")
+				case <-time.After(time.Millisecond):
+				}
+			}
 		}
 	}
 	return p

@@ -64,6 +64,13 @@ func openSessionAt(t *testing.T, url string) string {
 	return id
 }
 
+// awaitFastPath waits until the fast path takes the session's requests:
+// the SDK answers notifications/initialized before it handles it.
+func awaitFastPath(t *testing.T, srv *mcpserve.Server, id string) {
+	t.Helper()
+	waitUntil(t, "the session to reach the fast path", func() bool { return mcpserve.OnFastPath(srv, id) })
+}
+
 func sessionHeaders(id string) map[string][]string {
 	return map[string][]string{"Mcp-Session-Id": {id}, "Mcp-Protocol-Version": {"2025-11-25"}}
 }
@@ -111,6 +118,9 @@ func TestFastPathCancelledByClient(t *testing.T) {
 			t.Cleanup(mcpserve.SetFastHook(func(string) { served.Add(1) }))
 			url := serve(t, srv, false)
 			id := openSessionAt(t, url)
+			if fast {
+				awaitFastPath(t, srv, id)
+			}
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
@@ -148,6 +158,7 @@ func TestFastPathKeepsSessionAlive(t *testing.T) {
 	srv := newServer(t, cat, mcpserve.Options{SessionTimeout: timeout})
 	url := serve(t, srv, false)
 	id := openSessionAt(t, url)
+	awaitFastPath(t, srv, id)
 	done := make(chan int)
 	go func() {
 		resp := rawPostResponse(t, url, holdCall, sessionHeaders(id))
@@ -183,6 +194,9 @@ func TestFastPathDuplicateRequestID(t *testing.T) {
 		}
 		url := serve(t, srv, false)
 		id := openSessionAt(t, url)
+		if fast {
+			awaitFastPath(t, srv, id)
+		}
 		done := make(chan int)
 		go func() {
 			resp := rawPostResponse(t, url, holdCall, sessionHeaders(id))
