@@ -68,7 +68,7 @@ func (s *Server) answer(ctx context.Context, method string, req mcp.Request) (re
 		if r, ok := req.(*mcp.CallToolRequest); ok {
 			defer s.note.poke()
 			if isForwarded(r.Extra) {
-				s.beginHop(r.Extra)
+				s.beginHop(ctx, r.Extra)
 			}
 			ctx, end := s.calls.start(ctx, req)
 			defer end()
@@ -79,7 +79,7 @@ func (s *Server) answer(ctx context.Context, method string, req mcp.Request) (re
 		if r, ok := req.(*mcp.ReadResourceRequest); ok {
 			defer s.note.poke()
 			if isForwarded(r.Extra) {
-				s.beginHop(r.Extra)
+				s.beginHop(ctx, r.Extra)
 			}
 			ctx, end := s.calls.start(ctx, req)
 			defer end()
@@ -134,12 +134,12 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if p == nil {
 		return nil, invalidParams("tools/call: missing params", nil)
 	}
-	cred := s.credential(ctx, req)
-	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(clientFor(ctx, req)))
+	cred, cl := s.credential(ctx, req), clientFor(ctx, req)
+	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(cl))
 	if err != nil {
 		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
 			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindTool, p.Name); ok {
-				return s.forwardTool(ctx, ep, cred, p)
+				return s.forwardTool(ctx, ep, cred, p, cl)
 			}
 		}
 		return s.toolError(ctx, p.Name, err, isForwarded(req.Extra))

@@ -125,9 +125,11 @@
 // # Serving a fleet
 //
 // With [Options.Fleet], a tools/call or resources/read for a route that
-// [Fleet.Peers] places on another replica is forwarded there over
-// streamable HTTP; the holder serves it through its own catalog, under
-// its live owner's plan, judged by the original caller's credential.
+// [Fleet.Peers] places on another replica is forwarded there, one
+// pooled keep-alive POST of a stateless request that the holder's fast
+// path answers; the holder serves it through its own catalog, under its
+// live owner's plan, judged by the original caller's credential, and its
+// progress notifications reach the caller before the result.
 // [Server.FleetHandler] answers forwarded calls, only with the fleet
 // credential, and never forwards again: a call crosses at most one hop.
 // An unreachable or frozen holder gives [CodePeerUnavailable], retryable

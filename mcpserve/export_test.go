@@ -35,8 +35,10 @@ func LimitsOf(s *Server) Limits { return s.http.limits }
 const ForwardedMark = forwardedMark
 
 // OnForwarded has f called with the method of every message forwarded to
-// s, before s serves it, so that a test can watch them.
+// s, before s serves it, on the fast path or the SDK's, so that a test can
+// watch them.
 func OnForwarded(s *Server, f func(method string)) {
+	s.fleet.onForwarded = f
 	s.mcp.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if isForwarded(req.GetExtra()) {
@@ -47,7 +49,11 @@ func OnForwarded(s *Server, f func(method string)) {
 	})
 }
 
-// PeerSessions is how many peer sessions s's forwarder holds.
+// OnFastForwarded has f called with the method of every request
+// forwarded to s that its fast path serves.
+func OnFastForwarded(s *Server, f func(method string)) { s.fleet.onForwarded = f }
+
+// PeerSessions is how many peers s's forwarder holds a client for.
 func PeerSessions(s *Server) int { return s.fleet.fwd.sessions() }
 
 // SetNotifierAfterRead makes f run on the notifier goroutine of every

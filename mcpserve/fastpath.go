@@ -118,17 +118,27 @@ type fastRequest struct {
 	current  bool          // protocol 2026-07-28
 	progress any           // the request's progress token, or nil
 	session  *sessionCalls // the request's session; nil when stateless
+	// forwarded: another replica forwarded it (FleetHandler); its
+	// response begins as soon as its call is dispatched.
+	forwarded bool
 }
 
 // fastTake decides whether the fast path serves r, whose body is data,
-// and decodes it if so. It changes nothing and writes nothing.
-func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls) (fastRequest, bool) {
-	if s.http.noFast || s.http.jsonResponse || len(r.Header.Values(lastEventID)) > 0 {
+// and decodes it if so; forwarded is set for a request FleetHandler took,
+// whose stateless SDK handler the fast path then stands in for, for
+// protocol 2026-07-28 alone, which is what a forwarder sends. It changes
+// nothing and writes nothing.
+func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls, forwarded bool) (fastRequest, bool) {
+	if s.http.noFast || !forwarded && s.http.jsonResponse || len(r.Header.Values(lastEventID)) > 0 {
 		return fastRequest{}, false
 	}
 	version := r.Header.Get(protocolHeader)
 	current := version == ProtocolStateless
-	if s.http.stateful {
+	if forwarded {
+		if !current || r.Header.Get(sessionIDHeader) != "" {
+			return fastRequest{}, false
+		}
+	} else if s.http.stateful {
 		// A session's request, on a session the fast path may serve,
 		// naming the revision the session negotiated.
 		if sc == nil || !sc.takes(version) {
@@ -158,7 +168,7 @@ func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls) (fastR
 	if !isObject(env.Params) {
 		return fastRequest{}, false
 	}
-	fr := fastRequest{id: env.ID, method: *env.Method, current: current, session: sc}
+	fr := fastRequest{id: env.ID, method: *env.Method, current: current, session: sc, forwarded: forwarded}
 	var meta mcp.Meta
 	var name string
 	var named bool
@@ -372,6 +382,12 @@ func (s *Server) fastServe(w http.ResponseWriter, r *http.Request, fr fastReques
 	}
 	if fr.method == methodCallTool {
 		ctx = context.WithValue(ctx, fastClientKey{}, out.client(fr))
+	}
+	if fr.forwarded {
+		if s.fleet.onForwarded != nil {
+			s.fleet.onForwarded(fr.method)
+		}
+		ctx = context.WithValue(ctx, fastWriterKey{}, out)
 	}
 	res, err := s.hygienic(ctx, fr.method, fr.req, s.answered)
 	out.respond(res, err)

@@ -73,6 +73,10 @@ func putBuf(b *bytes.Buffer) {
 // clientFor).
 type fastClientKey struct{}
 
+// fastWriterKey is the context key of a forwarded fast-path call's writer
+// (see beginHop).
+type fastWriterKey struct{}
+
 // client is what a tool body reports to over the fast path, as callClient
 // is over the SDK's session: log messages at or above the level of the
 // session the SDK would have made (info for a 2025 request, none for
@@ -136,17 +140,7 @@ func (f *fastWriter) notify(method string, params any) error {
 	if f.done {
 		return nil // the call has been answered: nothing carries it now
 	}
-	if !f.sse {
-		f.sse = true
-		h := f.w.Header()
-		h.Set("Cache-Control", "no-cache, no-transform")
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Connection", "keep-alive")
-		if f.session != "" {
-			h.Set(sessionIDHeader, f.session)
-		}
-		f.w.WriteHeader(http.StatusOK)
-	}
+	f.stream()
 	b := f.buf
 	b.Reset()
 	b.WriteString(`event: message` + "\n" + `data: {"jsonrpc":"2.0","method":`)
@@ -161,6 +155,36 @@ func (f *fastWriter) notify(method string, params any) error {
 		fl.Flush()
 	}
 	return nil
+}
+
+// stream turns the response into an event stream, sending its status and
+// headers, unless it is one already. The caller holds mu.
+func (f *fastWriter) stream() {
+	if f.sse {
+		return
+	}
+	f.sse = true
+	h := f.w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	if f.session != "" {
+		h.Set(sessionIDHeader, f.session)
+	}
+	f.w.WriteHeader(http.StatusOK)
+}
+
+// begin begins the response of a forwarded call now, as an event stream,
+// so that the replica that forwarded it sees it dispatched (see
+// FleetHandler); the response then ends the stream.
+func (f *fastWriter) begin() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done || f.sse {
+		return
+	}
+	f.stream()
+	f.flush()
 }
 
 // respond writes the response to the request, from what the answer

@@ -135,6 +135,9 @@ type fleetSide struct {
 	path     string             // where Serve mounts FleetHandler
 	token    fleetTokenDigest   // the fleet credential's digest
 	previous []fleetTokenDigest // Fleet.PreviousTokens' digests, also accepted
+	// onForwarded, if set, is called with the method of every request
+	// forwarded here that the fast path serves (tests).
+	onForwarded func(method string)
 }
 
 // startFleet checks opts.Fleet and, when it is set, builds what serving a
@@ -245,9 +248,9 @@ func (s *Server) FleetHandler() http.Handler {
 
 // serveForwarded is the front of a forwarded request, once FleetHandler
 // has checked the fleet credential and the hop count. Of what serveHTTP
-// does it keeps what holds for any request: the Origin check, the
-// screening of a POST, its number in requestHeader, the bound on what the
-// SDK echoes. It has no session to bind, reserve or end (the fleet's SDK
+// does it keeps what holds for any request: the Origin check, the fast
+// path, the screening of a POST, its number in requestHeader, the bound
+// on what the SDK echoes. It has no session to bind, reserve or end (the fleet's SDK
 // handler is stateless), and asks no credential at the HTTP layer: each
 // route's plan judges the caller's.
 func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
@@ -259,7 +262,15 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
 	r.Header[forwardedMark] = []string{"1"}
 	if r.Method == http.MethodPost {
 		body, ok := s.readBody(w, r)
-		if !ok || !s.screen(w, r, body.Bytes()) {
+		if !ok {
+			return
+		}
+		if fr, ok := s.fastTake(r, body.Bytes(), nil, true); ok {
+			defer putBuf(body)
+			s.fastServe(w, r, fr)
+			return
+		}
+		if !s.screen(w, r, body.Bytes()) {
 			return
 		}
 		n, done := s.calls.openRequest(r.Context(), "", s.clientOf(r, ""), nil)

@@ -170,7 +170,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		if !ok {
 			return
 		}
-		if fr, ok := s.fastTake(r, body.Bytes(), sc); ok {
+		if fr, ok := s.fastTake(r, body.Bytes(), sc, false); ok {
 			// The call runs under the request's own context: no number
 			// in requestHeader is needed to tie it to the request.
 			defer putBuf(body)

@@ -59,6 +59,9 @@ type hop struct {
 	read     atomic.Int64 // bytes of the response body read
 	over     atomic.Bool  // the body went past the limit and was refused
 	answered atomic.Bool  // the client has its answer (or gave up)
+	// abort ends the request's exchange, set by fleetTransport before
+	// it sends the request.
+	abort context.CancelCauseFunc
 }
 
 type hopKey struct{}
@@ -120,6 +123,9 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 			cancel(context.Cause(parent))
 		}
 	})
+	if h != nil {
+		h.abort = cancel
+	}
 	timer := time.AfterFunc(t.begin, func() { cancel(errNoAnswer) })
 	var answering atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answering.Store(true) }})
@@ -162,7 +168,7 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
-		resp.Body = io.NopCloser(bytes.NewReader(buf))
+		resp.Body = &readBody{Reader: bytes.NewReader(buf), data: buf}
 	}
 	return resp, nil
 }
@@ -316,8 +322,13 @@ func (w *hopWriter) Flush() {
 func (w *hopWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // beginHop begins the response of the forwarded request that carried a
-// call, if it came through FleetHandler.
-func (s *Server) beginHop(ex *mcp.RequestExtra) {
+// call, if it came through FleetHandler: on the fast path, its writer in
+// ctx; on the SDK's, the request's hopWriter.
+func (s *Server) beginHop(ctx context.Context, ex *mcp.RequestExtra) {
+	if f, ok := ctx.Value(fastWriterKey{}).(*fastWriter); ok {
+		f.begin()
+		return
+	}
 	if ex == nil {
 		return
 	}
@@ -336,10 +347,11 @@ func forwardedRequest(r *http.Request) bool {
 	return r.Header.Get(hopHeader) != "" || r.Header.Get(callerHeader) != ""
 }
 
-// forwardTool forwards a tools/call to the replica at endpoint, and counts
-// its result against the limit as a local one's.
-func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw) (mcp.Result, error) {
-	res, err := s.fleet.fwd.callTool(ctx, endpoint, cred, p)
+// forwardTool forwards a tools/call to the replica at endpoint, relaying
+// its progress to cl, and counts its result against the limit as a local
+// one's.
+func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw, cl *catalog.Client) (mcp.Result, error) {
+	res, err := s.fleet.fwd.callTool(ctx, endpoint, cred, p, cl)
 	var big *resultTooLarge
 	switch {
 	case errors.Is(err, errSelf):

@@ -30,10 +30,12 @@ type sessionFast struct {
 	idle  atomic.Pointer[idleTimer]
 }
 
-// Notifications the middleware watches for the fast path.
+// Notifications the middleware watches for the fast path, and the one a
+// forward relays.
 const (
 	notificationInitialized = "notifications/initialized"
 	notificationCancelled   = "notifications/cancelled"
+	notificationProgress    = "notifications/progress"
 )
 
 // fastSessionVersion reports whether the fast path serves a session of

@@ -1,0 +1,283 @@
+package mcpserve
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
+)
+
+// The hop's exchange is one POST and its response, read here rather than
+// by the SDK's client: the SDK would run a session per peer, a reader
+// goroutine per connection and a hand-off per message, where a forward
+// needs one request out and one answer back. What the request is: a
+// JSON-RPC request of protocol 2026-07-28 with the headers that revision
+// asks for (Mcp-Method, Mcp-Name), always id 1 (one request per HTTP
+// exchange), and a progress token when the caller asked for progress.
+// What the answer may be: a JSON body (an error the holder sends with an
+// HTTP status, or the whole answer), or an event stream whose events are
+// the holder's progress notifications, relayed to the caller in order,
+// and then the response. TestForwardMatchesLocal compares what a caller
+// gets through the hop with what it gets from the holder directly.
+
+// hopRequest is the request a forward sends.
+type hopRequest struct {
+	method string          // methodCallTool or methodReadResource
+	name   string          // the tool's name or the resource's URI
+	args   json.RawMessage // a tool's arguments as the caller sent them; nil for none
+}
+
+func toolCall(name string, args json.RawMessage) hopRequest {
+	return hopRequest{method: methodCallTool, name: name, args: args}
+}
+
+func resourceRead(uri string) hopRequest {
+	return hopRequest{method: methodReadResource, name: uri}
+}
+
+// hopID is the id of every hop request.
+const hopID = "1"
+
+// hopMeta is the _meta a 2026-07-28 request carries, encoded without its
+// braces: the revision, the client's capabilities (none) and its name.
+func hopMeta(impl *mcp.Implementation) string {
+	info, _ := json.Marshal(impl)
+	return `"` + metaProtocolVersion + `":"` + ProtocolStateless + `","` + metaClientCapabilities + `":{},"` +
+		metaClientInfo + `":` + string(info)
+}
+
+// encode returns r's body, with a progress token when progress is set.
+// The body is the request's own, not a pooled buffer: the HTTP client
+// may still read it after the response has come.
+func (f *forwarder) encode(r hopRequest, progress bool) []byte {
+	b := bytes.NewBuffer(make([]byte, 0, 192+len(f.meta)+len(r.name)+len(r.args)))
+	b.WriteString(`{"jsonrpc":"2.0","id":` + hopID + `,"method":"`)
+	b.WriteString(r.method)
+	if r.method == methodCallTool {
+		b.WriteString(`","params":{"name":`)
+		_ = encodeTo(b, r.name) // a string always encodes
+		if len(r.args) > 0 {
+			b.WriteString(`,"arguments":`)
+			b.Write(r.args)
+		}
+	} else {
+		b.WriteString(`","params":{"uri":`)
+		_ = encodeTo(b, r.name)
+	}
+	b.WriteString(`,"_meta":{`)
+	b.WriteString(f.meta)
+	if progress {
+		b.WriteString(`,"` + metaProgressToken + `":1`)
+	}
+	b.WriteString(`}}}`)
+	return b.Bytes()
+}
+
+// hopMessage is a JSON-RPC message of the holder's answer.
+type hopMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  *jsonrpc.Error  `json:"error"`
+}
+
+// errNoResponse: the holder's answer ended without a response to the
+// request.
+var errNoResponse = errors.New("mcpserve: the peer's answer ended without a response")
+
+// errNoEnd: the holder's answer did not end within Fleet.ForwardTimeout of
+// its response.
+var errNoEnd = errors.New("mcpserve: the peer's answer did not end after its response")
+
+// hopStatus is a holder's answer that is an HTTP error, not a JSON-RPC
+// response.
+type hopStatus struct {
+	code int
+	body string // its start, for the log
+}
+
+func (e *hopStatus) Error() string {
+	return fmt.Sprintf("mcpserve: the peer answered HTTP %d: %.128q", e.code, e.body)
+}
+
+// readers holds the readers of the holder's event streams.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+
+// exchange sends r to the peer pc under ctx, which carries the call's hop,
+// relays the holder's progress to cl, and decodes the result into res.
+// The holder's JSON-RPC error is returned as a *jsonrpc.Error; anything
+// else that fails is the exchange's.
+func (f *forwarder) exchange(ctx context.Context, pc *peerClient, r hopRequest, cl *catalog.Client, res any) error {
+	progress := cl != nil && cl.Progress != nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.url.String(), bytes.NewReader(f.encode(r, progress)))
+	if err != nil {
+		return err
+	}
+	h := req.Header
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{"application/json, text/event-stream"}
+	h[protocolHeader] = []string{ProtocolStateless}
+	h[methodHeader] = []string{r.method}
+	h[nameHeader] = []string{r.name}
+	resp, err := pc.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	hp, _ := ctx.Value(hopKey{}).(*hop)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// Read whole by fleetTransport already.
+		data, err := readAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if msg, ok := response(data); ok {
+			return decodeAnswer(msg, res)
+		}
+		return &hopStatus{code: resp.StatusCode, body: string(data[:min(len(data), 128)])}
+	}
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(resp.Body)
+	defer func() { br.Reset(nil); readers.Put(br) }()
+	var data bytes.Buffer
+	for {
+		if err := nextEvent(br, &data, f.limit); err != nil {
+			if err == io.EOF {
+				err = errNoResponse
+			}
+			return err
+		}
+		var msg hopMessage
+		if _, err := segjson.Parse(data.Bytes(), &msg, 0); err != nil {
+			return fmt.Errorf("mcpserve: the peer sent an event that is not JSON-RPC: %w", err)
+		}
+		if msg.Method == notificationProgress && progress {
+			var p mcp.ProgressNotificationParams
+			if segjson.Unmarshal(msg.Params, &p) == nil {
+				_ = cl.Progress(ctx, catalog.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+			continue
+		}
+		if !isHopResponse(msg) {
+			continue
+		}
+		err := decodeAnswer(msg, res)
+		if hp != nil {
+			hp.answered.Store(true)
+			// The rest is the stream's end, which frees the connection
+			// for the next forward; a holder that does not end it in
+			// time loses the connection.
+			t := time.AfterFunc(f.begin, func() { hp.abort(errNoEnd) })
+			_, _ = io.Copy(io.Discard, br)
+			t.Stop()
+		}
+		return err
+	}
+}
+
+// readAll returns what body holds, without a copy when fleetTransport read
+// it.
+func readAll(body io.Reader) ([]byte, error) {
+	if rb, ok := body.(*readBody); ok {
+		return rb.data, nil
+	}
+	return io.ReadAll(body)
+}
+
+// readBody is a response body fleetTransport read whole.
+type readBody struct {
+	*bytes.Reader
+	data []byte
+}
+
+func (*readBody) Close() error { return nil }
+
+// response decodes data, a JSON body, as the response to a hop request.
+func response(data []byte) (hopMessage, bool) {
+	var msg hopMessage
+	if _, err := segjson.Parse(data, &msg, 0); err != nil || !isHopResponse(msg) {
+		return hopMessage{}, false
+	}
+	return msg, true
+}
+
+func isHopResponse(msg hopMessage) bool {
+	return msg.Method == "" && string(bytes.TrimSpace(msg.ID)) == hopID && (msg.Result != nil || msg.Error != nil)
+}
+
+// decodeAnswer returns the holder's error, or decodes its result into res.
+func decodeAnswer(msg hopMessage, res any) error {
+	if msg.Error != nil {
+		return msg.Error
+	}
+	if err := json.Unmarshal(msg.Result, res); err != nil {
+		return fmt.Errorf("mcpserve: the peer's result does not decode: %w", err)
+	}
+	return nil
+}
+
+// nextEvent reads the next event of a server-sent event stream into data:
+// its data lines, joined by newlines. Other fields are skipped, and so is
+// an event with no data. A line longer than br's buffer is read in pieces
+// straight into data, which grows to at most limit. It returns io.EOF at the end of the stream, and
+// drops an event the end cuts short.
+func nextEvent(br *bufio.Reader, data *bytes.Buffer, limit int64) error {
+	data.Reset()
+	for {
+		line, err := br.ReadSlice('\n')
+		if err != nil && err != bufio.ErrBufferFull {
+			return err
+		}
+		whole := err == nil
+		if whole && len(bytes.TrimRight(line, "\r\n")) == 0 {
+			if data.Len() > 0 {
+				return nil
+			}
+			continue // an event without data is not dispatched
+		}
+		v, isData := bytes.CutPrefix(line, []byte("data:"))
+		if isData {
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			v = bytes.TrimPrefix(v, []byte(" "))
+		}
+		for {
+			if whole {
+				v = bytes.TrimRight(v, "\r\n")
+			}
+			if isData {
+				if data.Available() < len(v) {
+					// Four times what it holds, bounded by what the hop
+					// may read: a long result costs about 1.3 times
+					// its size, not the twice of doubling.
+					data.Grow(max(len(v), min(3*data.Len(), int(limit)-data.Len())))
+				}
+				data.Write(v)
+			}
+			if whole {
+				break
+			}
+			v, err = br.ReadSlice('\n')
+			if err != nil && err != bufio.ErrBufferFull {
+				return err
+			}
+			whole = err == nil
+		}
+	}
+}
