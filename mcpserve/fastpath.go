@@ -239,35 +239,46 @@ func decodes(v any, into any) bool {
 func decodeParams(method string, params json.RawMessage) (req mcp.Request, meta mcp.Meta, name string, named bool, err error) {
 	switch method {
 	case methodCallTool:
-		p := new(mcp.CallToolParamsRaw)
+		p := &mcp.CallToolParamsRaw{Meta: metaFor(params)}
 		err = parseParams(params, p)
 		req, meta, name, named = &mcp.CallToolRequest{Params: p}, p.Meta, p.Name, true
 	case methodGetPrompt:
-		p := new(mcp.GetPromptParams)
+		p := &mcp.GetPromptParams{Meta: metaFor(params)}
 		err = parseParams(params, p)
 		req, meta, name, named = &mcp.GetPromptRequest{Params: p}, p.Meta, p.Name, true
 	case methodReadResource:
-		p := new(mcp.ReadResourceParams)
+		p := &mcp.ReadResourceParams{Meta: metaFor(params)}
 		err = parseParams(params, p)
 		req, meta, name, named = &mcp.ReadResourceRequest{Params: p}, p.Meta, p.URI, true
 	case methodListTools:
-		p := new(mcp.ListToolsParams)
+		p := &mcp.ListToolsParams{Meta: metaFor(params)}
 		err = parseParams(params, p)
 		req, meta = &mcp.ListToolsRequest{Params: p}, p.Meta
 	case methodListResources:
-		p := new(mcp.ListResourcesParams)
+		p := &mcp.ListResourcesParams{Meta: metaFor(params)}
 		err = parseParams(params, p)
 		req, meta = &mcp.ListResourcesRequest{Params: p}, p.Meta
 	case methodListTemplates:
-		p := new(mcp.ListResourceTemplatesParams)
+		p := &mcp.ListResourceTemplatesParams{Meta: metaFor(params)}
 		err = parseParams(params, p)
 		req, meta = &mcp.ListResourceTemplatesRequest{Params: p}, p.Meta
 	case methodListPrompts:
-		p := new(mcp.ListPromptsParams)
+		p := &mcp.ListPromptsParams{Meta: metaFor(params)}
 		err = parseParams(params, p)
 		req, meta = &mcp.ListPromptsRequest{Params: p}, p.Meta
 	}
 	return req, meta, name, named, err
+}
+
+// metaFor is the map a _meta in data is decoded into: one sized for the
+// few keys a _meta has, where the decoder would make one of 64 (4.75 KiB)
+// for a nil one; nil when data has none. A Meta left empty reads as one
+// left nil.
+func metaFor(data []byte) mcp.Meta {
+	if bytes.Contains(data, []byte(`"_meta"`)) {
+		return make(mcp.Meta, 4)
+	}
+	return nil
 }
 
 func parseParams(params json.RawMessage, p any) error {

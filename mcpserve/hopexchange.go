@@ -225,7 +225,16 @@ func decodeAnswer(msg hopMessage, res any) error {
 	if msg.Error != nil {
 		return msg.Error
 	}
-	if err := json.Unmarshal(msg.Result, res); err != nil {
+	var err error
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		err = decodeToolResult(msg.Result, r)
+	case *mcp.ReadResourceResult:
+		err = decodeReadResult(msg.Result, r)
+	default:
+		err = json.Unmarshal(msg.Result, res)
+	}
+	if err != nil {
 		return fmt.Errorf("mcpserve: the peer's result does not decode: %w", err)
 	}
 	return nil
