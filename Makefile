@@ -84,12 +84,14 @@ bench-quick:
 ## cores: livereg (mcpserve), a bare go-sdk v1.8.0 server, a bare mcp-go
 ## v1.2.1 server and a plain net/http floor, stateful and stateless, a
 ## fresh server per run, WIREROUNDS rounds interleaved: tools/call of one
-## echo tool from 16 and from 128 clients (WireCall) and tools/list of
-## 1,000 tools, every page (WireList). Reports calls/s (as ns/op), p50,
+## echo tool from 1, 16 and 128 clients (WireCall) and tools/list of
+## 1,000 tools, every page (WireList). livereg-forward is two replicas in
+## one process, the called one forwarding every call to the other: what
+## the fleet hop adds. Reports calls/s (as ns/op), p50,
 ## p99, the server's CPU, allocations and bytes per call from its own
 ## counters, and its peak RSS. Writes $(RESULTS)/wire.txt, the servers
 ## side by side in wire-benchstat.txt, and the wire's goals judged in
-## wire-table.md (cmd/benchreport). About 6 minutes.
+## wire-table.md (cmd/benchreport). About 8 minutes.
 WIREROUNDS ?= 5
 bench-wire: $(BENCHSTAT)
 	mkdir -p $(RESULTS) bin

@@ -16,6 +16,7 @@ type goal struct {
 	limit    float64
 	cpus     []int // the -cpu values it is judged at; nil for every one in the file
 	denCPU   int   // den's -cpu, when it is not the goal's (scaling goals); 0 otherwise
+	diff     bool  // the value is num - den in unit, not num / den (a latency added)
 }
 
 const (
@@ -114,10 +115,15 @@ var goals = []goal{
 		num: side{"WireList", "mcp-go"}, den: side{"WireList", "livereg"}, unit: nsOp, cmp: ">=", limit: 5},
 	{text: "tools/list of 1,000 tools over streamable HTTP: livereg's server CPU per listing over the go-sdk's (report only)",
 		num: side{"WireList", "livereg"}, den: side{"WireList", "go-sdk"}, unit: "cpu-ns/op"},
+	{text: "tools/call of echo forwarded by a replica to the one that holds it, one client: p50 at most 150 µs over a local call (livereg-forward - livereg-stateless)",
+		num: side{wireCall1, "livereg-forward"}, den: side{wireCall1, "livereg-stateless"}, unit: "p50-ns", cmp: "<=", limit: 150e3, diff: true},
+	{text: "tools/call of echo forwarded, one client: bytes allocated per call, both replicas' processes together, over a local call's (report only)",
+		num: side{wireCall1, "livereg-forward"}, den: side{wireCall1, "livereg-stateless"}, unit: "B/op"},
 }
 
 // The wire workloads (cmd/wirebench).
 const (
+	wireCall1   = "WireCall/clients=1"
 	wireCall16  = "WireCall/clients=16"
 	wireCall128 = "WireCall/clients=128"
 )
@@ -142,9 +148,14 @@ func judge(r *results) []verdict {
 		for _, cpu := range cpus {
 			v := verdict{goal: g, cpu: cpu}
 			num := key{g.num.workload, cpu, g.num.impl}
-			if g.den.impl == "" {
+			switch {
+			case g.den.impl == "":
 				v.value, v.ok = r.median(num, g.unit)
-			} else {
+			case g.diff:
+				a, ok1 := r.median(num, g.unit)
+				b, ok2 := r.median(key{g.den.workload, cpu, g.den.impl}, g.unit)
+				v.value, v.ok = a-b, ok1 && ok2
+			default:
 				dcpu := cpu
 				if g.denCPU != 0 {
 					dcpu = g.denCPU

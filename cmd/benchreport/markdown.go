@@ -113,6 +113,9 @@ func withoutBase(impls []string) []string {
 }
 
 func fmtMeasured(v verdict) string {
+	if v.goal.diff {
+		return fmtDiff(v.value, v.goal.unit)
+	}
 	if v.goal.den.impl == "" {
 		return fmt.Sprintf("%g", v.value)
 	}
@@ -120,10 +123,22 @@ func fmtMeasured(v verdict) string {
 }
 
 func fmtLimit(g goal) string {
+	if g.diff {
+		return fmtDiff(g.limit, g.unit)
+	}
 	if g.den.impl == "" {
 		return fmt.Sprintf("%g", g.limit)
 	}
 	return fmt.Sprintf("%gx", g.limit)
+}
+
+// fmtDiff formats a difference in unit: nanoseconds as signed
+// microseconds.
+func fmtDiff(x float64, unit string) string {
+	if strings.HasSuffix(unit, "-ns") || unit == "ns/op" {
+		return fmt.Sprintf("%+.0f µs", x/1e3)
+	}
+	return fmt.Sprintf("%+g %s", x, unit)
 }
 
 // fmtRatio keeps about three significant digits.

@@ -251,3 +251,33 @@ func TestFmtDecade(t *testing.T) {
 		}
 	}
 }
+
+// A goal on a difference judges num - den, and prints it in microseconds.
+func TestJudgeDifference(t *testing.T) {
+	r, err := parse(strings.NewReader(`pkg: github.com/livereg/livereg/cmd/wirebench
+BenchmarkWireCall/clients=1/impl=livereg-stateless-1	100	90000 ns/op	80000 p50-ns
+BenchmarkWireCall/clients=1/impl=livereg-forward-1	100	200000 ns/op	190000 p50-ns
+BenchmarkWireCall/clients=1/impl=livereg-forward-1	100	300000 ns/op	250000 p50-ns
+BenchmarkWireCall/clients=1/impl=livereg-forward-1	100	210000 ns/op	200000 p50-ns
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range judge(r) {
+		if !v.goal.diff {
+			continue
+		}
+		// The median forward, 200 µs, over the local 80 µs.
+		if !v.ok || v.value != 120e3 || !v.met {
+			t.Errorf("%s: value %v, ok %v, met %v; want +120 µs, met", v.goal.text, v.value, v.ok, v.met)
+		}
+		if got := fmtMeasured(v); got != "+120 µs" {
+			t.Errorf("fmtMeasured = %q, want %q", got, "+120 µs")
+		}
+		if got := fmtLimit(v.goal); got != "+150 µs" {
+			t.Errorf("fmtLimit = %q, want %q", got, "+150 µs")
+		}
+		return
+	}
+	t.Fatal("no goal on a difference")
+}

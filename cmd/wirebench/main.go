@@ -97,7 +97,7 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	if cfg.rounds < 1 || cfg.duration <= 0 || cfg.warmup < 0 || cfg.listTools < 1 {
 		return cfg, fmt.Errorf("-rounds, -duration and -list-tools must be positive, -warmup not negative")
 	}
-	cfg.callClients = []int{16, 128}
+	cfg.callClients = []int{1, 16, 128}
 	return cfg, nil
 }
 
@@ -164,6 +164,9 @@ func measureAll(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 					return err
 				}
 				s, _ := wire.Lookup(name)
+				if w.list && s.CallsOnly {
+					continue
+				}
 				r, err := measure(ctx, self, cfg, s, w)
 				if err != nil {
 					return fmt.Errorf("round %d, %s, %s: %w", round, w.name, name, err)

@@ -21,12 +21,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// One short round against three servers: a line per run in go test
-// -bench form, with every metric, for every workload and server.
+// One short round against four servers: a line per run in go test
+// -bench form, with every metric, for every workload and server, but no
+// listing of livereg-forward's, which serves calls only.
 func TestOneRound(t *testing.T) {
 	var out bytes.Buffer
 	err := run(t.Context(), []string{"-rounds", "1", "-duration", "150ms", "-warmup", "20ms", "-list-tools", "30",
-		"-servers", "floor,livereg,mcp-go-stateless", "-pin=false"}, &out, io.Discard)
+		"-servers", "floor,livereg,livereg-forward,mcp-go-stateless", "-pin=false"}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,8 +37,8 @@ func TestOneRound(t *testing.T) {
 			lines = append(lines, l)
 		}
 	}
-	if len(lines) != 9 {
-		t.Fatalf("%d result lines, want 9:\n%s", len(lines), out.String())
+	if len(lines) != 15 || strings.Contains(out.String(), "WireList/impl=livereg-forward") {
+		t.Fatalf("%d result lines, want 15, no listing of livereg-forward:\n%s", len(lines), out.String())
 	}
 	for _, l := range lines {
 		f := strings.Split(l, "\t")
@@ -62,7 +63,7 @@ func TestParse(t *testing.T) {
 		}
 	}
 	cfg, err := parse(nil, io.Discard)
-	if err != nil || len(cfg.servers) != 7 || len(cfg.workloads()) != 3 {
+	if err != nil || len(cfg.servers) != 8 || len(cfg.workloads()) != 4 {
 		t.Errorf("parse(nil) = %+v, %v", cfg, err)
 	}
 }

@@ -38,6 +38,9 @@ const extraSchema = `{"type":"object","properties":{"text":{"type":"string"}}}`
 type Server struct {
 	Name     string
 	Stateful bool // a client must initialize a session first
+	// CallsOnly: it serves echo and no listing (livereg-forward, whose
+	// replica lists only what it holds).
+	CallsOnly bool
 	// New returns its handler serving echo and tools-1 more tools, and
 	// what stops it (nil for nothing).
 	New func(tools int) (http.Handler, func(), error)
@@ -45,13 +48,14 @@ type Server struct {
 
 // Servers are every implementation, the floor first.
 var Servers = []Server{
-	{"floor", false, func(n int) (http.Handler, func(), error) { return floor(n), nil, nil }},
-	{"livereg", true, func(n int) (http.Handler, func(), error) { return livereg(false, n) }},
-	{"livereg-stateless", false, func(n int) (http.Handler, func(), error) { return livereg(true, n) }},
-	{"go-sdk", true, func(n int) (http.Handler, func(), error) { return goSDK(false, n), nil, nil }},
-	{"go-sdk-stateless", false, func(n int) (http.Handler, func(), error) { return goSDK(true, n), nil, nil }},
-	{"mcp-go", true, func(n int) (http.Handler, func(), error) { return mcpGo(false, n), nil, nil }},
-	{"mcp-go-stateless", false, func(n int) (http.Handler, func(), error) { return mcpGo(true, n), nil, nil }},
+	{"floor", false, false, func(n int) (http.Handler, func(), error) { return floor(n), nil, nil }},
+	{"livereg", true, false, func(n int) (http.Handler, func(), error) { return livereg(false, n) }},
+	{"livereg-stateless", false, false, func(n int) (http.Handler, func(), error) { return livereg(true, n) }},
+	{"livereg-forward", false, true, func(int) (http.Handler, func(), error) { return liveregForward() }},
+	{"go-sdk", true, false, func(n int) (http.Handler, func(), error) { return goSDK(false, n), nil, nil }},
+	{"go-sdk-stateless", false, false, func(n int) (http.Handler, func(), error) { return goSDK(true, n), nil, nil }},
+	{"mcp-go", true, false, func(n int) (http.Handler, func(), error) { return mcpGo(false, n), nil, nil }},
+	{"mcp-go-stateless", false, false, func(n int) (http.Handler, func(), error) { return mcpGo(true, n), nil, nil }},
 }
 
 // Lookup returns the server named name.
@@ -73,6 +77,21 @@ type echoArgs struct {
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 func livereg(stateless bool, tools int) (http.Handler, func(), error) {
+	cat, stop, err := liveregCatalog(tools)
+	if err != nil {
+		return nil, nil, err
+	}
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quiet(), Stateless: stateless})
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return srv.Handler(), func() { _ = srv.Close(); stop() }, nil
+}
+
+// liveregCatalog is a catalog serving echo and tools-1 more tools, and
+// what stops their consumers.
+func liveregCatalog(tools int) (*catalog.Catalog, func(), error) {
 	ctx := context.Background()
 	cat, err := catalog.New(catalog.Config{MaxTools: tools})
 	if err != nil {
@@ -105,12 +124,7 @@ func livereg(stateless bool, tools int) (http.Handler, func(), error) {
 		}
 		cons = append(cons, k)
 	}
-	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quiet(), Stateless: stateless})
-	if err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return srv.Handler(), func() { _ = srv.Close(); stop() }, nil
+	return cat, stop, nil
 }
 
 func goSDK(stateless bool, tools int) http.Handler {
