@@ -501,6 +501,38 @@ func TestForwardAnswerIsBounded(t *testing.T) {
 	}
 }
 
+// A holder that sends its response and never ends the stream costs the
+// caller at most ForwardTimeout: the forward has its answer, and waits
+// that long for the end that frees the connection, then drops it.
+func TestForwardUnendedAnswerIsBounded(t *testing.T) {
+	leftOver := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, leftOver) })
+	const bound = 300 * time.Millisecond
+	a := newReplica(t, forwardTimeout(bound))
+	release := make(chan struct{})
+	unended := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"here\"}]}}\n\n")
+		_ = http.NewResponseController(w).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(unended.Close)
+	t.Cleanup(func() { close(release) })
+	a.peers.set("tool", "unended", unended.URL+"/fleet")
+	c := connectTo(t, a.url, "")
+	res, took, err := callWithin(t, c, "unended", 20*bound)
+	if err != nil || text(t, res) != "here" {
+		t.Fatalf("a forward whose answer never ends: %v, %v; want its result", res, err)
+	}
+	if took < bound || took > bound+time.Second {
+		t.Fatalf("the forward took %v; want about %v", took, bound)
+	}
+}
+
 // A peer that drops the connection before it begins its answer (it died,
 // or closed the connection) has not run the body, which a holder starts
 // only after it began the answer: the call may be retried. One that
