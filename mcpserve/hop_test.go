@@ -339,27 +339,35 @@ func TestForwardNeverToItself(t *testing.T) {
 }
 
 // A route body that runs longer than ForwardTimeout is waited for: its
-// holder begins the response when it dispatches the call.
+// holder begins the response when it dispatches the call, on its fast
+// path and on the SDK's.
 func TestForwardWaitsForASlowBody(t *testing.T) {
-	const bound = 300 * time.Millisecond
-	a, b := newReplica(t, forwardTimeout(bound)), newReplica(t)
-	k, err := b.cat.StartTool(context.Background(), catalog.Tool{Name: "slow"}, bindsec.Plan{Public: true},
-		func(ctx context.Context, _ catalog.Call) (catalog.Result, error) {
-			select {
-			case <-time.After(3 * bound):
-				return catalog.TextResult("done"), nil
-			case <-ctx.Done():
-				return catalog.Result{}, ctx.Err()
+	for _, holderFast := range []bool{true, false} {
+		t.Run(fmt.Sprintf("holder fast path %v", holderFast), func(t *testing.T) {
+			const bound = 300 * time.Millisecond
+			a, b := newReplica(t, forwardTimeout(bound)), newReplica(t)
+			if !holderFast {
+				mcpserve.NoFastPath(b.srv)
+			}
+			k, err := b.cat.StartTool(context.Background(), catalog.Tool{Name: "slow"}, bindsec.Plan{Public: true},
+				func(ctx context.Context, _ catalog.Call) (catalog.Result, error) {
+					select {
+					case <-time.After(3 * bound):
+						return catalog.TextResult("done"), nil
+					case <-ctx.Done():
+						return catalog.Result{}, ctx.Err()
+					}
+				})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = k.Stop(context.Background()) })
+			a.peers.set("tool", "slow", b.fleet)
+			c := connectTo(t, a.url, "")
+			if res, _, err := callWithin(t, c, "slow", 10*bound); err != nil || text(t, res) != "done" {
+				t.Fatalf("forwarded call of a body slower than the forward timeout: %v, %v", res, err)
 			}
 		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = k.Stop(context.Background()) })
-	a.peers.set("tool", "slow", b.fleet)
-	c := connectTo(t, a.url, "")
-	if res, _, err := callWithin(t, c, "slow", 10*bound); err != nil || text(t, res) != "done" {
-		t.Fatalf("forwarded call of a body slower than the forward timeout: %v, %v", res, err)
 	}
 }
 

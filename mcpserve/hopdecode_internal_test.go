@@ -18,6 +18,9 @@ func TestHopDecodersMatchSDK(t *testing.T) {
 		`{"content":[{"type":"text","text":"a","annotations":{"audience":["user"],"priority":0.5},"_meta":{"k":1}}],"_meta":{"m":"v"}}`,
 		`{"content":[{"type":"image","data":"AAEC","mimeType":"image/png"},{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}]}`,
 		`{"content":[{"type":"resource","resource":{"uri":"x://a","mimeType":"text/plain","text":"t"}},{"type":"resource","resource":{"uri":"x://b","blob":"AAEC"}}]}`,
+		`{"content":[{"type":"resource","resource":{"uri":"x://a","text":"t"},"annotations":{"priority":1},"_meta":{"k":"v"}}]}`,
+		`{"content":[{"type":"image","data":"AA==","mimeType":"image/png","annotations":{"audience":["assistant"]},"_meta":{"i":1}},{"type":"audio","data":"AA==","mimeType":"audio/wav","annotations":{"priority":0},"_meta":{"a":1}}]}`,
+		`{"content":[{"type":"resource_link","uri":"x://l","name":"l","annotations":{"priority":0.1},"_meta":{"l":1}}]}`,
 		`{"content":[{"type":"resource_link","uri":"x://l","name":"l","title":"L","description":"d","mimeType":"text/plain","size":12,"icons":[{"src":"https://i/x.png"}]}]}`,
 		`{"content":[{"type":"text","text":"{\"n\":1}"}],"structuredContent":{"n":1,"s":["a",2.5,null,true]}}`,
 		// Left to the SDK's: a type a tool result does not have, and a
