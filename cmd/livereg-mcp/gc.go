@@ -18,7 +18,11 @@ import (
 // default caps (1,000 sessions at about 15 KB each). The collector off
 // under a 256 MiB limit took 264 µs: a heap that grows to the limit
 // between collections misses the caches. A memory limit stays available
-// as a ceiling for a container, off by default.
+// as a ceiling for a container, off by default. Since mcpserve's fast path
+// took the hot methods off the SDK's path (6 KB a call), GOGC no longer
+// moves a fast-path call's time beyond the noise and 400 costs about
+// 12 MiB of RSS over 100 (docs/livereg-mcp.md, "Garbage collection"); it
+// stays for the sessions the SDK still serves.
 const defaultGCPercent = 400
 
 // gcConfig is the garbage collector's settings: the flags, overridden by

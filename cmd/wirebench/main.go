@@ -22,7 +22,7 @@
 //
 // Usage:
 //
-//	wirebench [-rounds 5] [-duration 2s] [-servers floor,livereg,...] [-pin=true]
+//	wirebench [-rounds 5] [-duration 2s] [-servers floor,livereg,...] [-pin=true] [-gogc 100,400]
 //
 // make bench-wire runs it and judges the wire's goals.
 package main
@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -67,6 +68,7 @@ type config struct {
 	serve       string // server mode: the server to run
 	serveTools  int
 	callClients []int
+	gogc        []string // GOGC values each server runs at; one "" for the inherited one
 }
 
 func parse(args []string, stderr io.Writer) (config, error) {
@@ -85,10 +87,20 @@ func parse(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.pin, "pin", runtime.NumCPU() >= 2, "pin the server to core 0 and the load to core 1 (needs taskset)")
 	fs.StringVar(&cfg.serve, "serve", "", "run `SERVER` on a loopback port, print its address, and serve until stdin closes (used by the load)")
 	fs.IntVar(&cfg.serveTools, "tools", 1, "with -serve: the tools it serves")
+	gogc := fs.String("gogc", "", "run every server at each of these `GOGC` values, comma-separated (its runs named .../gogc=V); empty: the environment's")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
 	cfg.servers = strings.Split(*servers, ",")
+	cfg.gogc = []string{""}
+	if *gogc != "" {
+		cfg.gogc = strings.Split(*gogc, ",")
+		for _, v := range cfg.gogc {
+			if n, err := strconv.Atoi(v); (err != nil || n <= 0) && v != "off" {
+				return cfg, fmt.Errorf("-gogc %q: want positive percentages or off", v)
+			}
+		}
+	}
 	for _, name := range cfg.servers {
 		if _, err := wire.Lookup(name); err != nil {
 			return cfg, err
@@ -167,11 +179,17 @@ func measureAll(ctx context.Context, cfg config, stdout, stderr io.Writer) error
 				if w.list && s.CallsOnly {
 					continue
 				}
-				r, err := measure(ctx, self, cfg, s, w)
-				if err != nil {
-					return fmt.Errorf("round %d, %s, %s: %w", round, w.name, name, err)
+				for _, gogc := range cfg.gogc {
+					r, err := measure(ctx, self, cfg, s, w, gogc)
+					if err != nil {
+						return fmt.Errorf("round %d, %s, %s: %w", round, w.name, name, err)
+					}
+					impl := name
+					if gogc != "" {
+						impl += "/gogc=" + gogc
+					}
+					fmt.Fprintf(stdout, "Benchmark%s/impl=%s-%d\t%d\t%s\n", w.name, impl, cores, r.calls, r.metrics())
 				}
-				fmt.Fprintf(stdout, "Benchmark%s/impl=%s-%d\t%d\t%s\n", w.name, name, cores, r.calls, r.metrics())
 			}
 		}
 		fmt.Fprintf(stderr, "wirebench: round %d of %d done\n", round, cfg.rounds)

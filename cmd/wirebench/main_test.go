@@ -57,7 +57,7 @@ func TestOneRound(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	for _, args := range [][]string{{"-servers", "nosuch"}, {"-rounds", "0"}, {"-duration", "-1s"}} {
+	for _, args := range [][]string{{"-servers", "nosuch"}, {"-rounds", "0"}, {"-duration", "-1s"}, {"-gogc", "x"}, {"-gogc", "0"}} {
 		if _, err := parse(args, io.Discard); err == nil {
 			t.Errorf("parse(%q) accepted it", args)
 		}

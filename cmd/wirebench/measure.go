@@ -45,14 +45,18 @@ type server struct {
 	stop func() error
 }
 
-// start starts a fresh server process, on core 0 when pinning.
-func start(ctx context.Context, self string, pin bool, s wire.Server, tools int) (*server, error) {
+// start starts a fresh server process, on core 0 when pinning, with GOGC
+// set to gogc unless it is empty.
+func start(ctx context.Context, self string, pin bool, s wire.Server, tools int, gogc string) (*server, error) {
 	args := []string{self, "-serve", s.Name, "-tools", strconv.Itoa(tools)}
 	if pin {
 		args = append([]string{"taskset", "-c", "0"}, args...)
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = os.Environ()
+	if gogc != "" {
+		cmd.Env = append(cmd.Env, "GOGC="+gogc)
+	}
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -75,9 +79,10 @@ func start(ctx context.Context, self string, pin bool, s wire.Server, tools int)
 	return &server{cmd: cmd, url: "http://" + strings.TrimSpace(addr), stop: stop}, nil
 }
 
-// measure runs workload w against a fresh process of s.
-func measure(ctx context.Context, self string, cfg config, s wire.Server, w workload) (result, error) {
-	srv, err := start(ctx, self, cfg.pin, s, w.tools)
+// measure runs workload w against a fresh process of s, with GOGC set to
+// gogc unless it is empty.
+func measure(ctx context.Context, self string, cfg config, s wire.Server, w workload, gogc string) (result, error) {
+	srv, err := start(ctx, self, cfg.pin, s, w.tools, gogc)
 	if err != nil {
 		return result{}, err
 	}
