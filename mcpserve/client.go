@@ -91,6 +91,17 @@ var mcpLevels = [...]struct {
 	{mcp.LevelInfo, "info"},
 }
 
+// slogLevel is the slog level of an MCP log level, the inverse of
+// mcpLevel: debug for debug and for a level MCP does not name.
+func slogLevel(l mcp.LoggingLevel) slog.Level {
+	for _, m := range mcpLevels {
+		if m.name == l {
+			return m.level
+		}
+	}
+	return mcp.LevelDebug
+}
+
 // serverRequestsEnd is the first protocol version that forbids a server's
 // own requests to the client while it serves one (SEP-2322): sampling and
 // elicitation travel there inside the tool's result instead, a round trip

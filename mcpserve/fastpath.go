@@ -38,8 +38,7 @@ import (
 //   - one JSON-RPC request, "2.0", an id that screen accepts, a hot method
 //     and params that decode into the SDK's type for it, nested less
 //     deeply than the SDK's bound;
-//   - no log level in a 2026-07-28 request's _meta, and a progress token,
-//     if any, that is an integer or a string.
+//   - a progress token, if any, that is an integer or a string.
 //
 // Everything after that is the SDK path's own code. A body's log messages
 // (at info and above for a 2025 request, whose stateless session the SDK
@@ -118,6 +117,7 @@ type fastRequest struct {
 	current  bool          // protocol 2026-07-28
 	progress any           // the request's progress token, or nil
 	session  *sessionCalls // the request's session; nil when stateless
+	logLevel string        // the log level a 2026-07-28 request's _meta names; "" for none
 	// forwarded: another replica forwarded it (FleetHandler); its
 	// response begins as soon as its call is dispatched.
 	forwarded bool
@@ -187,6 +187,9 @@ func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls, forwar
 		if !currentMeta(meta) {
 			return fastRequest{}, false
 		}
+		// The level the SDK reads: a string, whatever it names (one it
+		// does not know counts as debug); anything else is none.
+		fr.logLevel, _ = meta[metaLogLevel].(string)
 	} else if _, ok := meta[metaProtocolVersion]; ok {
 		return fastRequest{}, false
 	}
@@ -202,12 +205,9 @@ func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls, forwar
 }
 
 // currentMeta reports whether meta is a 2026-07-28 request's _meta the
-// SDK accepts, and asks for no log level.
+// SDK accepts.
 func currentMeta(meta mcp.Meta) bool {
 	if v, _ := meta[metaProtocolVersion].(string); v != ProtocolStateless {
-		return false
-	}
-	if _, ok := meta[metaLogLevel]; ok {
 		return false
 	}
 	caps, ok := meta[metaClientCapabilities].(map[string]any)

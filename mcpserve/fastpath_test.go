@@ -39,6 +39,12 @@ func fastCases() []fastCase {
 		p["_meta"] = map[string]any{"progressToken": tok}
 		return p
 	}
+	// A 2026-07-28 request's own log level; in a 2025 request's _meta,
+	// an unknown key.
+	atLevel := func(p map[string]any, level any) map[string]any {
+		p["_meta"] = map[string]any{"io.modelcontextprotocol/logLevel": level}
+		return p
+	}
 	return []fastCase{
 		{"echo", "tools/call", call("echo", map[string]any{"text": "hi"}), "", true},
 		{"echo without arguments", "tools/call", call("echo", nil), "", true},
@@ -57,6 +63,11 @@ func fastCases() []fastCase {
 		{"logs and progress", "tools/call", withProgress(call("talks", map[string]any{}), "p"), "", true},
 		{"logs, numeric progress token", "tools/call", withProgress(call("talks", map[string]any{}), 7), "", true},
 		{"logs without progress", "tools/call", call("talks", map[string]any{}), "", true},
+		{"logs at warning", "tools/call", atLevel(call("talks", map[string]any{}), "warning"), "", true},
+		{"logs at debug", "tools/call", atLevel(call("talks", map[string]any{}), "debug"), "", true},
+		{"logs at a level MCP does not name", "tools/call", atLevel(call("talks", map[string]any{}), "verbose"), "", true},
+		{"logs at an empty level", "tools/call", atLevel(call("talks", map[string]any{}), ""), "", true},
+		{"a log level not a string", "tools/call", atLevel(call("talks", map[string]any{}), 7), "", true},
 		{"stopped tool", "tools/call", call("stopped", map[string]any{}), "", true},
 		{"unknown tool", "tools/call", call("nope", map[string]any{}), "", true},
 		{"name too long", "tools/call", call(strings.Repeat("n", 200), map[string]any{}), "", true},
@@ -238,7 +249,6 @@ func TestFastPathLeavesToSDK(t *testing.T) {
 		{"no client capabilities", body(current, meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`)), false},
 		{"capabilities not an object", body(current, meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":5}`)), false},
 		{"client info not an object", body(current, meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"me"}`)), false},
-		{"a log level", body(current, meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}`)), false},
 		{"no _meta", body(current, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`), false},
 		{"header and _meta disagree", body(current, meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-29","io.modelcontextprotocol/clientCapabilities":{}}`)), false},
 		{"legacy with a _meta version", body(legacy, meta(`{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`)), false},

@@ -79,8 +79,8 @@ type fastWriterKey struct{}
 
 // client is what a tool body reports to over the fast path, as callClient
 // is over the SDK's session: log messages at or above the level of the
-// session the SDK would have made (info for a 2025 request, none for
-// 2026-07-28, which names its level in _meta or gets none), progress when
+// session the SDK would have made (info for a 2025 request; for
+// 2026-07-28, the level its _meta names, or none), progress when
 // the request carries a token. A stateless request offers no sampling or
 // elicitation.
 func (f *fastWriter) client(fr fastRequest) *catalog.Client {
@@ -98,6 +98,8 @@ func (f *fastWriter) client(fr fastRequest) *catalog.Client {
 		}
 	case !fr.current:
 		threshold = func() mcp.LoggingLevel { return "info" }
+	case fr.logLevel != "":
+		threshold = func() mcp.LoggingLevel { return mcp.LoggingLevel(fr.logLevel) }
 	}
 	if threshold != nil {
 		cl.Log = func(_ context.Context, m catalog.LogMessage) error {
@@ -105,7 +107,7 @@ func (f *fastWriter) client(fr fastRequest) *catalog.Client {
 			if th == "" || levelRank(level) < levelRank(th) {
 				return nil
 			}
-			return f.notify("notifications/message", &mcp.LoggingMessageParams{Level: level, Logger: m.Logger, Data: m.Data})
+			return f.notify(notificationMessage, &mcp.LoggingMessageParams{Level: level, Logger: m.Logger, Data: m.Data})
 		}
 	}
 	if tok := fr.progress; tok != nil {
@@ -118,7 +120,8 @@ func (f *fastWriter) client(fr fastRequest) *catalog.Client {
 	return cl
 }
 
-// levelRank orders MCP's log levels, debug lowest.
+// levelRank orders MCP's log levels: debug, which mcpLevels leaves out,
+// and a level MCP does not name rank lowest, as the SDK ranks them.
 func levelRank(l mcp.LoggingLevel) int {
 	for i, m := range mcpLevels {
 		if m.name == l {

@@ -31,7 +31,9 @@ import (
 // What the answer may be: a JSON body (an error the holder sends with an
 // HTTP status, or the whole answer), or an event stream whose events are
 // the holder's progress notifications, relayed to the caller in order,
-// and then the response. TestForwardMatchesLocal compares what a caller
+// and then the response; log messages too, when the caller's client takes
+// them (every level is asked for, and the caller's own filters them).
+// TestForwardMatchesLocal compares what a caller
 // gets through the hop with what it gets from the holder directly.
 
 // hopRequest is the request a forward sends.
@@ -60,10 +62,11 @@ func hopMeta(impl *mcp.Implementation) string {
 		metaClientInfo + `":` + string(info)
 }
 
-// encode returns r's body, with a progress token when progress is set.
+// encode returns r's body, with a progress token when progress is set,
+// and asking for every log message when logs is.
 // The body is the request's own, not a pooled buffer: the HTTP client
 // may still read it after the response has come.
-func (f *forwarder) encode(r hopRequest, progress bool) []byte {
+func (f *forwarder) encode(r hopRequest, progress, logs bool) []byte {
 	b := bytes.NewBuffer(make([]byte, 0, 192+len(f.meta)+len(r.name)+len(r.args)))
 	b.WriteString(`{"jsonrpc":"2.0","id":` + hopID + `,"method":"`)
 	b.WriteString(r.method)
@@ -82,6 +85,10 @@ func (f *forwarder) encode(r hopRequest, progress bool) []byte {
 	b.WriteString(f.meta)
 	if progress {
 		b.WriteString(`,"` + metaProgressToken + `":1`)
+	}
+	if logs {
+		// Every message: the caller's client applies the caller's level.
+		b.WriteString(`,"` + metaLogLevel + `":"debug"`)
 	}
 	b.WriteString(`}}}`)
 	return b.Bytes()
@@ -123,8 +130,8 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) 
 // The holder's JSON-RPC error is returned as a *jsonrpc.Error; anything
 // else that fails is the exchange's.
 func (f *forwarder) exchange(ctx context.Context, pc *peerClient, r hopRequest, cl *catalog.Client, res any) error {
-	progress := cl != nil && cl.Progress != nil
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.url.String(), bytes.NewReader(f.encode(r, progress)))
+	progress, logs := cl != nil && cl.Progress != nil, cl != nil && cl.Log != nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.url.String(), bytes.NewReader(f.encode(r, progress, logs)))
 	if err != nil {
 		return err
 	}
@@ -166,10 +173,23 @@ func (f *forwarder) exchange(ctx context.Context, pc *peerClient, r hopRequest, 
 		if _, err := segjson.Parse(data.Bytes(), &msg, 0); err != nil {
 			return fmt.Errorf("mcpserve: the peer sent an event that is not JSON-RPC: %w", err)
 		}
-		if msg.Method == notificationProgress && progress {
+		switch {
+		case msg.Method == notificationProgress && progress:
 			var p mcp.ProgressNotificationParams
 			if segjson.Unmarshal(msg.Params, &p) == nil {
 				_ = cl.Progress(ctx, catalog.Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
+			continue
+		case msg.Method == notificationMessage && logs:
+			var p struct {
+				Level  mcp.LoggingLevel `json:"level"`
+				Logger string           `json:"logger"`
+				Data   json.RawMessage  `json:"data"`
+			}
+			if segjson.Unmarshal(msg.Params, &p) == nil {
+				// The data as the body gave it, not decoded and encoded
+				// again.
+				_ = cl.Log(ctx, catalog.LogMessage{Level: slogLevel(p.Level), Logger: p.Logger, Data: p.Data})
 			}
 			continue
 		}

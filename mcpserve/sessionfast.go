@@ -30,12 +30,13 @@ type sessionFast struct {
 	idle  atomic.Pointer[idleTimer]
 }
 
-// Notifications the middleware watches for the fast path, and the one a
+// Notifications the middleware watches for the fast path, and the ones a
 // forward relays.
 const (
 	notificationInitialized = "notifications/initialized"
 	notificationCancelled   = "notifications/cancelled"
 	notificationProgress    = "notifications/progress"
+	notificationMessage     = "notifications/message"
 )
 
 // fastSessionVersion reports whether the fast path serves a session of
