@@ -49,6 +49,9 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 			s.cancelFast(req)
 		}
 		if res, err, ok := s.answer(ctx, method, req); ok {
+			if err == nil && res != nil && currentRequest(req) {
+				markComplete(res) // resulttype.go
+			}
 			return res, err
 		}
 		res, err := next(ctx, method, req)

@@ -129,7 +129,8 @@
 // pooled keep-alive POST of a stateless request that the holder's fast
 // path answers; the holder serves it through its own catalog, under its
 // live owner's plan, judged by the original caller's credential, and its
-// progress notifications reach the caller before the result.
+// progress notifications and log messages reach the caller before the
+// result.
 // [Server.FleetHandler] answers forwarded calls, only with the fleet
 // credential, and never forwards again: a call crosses at most one hop.
 // An unreachable or frozen holder gives [CodePeerUnavailable], retryable

@@ -320,8 +320,9 @@ func wireError(err error) *jsonrpc.Error {
 }
 
 // annotate adds to a 2026-07-28 result what the SDK adds: the server's
-// name in its _meta, and a listing's result type.
+// name in its _meta, and its result type.
 func annotate(res mcp.Result, impl *mcp.Implementation) {
+	markComplete(res)
 	switch r := res.(type) {
 	case *mcp.ListToolsResult:
 		r.ResultType = "complete"

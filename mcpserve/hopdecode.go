@@ -61,8 +61,11 @@ type asksInput struct {
 	RequestState  string          `json:"requestState"`
 }
 
+// any reports whether the result asks for input. A "complete" result type
+// is not kept: the replica that forwarded the call gives the result its
+// own, where its caller's protocol has one.
 func (a *asksInput) any() bool {
-	return a.ResultType != "" || a.InputRequests != nil || a.RequestState != ""
+	return a.ResultType != "" && a.ResultType != "complete" || a.InputRequests != nil || a.RequestState != ""
 }
 
 // decodeToolResult decodes a tools/call result into res.
