@@ -97,6 +97,9 @@ func (s *Server) front(exposed bool) http.Handler {
 //   - reserves a session slot for a POST that may create a session, and
 //     refuses it at Options.MaxSessions, or over its client's share of
 //     it (503; see shares.go);
+//   - refuses (400, CodeHeaderMismatch) a call of a tool that marks
+//     arguments for headers whose Mcp-Param headers disagree with its
+//     arguments, as the SDK does for its own tools (paramheaders.go);
 //   - refuses a POST that MCP does not allow and the SDK would serve: a
 //     JSON-RPC batch, an id that would not survive a round trip, an
 //     overlong method (screen: 400 with -32600 or -32601);
@@ -167,7 +170,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 			defer idle.end()
 		}
 		body, ok := s.readBody(w, r)
-		if !ok {
+		if !ok || !s.checkParamHeaders(w, r, body.Bytes()) {
 			return
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), sc, false); ok {

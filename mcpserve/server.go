@@ -88,9 +88,12 @@ type Server struct {
 	listens *listenStreams // subscriptions/listen streams (listenstreams.go)
 	refused *refusalCounts // refusals by cap and reason (shares.go)
 
-	http  httpFront  // the HTTP front (front.go)
-	lists listCache  // the fast path's listing pages (fastlist.go)
-	fleet *fleetSide // serving a fleet (fleet.go); nil without Options.Fleet
+	http  httpFront // the HTTP front (front.go)
+	lists listCache // the fast path's listing pages (fastlist.go)
+	// params: the tools of the last listing that mark arguments for
+	// headers (paramheaders.go)
+	params atomic.Pointer[paramTools]
+	fleet  *fleetSide // serving a fleet (fleet.go); nil without Options.Fleet
 
 	closeOnce sync.Once
 	closed    atomic.Bool

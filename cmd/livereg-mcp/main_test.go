@@ -187,7 +187,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	want := []string{"demo_crash", "demo_restart", "echo", "fortune", "json_schema_2020_12_tool", "ops_report", "stats",
-		"test_audio_content", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
+		"test_audio_content", "test_custom_headers", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
 		"test_embedded_resource", "test_error_handling", "test_image_content", "test_multiple_content_types", "test_sampling",
 		"test_simple_text", "test_tool_with_logging", "test_tool_with_progress", "whoami"}
 	if !slices.Equal(names, want) {

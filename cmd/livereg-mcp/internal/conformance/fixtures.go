@@ -13,6 +13,7 @@ package conformance
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 
 	"github.com/livereg/livereg/bindsec"
@@ -126,6 +127,19 @@ func (s *set) content() {
 			URI: "test://mixed-content-resource", MIMEType: "application/json", Text: `{"test":"data","value":123}`,
 		}},
 	}})
+	// An argument that also travels in a header (SEP-2243): mcpserve
+	// refuses a call whose Mcp-Param-Region header disagrees with it.
+	s.tool(catalog.Tool{Name: "test_custom_headers", Description: "Echoes its region, which the client also sends in the Mcp-Param-Region header.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}},"required":["region"]}`)},
+		func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+			var in struct {
+				Region string `json:"region"`
+			}
+			if err := json.Unmarshal(c.Arguments, &in); err != nil {
+				return catalog.Result{}, err
+			}
+			return catalog.TextResult("region: " + in.Region), nil
+		})
 	// A handler error: mcpserve reports it as a tool result with isError.
 	s.tool(catalog.Tool{Name: "test_error_handling", Description: "Always fails, to test error reporting."},
 		func(context.Context, catalog.Call) (catalog.Result, error) {
