@@ -227,6 +227,13 @@ func (t *subscriptions) recheck() {
 	}
 	var dead []gone
 	var moved []string
+	// The SDK's table changes too, from the moment a URI leaves this one
+	// until its subscribers are told and forgotten there: held all along,
+	// so that no subscribe, and no successor's update, lands between the
+	// two tables' changes (a new subscriber is recorded after the old ones
+	// are forgotten, and an update finds only it). Order: sdk, then mu.
+	t.sdk.Lock()
+	defer t.sdk.Unlock()
 	t.mu.Lock()
 	for _, l := range looks {
 		us := t.byURI[l.uri]
@@ -259,10 +266,8 @@ func (t *subscriptions) recheck() {
 	}
 	for _, g := range dead {
 		t.send(g.uri)
-		t.sdk.Lock()
 		for _, ss := range g.sessions {
 			t.sdkForget(ss, g.uri)
 		}
-		t.sdk.Unlock()
 	}
 }
