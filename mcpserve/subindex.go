@@ -37,6 +37,11 @@ var errTooManySubscriptions = errors.New("mcpserve: subscription limit reached")
 // no lock held: a test parks it to show that nothing waits for it.
 var testHookRecheck func(uri string)
 
+// testHookRecheckDropped, if set, runs once the re-check has dropped the
+// URIs nobody serves from this server's table, before it tells their
+// subscribers and drops them from the SDK's.
+var testHookRecheckDropped func()
+
 // subIndex is what bounds the table of subscriptions and keeps its
 // re-check cheap; its fields are guarded by subscriptions.mu.
 //
@@ -261,6 +266,9 @@ func (t *subscriptions) recheck() {
 		moved = append(moved, l.uri)
 	}
 	t.mu.Unlock()
+	if h := testHookRecheckDropped; h != nil && len(dead) > 0 {
+		h()
+	}
 	for _, uri := range moved {
 		t.send(uri)
 	}

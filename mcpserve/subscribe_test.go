@@ -318,3 +318,56 @@ func TestSubscribeDroppedWhileRecorded(t *testing.T) {
 		t.Fatalf("heard of %s, whose subscription was refused", got)
 	}
 }
+
+// A consumer restarts on a dead owner's URI, and a new client subscribes
+// to it, at the worst moment: the URI has left the server's table, and
+// its old subscribers are still in the SDK's. The new subscription waits
+// until they are forgotten there, so the successor's update reaches the
+// new subscriber alone, never the old one, who was told the URI is gone.
+func TestSubscribeOwnerDeathRacesARestart(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	f := newFixture(t, cat, mcpserve.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	k := startWatched(t, cat, ctx, "test://dies")
+	c := f.connectSurface(memoryLegacy)
+	if err := c.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://dies"}); err != nil {
+		t.Fatal(err)
+	}
+	d := f.connectSurface(memoryLegacy)
+	var k2 *catalog.Consumer
+	subscribed := make(chan error, 1)
+	restore := mcpserve.SetRecheckDroppedHook(func() {
+		k2 = startWatched(t, cat, context.Background(), "test://dies")
+		go func() { subscribed <- d.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://dies"}) }()
+		select {
+		case err := <-subscribed:
+			// Recorded while the SDK's table still holds c: an update
+			// now would reach c. Send one, and give it time to go out.
+			subscribed <- err
+			_ = k2.Updated()
+			time.Sleep(100 * time.Millisecond)
+		case <-time.After(100 * time.Millisecond):
+			// Waiting for the re-check to finish, as it must.
+		}
+	})
+	t.Cleanup(restore)
+	cancel()
+	<-k.Done()
+	if got := nextUpdate(t, c); got != "test://dies" {
+		t.Fatalf("heard of %s", got)
+	}
+	if err := <-subscribed; err != nil {
+		t.Fatal(err)
+	}
+	if err := k2.Updated(); err != nil {
+		t.Fatal(err)
+	}
+	if got := nextUpdate(t, d); got != "test://dies" {
+		t.Fatalf("the new subscriber heard of %s", got)
+	}
+	select {
+	case uri := <-c.updated:
+		t.Fatalf("the subscriber told %s was gone heard of it again, from its successor", uri)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
