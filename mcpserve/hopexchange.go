@@ -182,6 +182,7 @@ func (f *forwarder) exchange(ctx context.Context, pc *peerClient, r hopRequest, 
 			continue
 		case msg.Method == notificationMessage && logs:
 			var p struct {
+				//lint:ignore SA1019 MCP logging is deprecated as of 2026-07-28 but still served during its deprecation window.
 				Level  mcp.LoggingLevel `json:"level"`
 				Logger string           `json:"logger"`
 				Data   json.RawMessage  `json:"data"`
