@@ -159,12 +159,7 @@ func TestFastPathKeepsSessionAlive(t *testing.T) {
 	url := serve(t, srv, false)
 	id := openSessionAt(t, url)
 	awaitFastPath(t, srv, id)
-	done := make(chan int)
-	go func() {
-		resp := rawPostResponse(t, url, holdCall, sessionHeaders(id))
-		resp.Body.Close()
-		done <- resp.StatusCode
-	}()
+	done := postHeld(t, url, id)
 	wait(t, entered, "the body to start")
 	time.Sleep(10 * timeout)
 	if held := srv.Stats().Sessions.Held; held != 1 {
@@ -197,12 +192,7 @@ func TestFastPathDuplicateRequestID(t *testing.T) {
 		if fast {
 			awaitFastPath(t, srv, id)
 		}
-		done := make(chan int)
-		go func() {
-			resp := rawPostResponse(t, url, holdCall, sessionHeaders(id))
-			resp.Body.Close()
-			done <- resp.StatusCode
-		}()
+		done := postHeld(t, url, id)
 		wait(t, entered, "the body to start")
 		p := &twoPaths{sessions: map[string]string{url: id}}
 		answers[fast] = p.send(t, url, exchange{body: []byte(holdCall), headers: map[string]string{"MCP-Protocol-Version": "2025-11-25"}})
@@ -218,4 +208,16 @@ func TestFastPathDuplicateRequestID(t *testing.T) {
 		t.Errorf("the fast path answered the duplicate %+v, want 400", answers[true])
 	}
 	compareAnswers(t, exchange{body: []byte(holdCall)}, answers[true], answers[false])
+}
+
+// postHeld sends holdCall on session id at url from a goroutine of its own,
+// and delivers the HTTP status of its answer.
+func postHeld(t *testing.T, url, id string) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		resp := rawPostResponse(t, url, holdCall, sessionHeaders(id))
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	return done
 }

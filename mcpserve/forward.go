@@ -48,11 +48,11 @@ type forwarder struct {
 	conns  map[string]*peerClient
 }
 
-// peerClient is how one peer is reached: its endpoint's URL and the HTTP
-// client whose transport is bound to it.
+// peerClient is how one peer is reached: its endpoint and the HTTP client
+// whose transport is bound to it.
 type peerClient struct {
-	url *url.URL
-	hc  *http.Client
+	endpoint string
+	hc       *http.Client
 }
 
 // errSelf: the route's endpoint is this replica's own advertised one.
@@ -102,8 +102,7 @@ func (f *forwarder) peer(endpoint string) (*peerClient, error) {
 	case f.isSelf && ep == f.self:
 		return nil, errSelf
 	}
-	u, _ := url.Parse(endpoint) // parseEndpoint parsed it
-	pc := &peerClient{url: u, hc: &http.Client{
+	pc := &peerClient{endpoint: endpoint, hc: &http.Client{
 		Transport:     &fleetTransport{base: f.rt, token: f.token, endpoint: ep, begin: f.begin, limit: f.limit},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
 		Jar:           f.jar,

@@ -131,7 +131,7 @@ var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) 
 // else that fails is the exchange's.
 func (f *forwarder) exchange(ctx context.Context, pc *peerClient, r hopRequest, cl *catalog.Client, res any) error {
 	progress, logs := cl != nil && cl.Progress != nil, cl != nil && cl.Log != nil
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.url.String(), bytes.NewReader(f.encode(r, progress, logs)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.endpoint, bytes.NewReader(f.encode(r, progress, logs)))
 	if err != nil {
 		return err
 	}
