@@ -21,9 +21,9 @@ import (
 
 // generation is one consumer's life under a name.
 type generation struct {
-	id   int
-	dead atomic.Bool   // set as soon as the owner's death is observed
-	gone chan struct{} // closed after dead is set
+	id      int
+	stopped atomic.Bool   // set once Stop has returned nil
+	gone    chan struct{} // closed when the owner's death is observed
 }
 
 // restarter keeps one consumer alive under a name, killing it (by Stop and
@@ -51,13 +51,19 @@ func (r *restarter) run() {
 		ctx, cancel := context.WithCancel(context.Background())
 		k, err := r.cat.StartTool(ctx, catalog.Tool{Name: r.name, Description: "churning"}, bindsec.Plan{Public: true},
 			func(_ context.Context, c catalog.Call) (catalog.Result, error) {
-				if g.dead.Load() {
-					r.violations.Add(1) // a body ran after its owner was seen dead
+				// A body admitted just before a cancellation or a panic
+				// may begin after Done closed; none may begin after a
+				// Stop that returned nil, which drains the gate.
+				if g.stopped.Load() {
+					r.violations.Add(1)
 				}
 				if strings.Contains(string(c.Arguments), "panic") {
 					panic("asked to")
 				}
 				runtime.Gosched()
+				if g.stopped.Load() {
+					r.violations.Add(1) // still running after Stop returned
+				}
 				return catalog.TextResult(r.name + "#" + strconv.Itoa(g.id)), nil
 			})
 		if err != nil {
@@ -66,7 +72,7 @@ func (r *restarter) run() {
 			<-r.stop
 			return
 		}
-		go func() { <-k.Done(); g.dead.Store(true); close(g.gone) }()
+		go func() { <-k.Done(); close(g.gone) }()
 
 		stopping := false
 	live:
@@ -81,22 +87,31 @@ func (r *restarter) run() {
 			}
 		}
 		if id%2 == 0 {
-			_ = k.Stop(context.Background())
+			r.stopOnce(k, g)
 		}
 		cancel()
 		<-g.gone
 		r.kills.Add(1)
 		if stopping {
-			_ = k.Stop(context.Background())
+			r.stopOnce(k, g)
 			return
 		}
 	}
 }
 
+// stopOnce stops k and marks g stopped once Stop has drained its gate.
+func (r *restarter) stopOnce(k *catalog.Consumer, g *generation) {
+	if err := k.Stop(context.Background()); err != nil {
+		r.err = err
+		return
+	}
+	g.stopped.Store(true)
+}
+
 // 500 concurrent tools/call from 8 sessions over all transports while the
 // consumers behind the tools die and restart: every call returns, each with
 // the answer of a consumer that was alive when its body started or with a
-// clean error, and no body runs after its owner was seen dead.
+// clean error, and no body runs after its owner's Stop returned.
 func TestConcurrentCallsWhileRestarting(t *testing.T) {
 	const (
 		calls    = 500
@@ -192,6 +207,6 @@ func TestConcurrentCallsWhileRestarting(t *testing.T) {
 		t.Errorf("the test did not exercise both answers and deaths")
 	}
 	if v := violations.Load(); v != 0 {
-		t.Errorf("%d bodies ran after their owner was seen dead", v)
+		t.Errorf("%d bodies ran after their owner's Stop returned", v)
 	}
 }

@@ -80,9 +80,14 @@ func demoted(r slog.Record) bool {
 		return sessionLifecycle[r.Message]
 	case slog.LevelWarn:
 		// "calling notifications/tools/list_changed: rejected by
-		// transport: undelivered message: ..."
+		// transport: undelivered message: ..." for a session whose one
+		// request has no stream to carry it, and "...: session is closed"
+		// for one whose request was answered after the SDK took its list
+		// of sessions to tell: on a stateless server both are every
+		// change's normal course.
 		rest, ok := strings.CutPrefix(r.Message, "calling notifications/")
-		return ok && strings.Contains(rest, "list_changed: ") && strings.Contains(rest, "undelivered message")
+		return ok && strings.Contains(rest, "list_changed: ") &&
+			(strings.Contains(rest, "undelivered message") || strings.HasSuffix(rest, ": session is closed"))
 	}
 	return false
 }
