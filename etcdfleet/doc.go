@@ -96,9 +96,13 @@
 // the cluster would otherwise keep it waiting forever), feeds
 // [Replica.View], every replica's claims as of one revision, with sorted
 // listings, a Version and a Changes channel. When the revisions it needs
-// have been compacted away, it lists the prefix again in one Get and
-// watches from there. The view is read-only and eventually consistent: a
-// claim or release shows in it once the watch delivers it.
+// have been compacted away, or a new session must show a hidden view, it
+// lists the prefix again in one Get, at once. Every listing comes after
+// its watch has opened from the current revision, and the follower skips
+// the events the listing already holds: a watch opened from a revision
+// already past would wait for etcd's catch-up loop, up to 100 ms, before
+// it delivered anything. The view is read-only and eventually consistent:
+// a claim or release shows in it once the watch delivers it.
 //
 // [Replica.Remote] is the view as a [catalog.Remote]: set it as the
 // catalog's Config.Remote, and the catalog's listings, pages, Version and

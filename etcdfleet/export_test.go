@@ -59,3 +59,8 @@ func (r *Replica) Claims() int {
 	defer r.mu.Unlock()
 	return len(r.claims)
 }
+
+// SetBeforeList makes the follower call f after its watch opens and before
+// it lists again (after a compaction or a new session), on its own
+// goroutine.
+func (r *Replica) SetBeforeList(f func()) { r.beforeList = f }

@@ -1,6 +1,7 @@
 package etcdfleet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -53,66 +54,129 @@ func (r *Replica) list(ctx context.Context) (int64, error) {
 	return rev, nil
 }
 
-// follow keeps the view up to date: a watch on the prefix from the
-// revision after the last one seen, requiring a leader so that a member cut
-// off from the cluster does not keep the watch waiting forever. When the
-// revisions it needs were compacted away, it lists again and watches from
-// there. It returns when the replica closes.
-func (r *Replica) follow(rev int64) {
+// watchSynced opens a watch on the prefix from the current revision and
+// waits, within ctx, for etcd to confirm it. A watch from the current
+// revision is in etcd's synced group from the start; one from a revision
+// already past waits for etcd's catch-up loop, which runs every 100 ms.
+// So a listing is taken after its watch opens, never before: the watch
+// then misses nothing that happened after the listing, and the follower
+// skips what it sees again (see follow).
+func (r *Replica) watchSynced(ctx context.Context) (clientv3.WatchChan, context.CancelFunc, error) {
+	// The watch lives with the replica, but ctx bounds its opening: the
+	// client's Watch itself waits for a connection.
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
+	unbound := context.AfterFunc(ctx, cancel)
+	wch := r.cli.Watch(wctx, r.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithCreatedNotify())
+	resp, ok := <-wch
+	if unbound() && ok && resp.Created && resp.Err() == nil {
+		return wch, cancel, nil
+	}
+	cancel()
+	switch {
+	case ctx.Err() != nil:
+		return nil, nil, unavailable(ctx.Err())
+	case !ok:
+		return nil, nil, unavailable(cmp.Or(r.ctx.Err(), errWatchClosed))
+	}
+	return nil, nil, unavailable(cmp.Or(resp.Err(), errWatchClosed))
+}
+
+// errWatchClosed is a watch that ended before etcd confirmed it.
+var errWatchClosed = errors.New("watch closed before it was created")
+
+// watchAndList opens a synced watch, then lists: the listing's revision
+// and the watch to follow from it.
+func (r *Replica) watchAndList(ctx context.Context) (int64, clientv3.WatchChan, context.CancelFunc, error) {
+	wch, cancel, err := r.watchSynced(ctx)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if r.beforeList != nil {
+		r.beforeList()
+	}
+	rev, err := r.list(ctx)
+	if err != nil {
+		cancel()
+		return 0, nil, nil, err
+	}
+	return rev, wch, cancel, nil
+}
+
+// follow keeps the view up to date from rev, the revision of the listing
+// that wch (a watch opened before that listing) follows: events at or
+// below rev are in the listing already and are skipped. A watch that ends
+// is opened again from the revision after the last one seen, requiring a
+// leader so that a member cut off from the cluster does not keep it
+// waiting forever. A new session, or revisions compacted away, mean a new
+// watch and a new listing, at once. It returns when the replica closes.
+func (r *Replica) follow(rev int64, wch clientv3.WatchChan, cancel context.CancelFunc) {
 	defer close(r.followDone)
 	backoff := 10 * time.Millisecond
 	for r.ctx.Err() == nil {
-		wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(r.ctx))
-		wch := r.cli.Watch(wctx, r.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev+1))
-		relist := false
-	watch:
-		for {
-			select {
-			case <-r.trust.relist:
-				// A new session: list afresh, which shows the view
-				// again (see lose).
-				relist = true
-				break watch
-			case <-r.pause:
-				// Tests: hold the follower, its watch cancelled, until
-				// told to go on from where it was.
-				cancel()
-				select {
-				case <-r.pause:
-				case <-r.ctx.Done():
-				}
-				break watch
-			case resp, ok := <-wch:
-				if !ok {
-					break watch
-				}
-				if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
-					relist = true
-					break watch
-				}
-				if err := resp.Err(); err != nil {
-					r.cfg.Logger.Warn("etcdfleet: watch", zap.Error(err))
-					break watch
-				}
-				if len(resp.Events) > 0 {
-					rev = r.applyEvents(resp.Events)
-					backoff = 10 * time.Millisecond
-				}
-			}
+		if wch == nil {
+			var wctx context.Context
+			wctx, cancel = context.WithCancel(clientv3.WithRequireLeader(r.ctx))
+			wch = r.cli.Watch(wctx, r.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 		}
+		relist := r.consume(wch, cancel, &rev, &backoff)
 		cancel()
-		for relist && r.ctx.Err() == nil {
-			ctx, cancel := context.WithTimeout(r.ctx, r.cfg.OpTimeout)
-			got, err := r.list(ctx)
-			cancel()
+		wch = nil
+		if !relist {
+			r.sleep(&backoff)
+			continue
+		}
+		for r.ctx.Err() == nil {
+			ctx, done := context.WithTimeout(r.ctx, r.cfg.OpTimeout)
+			got, w, c, err := r.watchAndList(ctx)
+			done()
 			if err == nil {
-				rev, relist = got, false
+				rev, wch, cancel = got, w, c
 				break
 			}
 			r.cfg.Logger.Warn("etcdfleet: list", zap.Error(err))
 			r.sleep(&backoff)
 		}
-		r.sleep(&backoff)
+	}
+}
+
+// consume applies wch's events past *rev to the view until the watch ends,
+// and reports whether the follower must list again.
+func (r *Replica) consume(wch clientv3.WatchChan, cancel context.CancelFunc, rev *int64, backoff *time.Duration) (relist bool) {
+	for {
+		select {
+		case <-r.trust.relist:
+			// A new session: list afresh, which shows the view again
+			// (see lose).
+			return true
+		case <-r.pause:
+			// Tests: hold the follower, its watch cancelled, until told
+			// to go on from where it was.
+			cancel()
+			select {
+			case <-r.pause:
+			case <-r.ctx.Done():
+			}
+			return false
+		case resp, ok := <-wch:
+			if !ok {
+				return false
+			}
+			if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
+				return true
+			}
+			if err := resp.Err(); err != nil {
+				r.cfg.Logger.Warn("etcdfleet: watch", zap.Error(err))
+				return false
+			}
+			evs := resp.Events
+			for len(evs) > 0 && evs[0].Kv.ModRevision <= *rev {
+				evs = evs[1:] // in the listing already
+			}
+			if len(evs) > 0 {
+				*rev = r.applyEvents(evs)
+				*backoff = 10 * time.Millisecond
+			}
+		}
 	}
 }
 

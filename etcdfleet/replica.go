@@ -49,6 +49,9 @@ type Replica struct {
 	// the session it put under is still current: a test parks a claim
 	// there to lose the session in between.
 	claimPut func(key string)
+	// beforeList, if set (tests), runs between a follower's watch opening
+	// and its listing.
+	beforeList func()
 }
 
 // Join connects to the cluster at cfg.Endpoints, lists the fleet's claims
@@ -57,7 +60,8 @@ type Replica struct {
 // ErrUnavailable (wrapping ctx's error), with the client closed and nothing
 // granted or running; a bad Config gives ErrInvalidConfig before anything
 // is dialled, and credentials the cluster refuses give ErrAuthFailed.
-// Cost: two round trips (three with Config.Username). Close the Replica
+// Cost: three round trips (four with Config.Username): the watch the view
+// follows opens before the listing, so that it follows from the start. Close the Replica
 // when done.
 func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.check(); err != nil {
@@ -79,7 +83,7 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 		ready: make(chan struct{}), claims: map[*claim]struct{}{}, pending: map[*claim]struct{}{},
 	}
 	r.remote = &remote{v: r.view}
-	rev, err := r.list(ctx)
+	rev, wch, wcancel, err := r.watchAndList(ctx)
 	if err != nil {
 		cancel()
 		_ = cli.Close()
@@ -87,13 +91,14 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	}
 	s, err := r.open(ctx)
 	if err != nil {
+		wcancel()
 		cancel()
 		_ = cli.Close()
 		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
 	r.install(s)
 	go r.supervise(s)
-	go r.follow(rev)
+	go r.follow(rev, wch, wcancel)
 	return r, nil
 }
 

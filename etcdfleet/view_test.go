@@ -2,6 +2,7 @@ package etcdfleet_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,4 +104,53 @@ func TestViewRelistsAfterCompaction(t *testing.T) {
 	// And it keeps following from there.
 	a.mustStart(t, life, "three")
 	waitView(t, v, "three listed", func() bool { return viewHas(v, "three") })
+}
+
+// A follower that lists again opens its watch first, so that it follows
+// from the listing at once: a change made between the two is in the
+// listing, and the watch's copy of it, already listed, changes nothing.
+func TestViewRelistSkipsWhatItListed(t *testing.T) {
+	ep := startEtcd(t)
+	cli := client(t, ep)
+	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
+	ctx, life := ctxFor(t), lifeFor(t)
+	v := b.View()
+	a.mustStart(t, life, "one")
+	waitView(t, v, "one listed", func() bool { return viewHas(v, "one") })
+
+	var changes atomic.Int64
+	v.Watch(func() { changes.Add(1) })
+	listed := make(chan struct{})
+	b.SetBeforeList(func() {
+		// On b's follower, its new watch open: a claim it must not miss
+		// and must not apply twice.
+		a.mustStart(t, life, "between")
+		changes.Store(0)
+		close(listed)
+	})
+	resume := b.PauseFollower()
+	// Paused, b misses changes whose revisions are then compacted away
+	// (the last one's is kept).
+	a.mustStart(t, life, "during")
+	a.mustStart(t, life, "during-too")
+	head, err := cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, head.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	resume()
+	<-listed
+	waitView(t, v, "between listed", func() bool { return viewHas(v, "between") })
+	// A change after the listing, to know the watch has delivered
+	// everything before it.
+	a.mustStart(t, life, "after")
+	waitView(t, v, "after listed", func() bool { return viewHas(v, "after") })
+	if n := changes.Load(); n != 2 {
+		t.Errorf("the view changed %d times after the new watch opened, want 2: the listing and after", n)
+	}
+	if !viewHas(v, "one") || !viewHas(v, "during") {
+		t.Errorf("the view lost a claim: %v", v.Tools())
+	}
 }

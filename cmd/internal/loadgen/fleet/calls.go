@@ -95,13 +95,15 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 	if cs == nil {
 		return // crashed meanwhile
 	}
+	// Read before locating: a loss between the two would hide the route
+	// from the call and yet not count as one during it.
+	lost := r.rep.SessionsLost()
 	peer, located := r.rep.Peer(catalog.KindTool, name)
 	var holder *record
 	if located {
 		holder = w.holderAt(name, peer)
 	}
 	a := callArgs{Seq: w.tick(), Cred: creds[ci], Via: r.id}
-	lost := r.rep.SessionsLost()
 	t0 := time.Now()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
 	d := time.Since(t0)
@@ -122,7 +124,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 	}
 	w.outcomes[o].Add(1)
 	if holder != nil {
-		w.forward.answered(holder, r, creds[ci], o, text, hidden)
+		w.forward.answered(holder, r, a.Seq, creds[ci], o, text, hidden)
 	}
 	switch o {
 	case outcomeOK:
@@ -161,9 +163,11 @@ func (w *world) holderAt(name, peer string) *record {
 	return h
 }
 
-// liveOn returns the consumers of name on replica r whose starts succeeded
-// and that still live.
-func (w *world) liveOn(name string, r *replica) []*record {
+// liveDuring returns the consumers of name on replica r whose starts
+// succeeded and that were not seen dead before clock reading since: the
+// ones that may have answered a call that began then, though a death
+// (a lost session's kill, say) may have ended them since.
+func (w *world) liveDuring(name string, r *replica, since uint64) []*record {
 	ns := w.byName[name]
 	if ns == nil {
 		return nil
@@ -172,7 +176,7 @@ func (w *world) liveOn(name string, r *replica) []*record {
 	defer ns.mu.Unlock()
 	var out []*record
 	for _, rec := range ns.winners {
-		if rec.rep == r && rec.alive() {
+		if rec.rep == r && rec.won.Load() && !rec.diedBefore(since) {
 			out = append(out, rec)
 		}
 	}

@@ -284,17 +284,18 @@ type forwardChecker struct {
 	t          *tally
 	leaseAlive func(lease int64) bool
 	lookup     func(tag string) *record
-	// local returns the live consumers of name on replica via.
-	local func(name string, via *replica) []*record
+	// local returns the consumers of name on replica via that lived at
+	// clock reading since or later.
+	local func(name string, via *replica, since uint64) []*record
 }
 
-// answered judges the answer (o, text) of a call through via, with
-// credential cred, to the route that via located at holder's replica,
-// whose consumer lived when the call began. hidden says via lost its
+// answered judges the answer (o, text) of a call through via that began
+// at clock reading seq, with credential cred, to the route that via
+// located at holder's replica, whose consumer lived when the call began. hidden says via lost its
 // session during the call, or is between sessions: it then hides the
 // fleet's routes (etcdfleet's "While etcd stalls"), so an unknown is
 // inconclusive.
-func (c forwardChecker) answered(holder *record, via *replica, cred string, o outcome, text string, hidden bool) {
+func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred string, o outcome, text string, hidden bool) {
 	if !holder.alive() || holder.stopping.Load() || holder.rep.down.Load() || via.down.Load() {
 		return // it died, began to stop, or a replica went down: anything goes
 	}
@@ -319,8 +320,9 @@ func (c forwardChecker) answered(holder *record, via *replica, cred string, o ou
 		}
 	}
 	// A denial or an unknown carries no tag: any consumer of the name on
-	// the replica called, its claim gone, may have given it.
-	for _, l := range c.local(holder.name, via) {
+	// the replica called that lived during the call, its claim gone, may
+	// have given it, though the loss of its session has killed it since.
+	for _, l := range c.local(holder.name, via, seq) {
 		if l != holder && !c.leaseAlive(l.lease.Load()) {
 			c.t.unsure(InvForwardAnswer)
 			return

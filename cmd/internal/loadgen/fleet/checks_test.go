@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -332,7 +333,10 @@ func TestForwardChecker(t *testing.T) {
 					}
 					return nil
 				},
-				local: func(string, *replica) []*record {
+				local: func(_ string, _ *replica, since uint64) []*record {
+					if since != 5 {
+						t.Errorf("local asked from %d, not the call's start, 5", since)
+					}
 					if tc.stale {
 						return []*record{stale}
 					}
@@ -341,7 +345,7 @@ func TestForwardChecker(t *testing.T) {
 			if tc.holderDies {
 				holder.done = closedChan()
 			}
-			c.answered(holder, via, tc.cred, tc.o, tc.text, tc.hidden)
+			c.answered(holder, via, 5, tc.cred, tc.o, tc.text, tc.hidden)
 			if got := tl.Violations(InvForwardAnswer); got != tc.violations {
 				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvForwardAnswer))
 			}
@@ -364,4 +368,30 @@ func closedChan() <-chan struct{} {
 func newFakeClock() clock {
 	var now time.Time // one goroutine: the checker's
 	return clock{now: func() time.Time { return now }, sleep: func(d time.Duration) { now = now.Add(d) }}
+}
+
+// The consumers that may have answered a call are those of its replica
+// that lived at its start or later: one that a lost session killed after
+// the call began still counts, and one seen dead before it does not.
+func TestLiveDuring(t *testing.T) {
+	via, other := &replica{id: 1, name: "via"}, &replica{id: 2, name: "other"}
+	live := rec(via, "fl-1", "n", 7, false)
+	killedDuring := rec(via, "fl-2", "n", 8, true)
+	killedDuring.death.Store(6) // the call began at 5
+	killedUnseen := rec(via, "fl-3", "n", 9, true)
+	deadBefore := rec(via, "fl-4", "n", 10, true)
+	deadBefore.death.Store(4)
+	elsewhere := rec(other, "fl-5", "n", 11, false)
+	w := &world{byName: map[string]*nameState{"n": {name: "n",
+		winners: []*record{live, killedDuring, killedUnseen, deadBefore, elsewhere}}}}
+	var tags []string
+	for _, r := range w.liveDuring("n", via, 5) {
+		tags = append(tags, r.tag)
+	}
+	if want := []string{"fl-1", "fl-2", "fl-3"}; !slices.Equal(tags, want) {
+		t.Errorf("liveDuring = %v, want %v", tags, want)
+	}
+	if got := w.liveDuring("unknown", via, 5); got != nil {
+		t.Errorf("liveDuring of an unknown name = %v", got)
+	}
 }

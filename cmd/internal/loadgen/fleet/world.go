@@ -96,7 +96,7 @@ func newWorld(cfg Config, f *fleet) *world {
 	w.claims = newClaimChecker(w.t, f.leaseAlive, cfg.TTL+time.Second)
 	w.release = releaseChecker{t: w.t, lookup: w.lookup, leaseAlive: f.leaseAlive}
 	w.body = bodyChecker{w.t}
-	w.forward = forwardChecker{t: w.t, leaseAlive: f.leaseAlive, lookup: w.lookup, local: w.liveOn}
+	w.forward = forwardChecker{t: w.t, leaseAlive: f.leaseAlive, lookup: w.lookup, local: w.liveDuring}
 	w.byName = map[string]*nameState{}
 	for _, ns := range w.names {
 		w.byName[ns.name] = ns
