@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
@@ -118,6 +119,16 @@ type Contents struct {
 	MIMEType string
 	Text     string
 	Blob     []byte
+	// CacheTTL and CachePublic are the caching hint a client of MCP
+	// 2026-07-28 gets with these contents as a resources/read result
+	// (contents embedded in a tool's result carry none): how long it may keep them
+	// (ttlMs; 0, the zero value, means it must read again), and whether
+	// they are the same for every caller (cacheScope "public") rather
+	// than for this one alone ("private", the zero value). The zero
+	// values promise nothing; a reader whose contents depend on
+	// Read.Principal must leave CachePublic false.
+	CacheTTL    time.Duration
+	CachePublic bool
 }
 
 // ResourceReader is a resource route's body. It runs as a ToolHandler does.

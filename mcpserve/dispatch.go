@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -228,7 +229,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	return &mcp.ReadResourceResult{
 		Contents:  []*mcp.ResourceContents{rc},
-		Cacheable: uncached(),
+		Cacheable: cacheHint(c.CacheTTL, c.CachePublic),
 	}, nil
 }
 
@@ -318,7 +319,7 @@ func (s *Server) listTools(req *mcp.ListToolsRequest) (mcp.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListToolsResult{Tools: tools, NextCursor: next, Cacheable: uncached()}, nil
+	return &mcp.ListToolsResult{Tools: tools, NextCursor: next, Cacheable: s.listCache}, nil
 }
 
 func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error) {
@@ -332,7 +333,7 @@ func (s *Server) listResources(req *mcp.ListResourcesRequest) (mcp.Result, error
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListResourcesResult{Resources: rs, NextCursor: next, Cacheable: uncached()}, nil
+	return &mcp.ListResourcesResult{Resources: rs, NextCursor: next, Cacheable: s.listCache}, nil
 }
 
 // pageOf serves one page of a listing: the items after cursor, converted
@@ -350,9 +351,15 @@ func pageOf[T, S any](s *Server, method, cursor string, page func(string, int) (
 	return out, next, nil
 }
 
-// uncached marks a result as stale at once: listings follow owner liveness,
-// so a client must not serve them from a cache.
-func uncached() mcp.Cacheable { return mcp.Cacheable{TTLMs: 0, CacheScope: "public"} }
+// cacheHint is the caching hint of a result a client may keep for ttl
+// (whole milliseconds), the same for every caller if public.
+func cacheHint(ttl time.Duration, public bool) mcp.Cacheable {
+	c := mcp.Cacheable{TTLMs: int(max(ttl, 0) / time.Millisecond), CacheScope: "private"}
+	if public {
+		c.CacheScope = "public"
+	}
+	return c
+}
 
 func toolToSDK(t catalog.Tool) *mcp.Tool {
 	out := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema}

@@ -222,12 +222,12 @@ func (p *twoPaths) startAll() {
 	}
 	k, err = p.cat.StartResource(ctx, catalog.Resource{URI: "test://fixed", Name: "fixed", MIMEType: "text/plain"}, public,
 		func(context.Context, catalog.Read) (catalog.Contents, error) {
-			return catalog.Contents{Text: "fixed"}, nil
+			return catalog.Contents{Text: "fixed", CacheTTL: 30 * time.Second, CachePublic: true}, nil
 		})
 	p.check(k, err)
 	k, err = p.cat.StartResource(ctx, catalog.Resource{URI: "test://blob", Name: "blob"}, public,
 		func(context.Context, catalog.Read) (catalog.Contents, error) {
-			return catalog.Contents{Blob: []byte{1, 2, 3}}, nil
+			return catalog.Contents{Blob: []byte{1, 2, 3}, CacheTTL: 2 * time.Second}, nil
 		})
 	p.check(k, err)
 	k, err = p.cat.StartResource(ctx, catalog.Resource{URI: "test://secret", Name: "secret"}, bindsec.Plan{Roles: []string{"reader"}},

@@ -38,6 +38,20 @@ type Options struct {
 	// read through a limit derived from this one (see the package doc's
 	// "Serving a fleet"). 0 means 16 MiB; negative is invalid.
 	MaxResultBytes int64
+	// ListTTL is the caching hint (ttlMs, MCP 2026-07-28) on the four
+	// listings and on server/discover: how long a client may use one
+	// before it asks again. The listings are the same for every caller,
+	// so their cacheScope is "public". 0, the default, marks them stale at
+	// once: a consumer's routes come and go with its liveness, and a
+	// listing a client kept after the consumer died would go on
+	// advertising its routes, which ADR-0068 rules out. A client on a
+	// session or a subscriptions/listen stream hears every change as
+	// list_changed, so a server whose clients keep one, or whose catalog
+	// rarely changes, may set a long one; a client that calls a route
+	// gone meanwhile gets the usual clean error. Truncated to
+	// milliseconds; negative is invalid. A resources/read carries the
+	// hint its reader gives (catalog.Contents.CacheTTL).
+	ListTTL time.Duration
 	// TransportCredential, if set, gives the credential of a request on a
 	// session served by ServeTransport or ServeStdio, which carry no HTTP
 	// headers: without it such sessions present none. It runs on every

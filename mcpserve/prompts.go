@@ -27,7 +27,7 @@ func (s *Server) listPrompts(req *mcp.ListPromptsRequest) (mcp.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListPromptsResult{Prompts: ps, NextCursor: next, Cacheable: uncached()}, nil
+	return &mcp.ListPromptsResult{Prompts: ps, NextCursor: next, Cacheable: s.listCache}, nil
 }
 
 func promptToSDK(p catalog.Prompt) *mcp.Prompt {

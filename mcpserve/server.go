@@ -79,6 +79,7 @@ type Server struct {
 	log       *slog.Logger
 	cred      func(ctx context.Context, req mcp.Request) string // Options.TransportCredential
 	page      int
+	listCache mcp.Cacheable // Options.ListTTL, public
 	grace     time.Duration
 	maxResult int64
 
@@ -125,8 +126,8 @@ func notifyWindow(d time.Duration) (time.Duration, error) {
 // newServer is New with the coalescing wait given, so that tests can hold a
 // window open for as long as they like.
 func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struct{}) bool) (*Server, error) {
-	if opts.PageSize < 0 || opts.ShutdownTimeout < 0 || opts.MaxResultBytes < 0 {
-		return nil, fmt.Errorf("%w: negative page size, shutdown timeout or result limit", ErrInvalidOptions)
+	if opts.PageSize < 0 || opts.ShutdownTimeout < 0 || opts.MaxResultBytes < 0 || opts.ListTTL < 0 {
+		return nil, fmt.Errorf("%w: negative page size, shutdown timeout, result limit or list TTL", ErrInvalidOptions)
 	}
 	if opts.Path != "" && (!strings.HasPrefix(opts.Path, "/") || strings.ContainsAny(opts.Path, "{} \t")) {
 		return nil, fmt.Errorf("%w: path %q is not an absolute URL path", ErrInvalidOptions, opts.Path)
@@ -159,6 +160,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		log:       log,
 		cred:      opts.TransportCredential,
 		page:      cmpOr(opts.PageSize, mcp.DefaultPageSize),
+		listCache: cacheHint(opts.ListTTL, true),
 		grace:     cmpOr(opts.ShutdownTimeout, defaultShutdownTimeout),
 		maxResult: cmpOr(opts.MaxResultBytes, defaultMaxResultBytes),
 		calls:     newCalls(hopts.Stateless),
@@ -188,8 +190,16 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 // sdkServer makes the SDK server that s's middleware answers through.
 func sdkServer(cat *catalog.Catalog, opts Options, log *slog.Logger, subs *subscriptions) *mcp.Server {
 	impl := &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)}
+	discover := cacheHint(opts.ListTTL, true)
 	return mcp.NewServer(impl, &mcp.ServerOptions{
-		Instructions:       opts.Instructions,
+		Instructions: opts.Instructions,
+		// The SDK answers server/discover; every other cacheable result
+		// is this package's, its hint set where it is made.
+		SetCacheable: func(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+			if _, ok := req.(*mcp.ServerRequest[*mcp.DiscoverParams]); ok {
+				*c = discover
+			}
+		},
 		Logger:             log,
 		SubscribeHandler:   subs.subscribe,
 		UnsubscribeHandler: subs.unsubscribe,

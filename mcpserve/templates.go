@@ -22,5 +22,5 @@ func (s *Server) listResourceTemplates(req *mcp.ListResourceTemplatesRequest) (m
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts, NextCursor: next, Cacheable: uncached()}, nil
+	return &mcp.ListResourceTemplatesResult{ResourceTemplates: ts, NextCursor: next, Cacheable: s.listCache}, nil
 }

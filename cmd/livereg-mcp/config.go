@@ -41,6 +41,7 @@ type serveConfig struct {
 	conformance     bool
 	urlFile         string
 	shutdownTimeout time.Duration
+	listTTL         time.Duration
 }
 
 // tokenConfig is the clients' bearer tokens.
@@ -103,6 +104,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.conformance, "conformance", false, "also start the fixtures of the MCP conformance suite")
 	fs.StringVar(&c.urlFile, "url-file", "", "write the endpoint URL to this file once listening")
 	fs.DurationVar(&c.shutdownTimeout, "shutdown-timeout", 5*time.Second, "bound on the graceful shutdown")
+	fs.DurationVar(&c.listTTL, "list-ttl", 0, "how long MCP 2026-07-28 clients may cache a listing (ttlMs); 0: not at all")
 }
 
 func (c *tokenConfig) flags(fs *flag.FlagSet) {
@@ -188,6 +190,8 @@ func checkServe(c serveConfig) error {
 		return errors.New("-stateless and -stdio are mutually exclusive: stdio has no HTTP sessions to drop")
 	case c.maxListens == 0:
 		return errors.New("-max-listen-streams must not be 0 (negative means no cap)")
+	case c.listTTL < 0:
+		return errors.New("-list-ttl must not be negative (0 means listings are not cached)")
 	}
 	return nil
 }

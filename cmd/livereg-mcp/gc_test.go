@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestGCFlags: -gc-percent defaults to 400 and -memory-limit-mib to none;
@@ -60,5 +61,20 @@ func TestApplyGC(t *testing.T) {
 				t.Errorf("SetGCPercent%v SetMemoryLimit%v; want %v %v", gotGC, gotLimit, tt.wantGC, tt.wantLimit)
 			}
 		})
+	}
+}
+
+// TestListTTLFlag: -list-ttl reaches the server's options; negative is refused.
+func TestListTTLFlag(t *testing.T) {
+	none := func(string) string { return "" }
+	cfg, err := parseArgs([]string{"-list-ttl", "90s"}, none, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serverOptions(cfg, nil, nil).ListTTL; got != 90*time.Second {
+		t.Errorf("ListTTL = %v, want 90s", got)
+	}
+	if _, err := parseArgs([]string{"-list-ttl", "-1s"}, none, io.Discard); err == nil || !strings.Contains(err.Error(), "-list-ttl") {
+		t.Errorf("-list-ttl -1s: %v, want an error naming the flag", err)
 	}
 }

@@ -16,7 +16,7 @@
 //	            [-max-listen-streams n] [-conformance]
 //	            [-tokens-file file | -tokens spec] [-url-file file]
 //	            [-metrics host:port] [-log-level level] [-log-json]
-//	            [-shutdown-timeout d]
+//	            [-shutdown-timeout d] [-list-ttl d]
 //	            [-etcd URL[,URL...] [-etcd-ca file] [-etcd-cert file -etcd-key file]
 //	             [-etcd-user name [-etcd-password-file file]]
 //	             | -etcd-embedded DIR [-etcd-listen URL]]

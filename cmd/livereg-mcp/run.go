@@ -141,6 +141,7 @@ func serverOptions(cfg config, log *slog.Logger, fl *fleet) mcpserve.Options {
 		Logger:           log,
 		Path:             cfg.path,
 		ShutdownTimeout:  cfg.shutdownTimeout,
+		ListTTL:          cfg.listTTL,
 		Stateless:        cfg.stateless,
 		MaxListenStreams: cfg.maxListens,
 	}
