@@ -222,15 +222,15 @@ var emptyForm = json.RawMessage(`{"type":"object","properties":{}}`)
 // until the body's ctx ends: give ctx a deadline when the call's own
 // context has none.
 //
-// Errors: ErrNotSupported (errors.Is) when the caller offers no sampling,
-// in which case nothing was sent; ErrInvalidRequest for a malformed
+// Errors: a *CapabilityError, which is ErrNotSupported (errors.Is), when
+// the caller offers no sampling, in which case nothing was sent; ErrInvalidRequest for a malformed
 // request, likewise; the ctx's error when it ended first; or the caller's
 // error (in MCP: the client refused or failed). It is as safe for
 // concurrent use as the caller's Client.Sample.
 func (c Call) Sample(ctx context.Context, r SampleRequest) (SampleResult, error) {
 	cl := ClientFrom(ctx)
 	if cl == nil || cl.Sample == nil {
-		return SampleResult{}, fmt.Errorf("catalog: tool %s: sampling: %w", quote.Name(c.Name), ErrNotSupported)
+		return SampleResult{}, &CapabilityError{Tool: c.Name, Capability: "sampling"}
 	}
 	if err := r.check(); err != nil {
 		return SampleResult{}, fmt.Errorf("catalog: tool %s: sampling: %w: %w", quote.Name(c.Name), ErrInvalidRequest, err)
@@ -262,14 +262,14 @@ func (r *SampleRequest) check() error {
 // answer, bounded by ctx as Sample is. A declined or cancelled form is an
 // answer, not an error: check the result's Action.
 //
-// Errors: ErrNotSupported when the caller offers no elicitation (nothing
-// was sent), ErrInvalidRequest for an empty message or a schema that is
+// Errors: a *CapabilityError (ErrNotSupported) when the caller offers no
+// elicitation (nothing was sent), ErrInvalidRequest for an empty message or a schema that is
 // not a JSON object, the ctx's error, or the caller's error (in MCP: the
 // client refused the schema, or returned values that do not match it).
 func (c Call) Elicit(ctx context.Context, r ElicitRequest) (ElicitResult, error) {
 	cl := ClientFrom(ctx)
 	if cl == nil || cl.Elicit == nil {
-		return ElicitResult{}, fmt.Errorf("catalog: tool %s: elicitation: %w", quote.Name(c.Name), ErrNotSupported)
+		return ElicitResult{}, &CapabilityError{Tool: c.Name, Capability: "elicitation"}
 	}
 	if r.Message == "" {
 		return ElicitResult{}, fmt.Errorf("catalog: tool %s: elicitation: %w: empty message", quote.Name(c.Name), ErrInvalidRequest)

@@ -110,6 +110,15 @@ func TestNotSupported(t *testing.T) {
 			if !errors.Is(err, catalog.ErrNotSupported) {
 				t.Errorf("the body's error reaches the caller: err = %v, want catalog.ErrNotSupported", err)
 			}
+			for _, c := range []struct {
+				err  error
+				want string
+			}{{sampleErr, "sampling"}, {elicitErr, "elicitation"}} {
+				var ce *catalog.CapabilityError
+				if !errors.As(c.err, &ce) || ce.Capability != c.want || ce.Tool != "ask" {
+					t.Errorf("err = %#v, want a CapabilityError for %s of ask", c.err, c.want)
+				}
+			}
 			if got := sampleErr.Error(); !strings.Contains(got, "sampling") {
 				t.Errorf("sampleErr.Error() = %q, want it to contain %q", got, "sampling")
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/internal/quote"
 	"github.com/livereg/livereg/shardreg"
 )
 
@@ -70,3 +71,23 @@ func Denied(err error) bool {
 	return errors.Is(err, bindsec.ErrUnauthenticated) || errors.Is(err, bindsec.ErrForbidden) ||
 		errors.Is(err, bindsec.ErrExpired) || errors.Is(err, bindsec.ErrNoPlan)
 }
+
+// CapabilityError is the error of a body's request to its caller for
+// something the caller does not offer (Call.Sample, Call.Elicit): it is
+// ErrNotSupported (errors.Is), and Capability names what was missing as
+// MCP's client capabilities do, "sampling" or "elicitation". Nothing was
+// sent. A body that cannot do without it returns it, wrapped or not: an
+// MCP client of protocol 2026-07-28 then gets error -32021
+// (MissingRequiredClientCapability) naming the capability, rather than a
+// tool error (package mcpserve). A body that can do without it goes on.
+type CapabilityError struct {
+	Tool       string // the tool whose body asked
+	Capability string // "sampling" or "elicitation"
+}
+
+func (e *CapabilityError) Error() string {
+	return "catalog: tool " + quote.Name(e.Tool) + ": " + e.Capability + ": " + ErrNotSupported.Error()
+}
+
+// Unwrap makes a CapabilityError ErrNotSupported.
+func (e *CapabilityError) Unwrap() error { return ErrNotSupported }

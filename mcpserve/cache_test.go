@@ -17,12 +17,23 @@ import (
 // post2026 sends one 2026-07-28 request to url and returns its result.
 func post2026(t *testing.T, url, method string, params map[string]any) map[string]any {
 	t.Helper()
+	_, res, _ := send2026(t, url, method, params, map[string]any{})
+	if res == nil {
+		t.Fatalf("%s: no result", method)
+	}
+	return res
+}
+
+// send2026 sends one 2026-07-28 request, declaring caps, to url and
+// returns its HTTP status and its result or error.
+func send2026(t *testing.T, url, method string, params, caps map[string]any) (int, map[string]any, map[string]any) {
+	t.Helper()
 	if params == nil {
 		params = map[string]any{}
 	}
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    mcpserve.ProtocolStateless,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
+		"io.modelcontextprotocol/clientCapabilities": caps,
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "cache", "version": "1"},
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
@@ -35,19 +46,19 @@ func post2026(t *testing.T, url, method string, params map[string]any) map[strin
 	} else if uri, ok := params["uri"].(string); ok {
 		h["Mcp-Name"] = []string{uri}
 	}
-	_, got := rawPostBody(t, url, string(body), h)
+	status, got := rawPostBody(t, url, string(body), h)
 	// A JSON body, or the last data line of an event stream.
 	if i := strings.LastIndex(got, "data: "); i >= 0 {
 		got = strings.TrimSpace(got[i+len("data: "):])
 	}
 	var msg struct {
 		Result map[string]any `json:"result"`
-		Error  any            `json:"error"`
+		Error  map[string]any `json:"error"`
 	}
-	if err := json.Unmarshal([]byte(got), &msg); err != nil || msg.Result == nil {
-		t.Fatalf("%s: no result in %q (%v)", method, got, err)
+	if err := json.Unmarshal([]byte(got), &msg); err != nil {
+		t.Fatalf("%s: %q is no JSON-RPC response (%v)", method, got, err)
 	}
-	return msg.Result
+	return status, msg.Result, msg.Error
 }
 
 // Every cacheable 2026-07-28 result carries a caching hint, on the fast

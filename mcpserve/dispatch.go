@@ -146,6 +146,9 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 				return s.forwardTool(ctx, ep, cred, p, cl)
 			}
 		}
+		if ce := (*catalog.CapabilityError)(nil); errors.As(err, &ce) && currentRequest(req) && !declares(p.Meta, ce.Capability) {
+			return nil, missingCapability(p.Name, ce.Capability)
+		}
 		return s.toolError(ctx, p.Name, err, isForwarded(req.Extra))
 	}
 	out, err := toolResult(res)
@@ -371,6 +374,28 @@ func toolToSDK(t catalog.Tool) *mcp.Tool {
 
 func invalidParams(msg string, data map[string]any) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg, Data: marshalData(data)}
+}
+
+// missingCapability is SEP-2575's answer to a 2026-07-28 request whose
+// body needed a capability (catalog.CapabilityError) that the request's
+// _meta did not declare: -32021, HTTP 400, naming the capability as a
+// ClientCapabilities object. A 2025 client, which declared its
+// capabilities once at initialize, gets the body's error as a tool error.
+func missingCapability(tool, capability string) error {
+	return &jsonrpc.Error{Code: codeMissingClientCapabilities,
+		Message: fmt.Sprintf("tool %s needs the client's %s capability, which the request did not declare", quote.Name(tool), capability),
+		Data:    marshalData(map[string]any{"requiredCapabilities": map[string]any{capability: map[string]any{}}})}
+}
+
+// declares reports whether a 2026-07-28 request's _meta declares the
+// client capability named c. A client that declared it and still gets
+// catalog.CapabilityError met a path that cannot carry the request (an
+// input round, which this server does not yet ask for): a tool error, not
+// a claim that it declared nothing.
+func declares(meta mcp.Meta, c string) bool {
+	caps, _ := meta[metaClientCapabilities].(map[string]any)
+	_, ok := caps[c]
+	return ok
 }
 
 func overloaded(msg string) error {

@@ -188,8 +188,9 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	}
 	want := []string{"demo_crash", "demo_restart", "echo", "fortune", "json_schema_2020_12_tool", "ops_report", "stats",
 		"test_audio_content", "test_custom_headers", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
-		"test_embedded_resource", "test_error_handling", "test_image_content", "test_multiple_content_types", "test_sampling",
-		"test_simple_text", "test_tool_with_logging", "test_tool_with_progress", "whoami"}
+		"test_embedded_resource", "test_error_handling", "test_image_content", "test_logging_tool", "test_missing_capability",
+		"test_multiple_content_types", "test_sampling", "test_simple_text", "test_streaming_elicitation", "test_tool_with_logging",
+		"test_tool_with_progress", "whoami"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}
@@ -205,7 +206,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	if got := firstText(t, callTool(anon, "echo", map[string]any{"text": "ping"})); got != "ping" {
 		t.Errorf("echo = %q", got)
 	}
-	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":21`) {
+	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":24`) {
 		t.Errorf("stats = %+v", res)
 	}
 	if res := callTool(anon, "whoami", nil); !res.IsError {

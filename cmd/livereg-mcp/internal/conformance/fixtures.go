@@ -37,6 +37,7 @@ func Routes() ([]Route, error) {
 	var s set
 	s.content()
 	s.talking()
+	s.stateless()
 	s.surface()
 	return s.routes, s.err
 }

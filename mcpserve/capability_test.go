@@ -1,0 +1,72 @@
+package mcpserve_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+// A body that cannot do without a capability the 2026-07-28 request did
+// not declare returns Sample's error, and the client gets -32021 with HTTP
+// 400 naming it; a request that declared it, or a body that goes on
+// without it, gets the body's answer; on both paths.
+func TestMissingCapability(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	ctx := context.Background()
+	start := func(name string, body catalog.ToolHandler) {
+		k, err := cat.StartTool(ctx, catalog.Tool{Name: name}, bindsec.Plan{Public: true}, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.Stop(ctx) })
+	}
+	start("needs-sampling", func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+		_, err := c.Sample(ctx, catalog.SampleRequest{Messages: []catalog.SampleMessage{{Role: "user", Content: catalog.Content{Type: "text", Text: "hi"}}}, MaxTokens: 5})
+		return catalog.Result{}, err
+	})
+	start("needs-elicitation", func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+		_, err := c.Elicit(ctx, catalog.ElicitRequest{Message: "name?"})
+		return catalog.Result{}, err
+	})
+	start("does-without", func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+		if _, err := c.Sample(ctx, catalog.SampleRequest{Messages: []catalog.SampleMessage{{Role: "user", Content: catalog.Content{Type: "text", Text: "hi"}}}, MaxTokens: 5}); err != nil {
+			return catalog.TextResult("did without"), nil
+		}
+		return catalog.TextResult("sampled"), nil
+	})
+	for _, fast := range []bool{true, false} {
+		srv, err := mcpserve.New(cat, mcpserve.Options{Stateless: true, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fast {
+			mcpserve.NoFastPath(srv)
+		}
+		ts := httptest.NewServer(srv.Handler())
+		for _, capability := range []string{"sampling", "elicitation"} {
+			call := map[string]any{"name": "needs-" + capability, "arguments": map[string]any{}}
+			status, res, rpcErr := send2026(t, ts.URL, "tools/call", call, map[string]any{})
+			data, _ := rpcErr["data"].(map[string]any)
+			need, _ := data["requiredCapabilities"].(map[string]any)
+			if _, named := need[capability].(map[string]any); status != http.StatusBadRequest || rpcErr["code"] != float64(-32021) || !named || len(need) != 1 {
+				t.Errorf("fast %v, %s undeclared: HTTP %d, result %v, error %v; want 400, -32021 naming it", fast, capability, status, res, rpcErr)
+			}
+			call = map[string]any{"name": "needs-" + capability, "arguments": map[string]any{}}
+			status, res, rpcErr = send2026(t, ts.URL, "tools/call", call, map[string]any{capability: map[string]any{}})
+			if status != http.StatusOK || rpcErr != nil || res["isError"] != true {
+				t.Errorf("fast %v, %s declared: HTTP %d, result %v, error %v; want the body's error as a tool error", fast, capability, status, res, rpcErr)
+			}
+		}
+		res := post2026(t, ts.URL, "tools/call", map[string]any{"name": "does-without", "arguments": map[string]any{}})
+		if res["isError"] == true || res["content"] == nil {
+			t.Errorf("fast %v: a body that does without sampling: %v", fast, res)
+		}
+		ts.Close()
+		_ = srv.Close()
+	}
+}
