@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/livereg/livereg/etcdfleet"
 )
 
@@ -86,20 +88,14 @@ func TestViewRelistsAfterCompaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.mustStart(t, life, "two")
-	head, err := cli.Get(ctx, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Compact(ctx, head.Header.Revision); err != nil {
-		t.Fatal(err)
-	}
+	head := compact(t, ctx, cli)
 	if !viewHas(v, "one") || viewHas(v, "two") {
 		t.Fatalf("a paused follower's view changed: %v", v.Tools())
 	}
 	resume()
 	waitView(t, v, "relisted", func() bool { return !viewHas(v, "one") && viewHas(v, "two") })
-	if v.Revision() < head.Header.Revision {
-		t.Fatalf("view at revision %d, compacted at %d", v.Revision(), head.Header.Revision)
+	if v.Revision() < head {
+		t.Fatalf("view at revision %d, compacted at %d", v.Revision(), head)
 	}
 	// And it keeps following from there.
 	a.mustStart(t, life, "three")
@@ -133,13 +129,7 @@ func TestViewRelistSkipsWhatItListed(t *testing.T) {
 	// (the last one's is kept).
 	a.mustStart(t, life, "during")
 	a.mustStart(t, life, "during-too")
-	head, err := cli.Get(ctx, "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Compact(ctx, head.Header.Revision); err != nil {
-		t.Fatal(err)
-	}
+	compact(t, ctx, cli)
 	resume()
 	<-listed
 	waitView(t, v, "between listed", func() bool { return viewHas(v, "between") })
@@ -153,4 +143,18 @@ func TestViewRelistSkipsWhatItListed(t *testing.T) {
 	if !viewHas(v, "one") || !viewHas(v, "during") {
 		t.Errorf("the view lost a claim: %v", v.Tools())
 	}
+}
+
+// compact compacts etcd's history up to its current revision, which it
+// returns.
+func compact(t *testing.T, ctx context.Context, cli *clientv3.Client) int64 {
+	t.Helper()
+	head, err := cli.Get(ctx, "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Compact(ctx, head.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	return head.Header.Revision
 }
