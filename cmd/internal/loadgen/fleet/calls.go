@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -124,7 +125,17 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 	}
 	w.outcomes[o].Add(1)
 	if holder != nil {
-		w.forward.answered(holder, r, a.Seq, creds[ci], o, text, hidden)
+		w.forward.answered(holder, r, a.Seq, creds[ci], o, text, hidden, func() string {
+			ep, ok := r.rep.Peer(catalog.KindTool, name)
+			where := "nowhere"
+			if p := w.f.byEndpoint(ep); ok && p != nil {
+				where = p.name
+			} else if ok {
+				where = ep
+			}
+			return fmt.Sprintf("%s located it %s, at view revision %d, with %d sessions lost (%d before) and lease %x",
+				r.name, where, r.rep.View().Revision(), r.rep.SessionsLost(), lost, r.rep.Lease())
+		})
 	}
 	switch o {
 	case outcomeOK:

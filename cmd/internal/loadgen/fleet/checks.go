@@ -295,7 +295,10 @@ type forwardChecker struct {
 // session during the call, or is between sessions: it then hides the
 // fleet's routes (etcdfleet's "While etcd stalls"), so an unknown is
 // inconclusive.
-func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred string, o outcome, text string, hidden bool) {
+//
+// state, if set, describes via's view and session after the call, for the
+// report of a violation.
+func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred string, o outcome, text string, hidden bool, state func() string) {
 	if !holder.alive() || holder.stopping.Load() || holder.rep.down.Load() || via.down.Load() {
 		return // it died, began to stop, or a replica went down: anything goes
 	}
@@ -332,8 +335,12 @@ func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred 
 	if o == outcomeOK {
 		got = fmt.Sprintf("the answer of %q", text)
 	}
-	c.t.Violate(InvForwardAnswer, "a call to %s through %s with credential %q, which %s (%s, public %v) served and lived throughout, got %s",
-		holder.name, via.name, cred, holder.rep.name, holder.tag, holder.public, got)
+	after := ""
+	if state != nil {
+		after = "; after it, " + state()
+	}
+	c.t.Violate(InvForwardAnswer, "a call to %s through %s with credential %q, which %s (%s, public %v) served and lived throughout, got %s%s",
+		holder.name, via.name, cred, holder.rep.name, holder.tag, holder.public, got, after)
 }
 
 // convergeChecker checks invariant 4 once churn has stopped.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -345,9 +346,14 @@ func TestForwardChecker(t *testing.T) {
 			if tc.holderDies {
 				holder.done = closedChan()
 			}
-			c.answered(holder, via, 5, tc.cred, tc.o, tc.text, tc.hidden)
+			c.answered(holder, via, 5, tc.cred, tc.o, tc.text, tc.hidden, func() string { return "via's state" })
 			if got := tl.Violations(InvForwardAnswer); got != tc.violations {
 				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvForwardAnswer))
+			}
+			for _, e := range tl.Examples(InvForwardAnswer) {
+				if !strings.HasSuffix(e, "; after it, via's state") {
+					t.Errorf("a violation without via's state after the call: %q", e)
+				}
 			}
 			if got := tl.inconclusive[InvForwardAnswer].Load(); got != tc.inconclusive {
 				t.Errorf("inconclusive = %d, want %d", got, tc.inconclusive)
