@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/mcpserve"
@@ -68,5 +70,49 @@ func TestMissingCapability(t *testing.T) {
 		}
 		ts.Close()
 		_ = srv.Close()
+	}
+}
+
+// Through another replica a body's missing capability is judged as on its
+// own: the hop declares what the 2026-07-28 caller declared, and a 2025
+// caller gets the tool error a local call gives it.
+func TestForwardMissingCapability(t *testing.T) {
+	for _, stateless := range []bool{true, false} {
+		tune := func(o *mcpserve.Options) { o.Stateless = stateless }
+		a, b := newReplica(t, tune), newReplica(t, tune)
+		k, err := b.cat.StartTool(context.Background(), catalog.Tool{Name: "needs-sampling"}, bindsec.Plan{Public: true},
+			func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+				_, err := c.Sample(ctx, catalog.SampleRequest{Messages: []catalog.SampleMessage{{Role: "user", Content: catalog.Content{Type: "text", Text: "hi"}}}, MaxTokens: 5})
+				return catalog.Result{}, err
+			})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = k.Stop(context.Background()) })
+		a.peers.set("tool", "needs-sampling", b.fleet)
+		if stateless {
+			call := func() map[string]any { return map[string]any{"name": "needs-sampling", "arguments": map[string]any{}} }
+			status, _, rpcErr := send2026(t, a.url, "tools/call", call(), map[string]any{})
+			if status != http.StatusBadRequest || rpcErr["code"] != float64(-32021) {
+				t.Errorf("forwarded, undeclared: HTTP %d, error %v; want 400, -32021", status, rpcErr)
+			}
+			status, res, rpcErr := send2026(t, a.url, "tools/call", call(), map[string]any{"sampling": map[string]any{}})
+			if status != http.StatusOK || rpcErr != nil || res["isError"] != true {
+				t.Errorf("forwarded, declared: HTTP %d, result %v, error %v; want the body's error as a tool error", status, res, rpcErr)
+			}
+			continue
+		}
+		// A 2025 client that declared no sampling, through a and on b.
+		var got []string
+		for _, url := range []string{a.url, b.url} {
+			res, err := connectTo(t, url, "").CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "needs-sampling", Arguments: map[string]any{}})
+			if err != nil || !res.IsError {
+				t.Fatalf("2025 call at %s: %v, %v; want a tool error", url, res, err)
+			}
+			got = append(got, text(t, res))
+		}
+		if got[0] != got[1] {
+			t.Errorf("2025 tool error forwarded %q, local %q", got[0], got[1])
+		}
 	}
 }

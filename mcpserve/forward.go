@@ -156,7 +156,7 @@ func (e *resultTooLarge) Error() string {
 // the body limit.
 func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw, cl *catalog.Client) (*mcp.CallToolResult, error) {
 	res := new(mcp.CallToolResult)
-	if err := f.forward(ctx, endpoint, cred, catalog.KindTool, p.Name, toolCall(p.Name, p.Arguments), cl, res); err != nil {
+	if err := f.forward(ctx, endpoint, cred, catalog.KindTool, p.Name, toolCall(p.Name, p.Arguments, callerCaps(p.Meta)), cl, res); err != nil {
 		return nil, err
 	}
 	// The hop's own metadata (the holder's serverInfo, which a

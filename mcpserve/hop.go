@@ -3,17 +3,21 @@ package mcpserve
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/livereg/livereg/catalog"
@@ -356,6 +360,10 @@ func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.
 	switch {
 	case errors.Is(err, errSelf):
 		return s.toolError(ctx, p.Name, catalog.ErrRouteGone, false)
+	case !namesCurrent(p.Meta) && rpcCodeOf(err) == codeMissingClientCapabilities:
+		// A 2025 caller gets a body's missing capability as a local one
+		// gives it: the body's error, as a tool error.
+		return errorResult((&catalog.CapabilityError{Tool: p.Name, Capability: requiredCapability(err)}).Error()), nil
 	case errors.As(err, &big):
 		return s.toolTooLarge(p.Name, big.n, true), nil
 	case err != nil:
@@ -389,4 +397,40 @@ func (s *Server) forwardResource(ctx context.Context, endpoint, cred, uri string
 		return nil, s.resourceTooLarge(uri, n, false)
 	}
 	return res, nil
+}
+
+// namesCurrent reports whether a request's _meta names protocol
+// 2026-07-28 or later.
+func namesCurrent(meta mcp.Meta) bool {
+	v, _ := meta[metaProtocolVersion].(string)
+	return v >= ProtocolStateless
+}
+
+// rpcCodeOf is err's JSON-RPC code; 0 for none.
+func rpcCodeOf(err error) int64 {
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return werr.Code
+	}
+	return 0
+}
+
+// requiredCapability is the capability a -32021 error names: the first,
+// in order, of its data's requiredCapabilities.
+func requiredCapability(err error) string {
+	var werr *jsonrpc.Error
+	if !errors.As(err, &werr) {
+		return ""
+	}
+	var data struct {
+		Required map[string]json.RawMessage `json:"requiredCapabilities"`
+	}
+	if json.Unmarshal(werr.Data, &data) != nil {
+		return ""
+	}
+	names := slices.Sorted(maps.Keys(data.Required))
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }

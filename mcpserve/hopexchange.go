@@ -41,10 +41,11 @@ type hopRequest struct {
 	method string          // methodCallTool or methodReadResource
 	name   string          // the tool's name or the resource's URI
 	args   json.RawMessage // a tool's arguments as the caller sent them; nil for none
+	caps   json.RawMessage // the client capabilities a 2026-07-28 caller declared; nil for none
 }
 
-func toolCall(name string, args json.RawMessage) hopRequest {
-	return hopRequest{method: methodCallTool, name: name, args: args}
+func toolCall(name string, args, caps json.RawMessage) hopRequest {
+	return hopRequest{method: methodCallTool, name: name, args: args, caps: caps}
 }
 
 func resourceRead(uri string) hopRequest {
@@ -54,12 +55,31 @@ func resourceRead(uri string) hopRequest {
 // hopID is the id of every hop request.
 const hopID = "1"
 
-// hopMeta is the _meta a 2026-07-28 request carries, encoded without its
-// braces: the revision, the client's capabilities (none) and its name.
+// hopMeta is the _meta every hop request carries, encoded without its
+// braces: the revision and the client's name. The client's capabilities
+// are each request's (see encode).
 func hopMeta(impl *mcp.Implementation) string {
 	info, _ := json.Marshal(impl)
-	return `"` + metaProtocolVersion + `":"` + ProtocolStateless + `","` + metaClientCapabilities + `":{},"` +
-		metaClientInfo + `":` + string(info)
+	return `"` + metaProtocolVersion + `":"` + ProtocolStateless + `","` + metaClientInfo + `":` + string(info)
+}
+
+// callerCaps is the client capabilities a tools/call's _meta declares, for
+// the hop to declare in turn, so that the holder judges a body's need of
+// one (catalog.CapabilityError) as it would the caller's own request; nil
+// for a 2025 request, whose capabilities no hop can carry.
+func callerCaps(meta mcp.Meta) json.RawMessage {
+	if !namesCurrent(meta) {
+		return nil
+	}
+	caps, ok := meta[metaClientCapabilities].(map[string]any)
+	if !ok || len(caps) == 0 {
+		return nil
+	}
+	b, err := json.Marshal(caps)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // encode returns r's body, with a progress token when progress is set,
@@ -67,7 +87,7 @@ func hopMeta(impl *mcp.Implementation) string {
 // The body is the request's own, not a pooled buffer: the HTTP client
 // may still read it after the response has come.
 func (f *forwarder) encode(r hopRequest, progress, logs bool) []byte {
-	b := bytes.NewBuffer(make([]byte, 0, 192+len(f.meta)+len(r.name)+len(r.args)))
+	b := bytes.NewBuffer(make([]byte, 0, 224+len(f.meta)+len(r.name)+len(r.args)+len(r.caps)))
 	b.WriteString(`{"jsonrpc":"2.0","id":` + hopID + `,"method":"`)
 	b.WriteString(r.method)
 	if r.method == methodCallTool {
@@ -83,6 +103,12 @@ func (f *forwarder) encode(r hopRequest, progress, logs bool) []byte {
 	}
 	b.WriteString(`,"_meta":{`)
 	b.WriteString(f.meta)
+	b.WriteString(`,"` + metaClientCapabilities + `":`)
+	if r.caps != nil {
+		b.Write(r.caps)
+	} else {
+		b.WriteString(`{}`)
+	}
 	if progress {
 		b.WriteString(`,"` + metaProgressToken + `":1`)
 	}
