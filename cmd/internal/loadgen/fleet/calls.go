@@ -133,8 +133,8 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 			} else if ok {
 				where = ep
 			}
-			return fmt.Sprintf("%s located it %s, at view revision %d, with %d sessions lost (%d before) and lease %x",
-				r.name, where, r.rep.View().Revision(), r.rep.SessionsLost(), lost, r.rep.Lease())
+			return fmt.Sprintf("%s located it %s, at view revision %d, with %d sessions lost (%d before) and lease %x; the answer: %s",
+				r.name, where, r.rep.View().Revision(), r.rep.SessionsLost(), lost, r.rep.Lease(), errText(err))
 		})
 	}
 	switch o {
