@@ -14,6 +14,26 @@ import (
 	"github.com/livereg/livereg/mcpserve"
 )
 
+// statelessURL serves cat statelessly with opts, on the fast path or
+// the SDK's alone, until the test ends, and returns its URL.
+func statelessURL(t *testing.T, cat *catalog.Catalog, opts mcpserve.Options, fast bool) string {
+	t.Helper()
+	opts.Stateless = true
+	if opts.Logger == nil {
+		opts.Logger = quietLogger()
+	}
+	srv, err := mcpserve.New(cat, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fast {
+		mcpserve.NoFastPath(srv)
+	}
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { ts.Close(); _ = srv.Close() })
+	return ts.URL
+}
+
 // post2026 sends one 2026-07-28 request to url and returns its result.
 func post2026(t *testing.T, url, method string, params map[string]any) map[string]any {
 	t.Helper()
@@ -92,14 +112,7 @@ func TestCacheHints(t *testing.T) {
 
 	for _, listTTL := range []time.Duration{0, 45 * time.Second} {
 		for _, fast := range []bool{true, false} {
-			srv, err := mcpserve.New(cat, mcpserve.Options{Stateless: true, ListTTL: listTTL, Logger: quietLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !fast {
-				mcpserve.NoFastPath(srv)
-			}
-			ts := httptest.NewServer(srv.Handler())
+			url := statelessURL(t, cat, mcpserve.Options{ListTTL: listTTL}, fast)
 			list := float64(listTTL / time.Millisecond)
 			for _, c := range []struct {
 				method string
@@ -117,14 +130,12 @@ func TestCacheHints(t *testing.T) {
 				{"resources/read", map[string]any{"uri": "test://plain"}, 0, "private"},
 				{"resources/read", map[string]any{"uri": "test://t/y"}, 60000, "public"},
 			} {
-				res := post2026(t, ts.URL, c.method, c.params)
+				res := post2026(t, url, c.method, c.params)
 				if res["ttlMs"] != c.ttl || res["cacheScope"] != c.scope {
 					t.Errorf("ListTTL %v, fast %v: %s %v: ttlMs %v, cacheScope %v; want %v, %q",
 						listTTL, fast, c.method, c.params, res["ttlMs"], res["cacheScope"], c.ttl, c.scope)
 				}
 			}
-			ts.Close()
-			_ = srv.Close()
 		}
 	}
 }

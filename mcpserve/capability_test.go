@@ -3,7 +3,6 @@ package mcpserve_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,34 +41,25 @@ func TestMissingCapability(t *testing.T) {
 		return catalog.TextResult("sampled"), nil
 	})
 	for _, fast := range []bool{true, false} {
-		srv, err := mcpserve.New(cat, mcpserve.Options{Stateless: true, Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !fast {
-			mcpserve.NoFastPath(srv)
-		}
-		ts := httptest.NewServer(srv.Handler())
+		url := statelessURL(t, cat, mcpserve.Options{}, fast)
 		for _, capability := range []string{"sampling", "elicitation"} {
 			call := map[string]any{"name": "needs-" + capability, "arguments": map[string]any{}}
-			status, res, rpcErr := send2026(t, ts.URL, "tools/call", call, map[string]any{})
+			status, res, rpcErr := send2026(t, url, "tools/call", call, map[string]any{})
 			data, _ := rpcErr["data"].(map[string]any)
 			need, _ := data["requiredCapabilities"].(map[string]any)
 			if _, named := need[capability].(map[string]any); status != http.StatusBadRequest || rpcErr["code"] != float64(-32021) || !named || len(need) != 1 {
 				t.Errorf("fast %v, %s undeclared: HTTP %d, result %v, error %v; want 400, -32021 naming it", fast, capability, status, res, rpcErr)
 			}
 			call = map[string]any{"name": "needs-" + capability, "arguments": map[string]any{}}
-			status, res, rpcErr = send2026(t, ts.URL, "tools/call", call, map[string]any{capability: map[string]any{}})
+			status, res, rpcErr = send2026(t, url, "tools/call", call, map[string]any{capability: map[string]any{}})
 			if status != http.StatusOK || rpcErr != nil || res["isError"] != true {
 				t.Errorf("fast %v, %s declared: HTTP %d, result %v, error %v; want the body's error as a tool error", fast, capability, status, res, rpcErr)
 			}
 		}
-		res := post2026(t, ts.URL, "tools/call", map[string]any{"name": "does-without", "arguments": map[string]any{}})
+		res := post2026(t, url, "tools/call", map[string]any{"name": "does-without", "arguments": map[string]any{}})
 		if res["isError"] == true || res["content"] == nil {
 			t.Errorf("fast %v: a body that does without sampling: %v", fast, res)
 		}
-		ts.Close()
-		_ = srv.Close()
 	}
 }
 

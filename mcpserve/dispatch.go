@@ -146,7 +146,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 				return s.forwardTool(ctx, ep, cred, p, cl)
 			}
 		}
-		if ce := (*catalog.CapabilityError)(nil); errors.As(err, &ce) && currentRequest(req) && !declares(p.Meta, ce.Capability) {
+		if ce := (*catalog.CapabilityError)(nil); errors.As(err, &ce) && namesCurrent(p.Meta) && !declares(p.Meta, ce.Capability) {
 			return nil, missingCapability(p.Name, ce.Capability)
 		}
 		return s.toolError(ctx, p.Name, err, isForwarded(req.Extra))

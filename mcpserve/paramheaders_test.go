@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 
@@ -36,22 +35,14 @@ func TestParamHeadersChecked(t *testing.T) {
 				t.Cleanup(func() { _ = k.Stop(context.Background()) })
 			}
 			start("routed")
-			srv, err := mcpserve.New(cat, mcpserve.Options{Stateless: true, Logger: quietLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !fast {
-				mcpserve.NoFastPath(srv)
-			}
-			ts := httptest.NewServer(srv.Handler())
-			t.Cleanup(func() { ts.Close(); _ = srv.Close() })
+			url := statelessURL(t, cat, mcpserve.Options{}, fast)
 			p := &twoPaths{t: t}
 			call := func(version, tool, header string) answer {
 				ex := hopExchange(version, "tools/call", `{"name":"`+tool+`","arguments":{"region":"eu"}}`, tool, "")
 				if header != "" {
 					ex.headers["Mcp-Param-Region"] = header
 				}
-				return p.send(t, ts.URL, ex)
+				return p.send(t, url, ex)
 			}
 			refused := func(a answer) bool {
 				msg, _ := a.messages[0].(map[string]any)

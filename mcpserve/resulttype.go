@@ -80,6 +80,5 @@ func currentRequest(req mcp.Request) bool {
 			meta = r.Params.Meta
 		}
 	}
-	v, _ := meta[metaProtocolVersion].(string)
-	return v >= ProtocolStateless
+	return namesCurrent(meta)
 }
