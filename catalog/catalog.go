@@ -87,6 +87,9 @@ type Catalog struct {
 	counts        counters
 	maxURI        int // Config.MaxURIBytes resolved; -1 for none
 	missing       bindsec.MissingPlanMode
+	// nonce, random, names this catalog in its routes' instances (see
+	// route.instance).
+	nonce string
 }
 
 // side is one kind's namespace of routes (tools by name, resources by URI,
@@ -112,6 +115,7 @@ func New(cfg Config) (*Catalog, error) {
 	}
 	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes), missing: cfg.MissingPlan}
 	c.counts.calls = new([callStripes]callStripe)
+	c.nonce = newNonce()
 	var err error
 	c.tools, err = newSide(KindTool, "tool", orDefault(cfg.MaxTools, defaultCap), shardreg.ToolName)
 	if err != nil {

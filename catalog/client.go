@@ -37,6 +37,14 @@ type Client struct {
 	// Elicit asks the caller's user to fill in a form (in MCP: the client's
 	// elicitation capability, form mode). nil when the caller offers none.
 	Elicit func(ctx context.Context, r ElicitRequest) (ElicitResult, error)
+	// ListRoots asks the caller for its roots (in MCP: roots/list, the
+	// client's roots capability). nil when the caller offers none.
+	ListRoots func(ctx context.Context) ([]Root, error)
+	// Round, if not nil, makes the caller one that cannot be asked
+	// mid-call and answers in rounds instead (see Ask): the body's
+	// questions are answered from it, or end the call, and Sample, Elicit
+	// and ListRoots are not called.
+	Round *Round
 }
 
 // Progress is one progress report. Progress must grow from one report to
@@ -122,6 +130,9 @@ const (
 // show the request to a person first; every field but Messages and
 // MaxTokens is a wish it may ignore.
 type SampleRequest struct {
+	// Key names the question, as InputRequest.Key does; empty means
+	// "sampling".
+	Key string
 	// Messages is the conversation so far, at least one message. Their
 	// Content is text, image or audio.
 	Messages []SampleMessage
@@ -167,6 +178,9 @@ type SampleResult struct {
 // ElicitRequest asks the caller's user to fill in a form (MCP's
 // elicitation/create in form mode).
 type ElicitRequest struct {
+	// Key names the question, as InputRequest.Key does; empty means
+	// "elicitation".
+	Key string
 	// Message tells the user what is asked and why; it must not be empty.
 	Message string
 	// Schema is the form: a JSON Schema object whose properties are flat
@@ -216,26 +230,25 @@ func (r ElicitResult) Decode(v any) error {
 // emptyForm is the schema of a form with no fields.
 var emptyForm = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// Sample asks the caller for an LLM completion and waits for it. ctx must
-// be the body's ctx or derive from it, as for ReportProgress; the request
-// ends when ctx does, so a caller that never answers holds the body only
-// until the body's ctx ends: give ctx a deadline when the call's own
-// context has none.
+// Sample asks the caller for an LLM completion: Ask with one question,
+// keyed r.Key. ctx must be the body's ctx or derive from it, as for
+// ReportProgress; a caller asked mid-call is asked until ctx ends, so a
+// caller that never answers holds the body only until the body's ctx
+// ends: give ctx a deadline when the call's own context has none.
 //
 // Errors: a *CapabilityError, which is ErrNotSupported (errors.Is), when
-// the caller offers no sampling, in which case nothing was sent; ErrInvalidRequest for a malformed
-// request, likewise; the ctx's error when it ended first; or the caller's
-// error (in MCP: the client refused or failed). It is as safe for
-// concurrent use as the caller's Client.Sample.
+// the caller offers no sampling, in which case nothing was sent;
+// ErrInvalidRequest for a malformed request, likewise; ErrInputRequired
+// from a caller that answers in rounds (see Ask), for the body to return;
+// the ctx's error when it ended first; or the caller's error (in MCP: the
+// client refused or failed). It is as safe for concurrent use as the
+// caller's Client.Sample.
 func (c Call) Sample(ctx context.Context, r SampleRequest) (SampleResult, error) {
-	cl := ClientFrom(ctx)
-	if cl == nil || cl.Sample == nil {
-		return SampleResult{}, &CapabilityError{Tool: c.Name, Capability: "sampling"}
+	a, err := ask(ctx, c.Name, []InputRequest{{Key: r.Key, Sample: &r}})
+	if err != nil {
+		return SampleResult{}, err
 	}
-	if err := r.check(); err != nil {
-		return SampleResult{}, fmt.Errorf("catalog: tool %s: sampling: %w: %w", quote.Name(c.Name), ErrInvalidRequest, err)
-	}
-	return cl.Sample(ctx, r)
+	return a[0].Sample, nil
 }
 
 func (r *SampleRequest) check() error {
@@ -258,28 +271,21 @@ func (r *SampleRequest) check() error {
 	return nil
 }
 
-// Elicit asks the caller's user to fill in a form and waits for the
-// answer, bounded by ctx as Sample is. A declined or cancelled form is an
-// answer, not an error: check the result's Action.
+// Elicit asks the caller's user to fill in a form: Ask with one question,
+// keyed r.Key, bounded by ctx as Sample is. A declined or cancelled form
+// is an answer, not an error: check the result's Action.
 //
 // Errors: a *CapabilityError (ErrNotSupported) when the caller offers no
-// elicitation (nothing was sent), ErrInvalidRequest for an empty message or a schema that is
-// not a JSON object, the ctx's error, or the caller's error (in MCP: the
-// client refused the schema, or returned values that do not match it).
+// elicitation (nothing was sent), ErrInvalidRequest for an empty message
+// or a schema that is not a JSON object, ErrInputRequired as for Sample,
+// the ctx's error, or the caller's error (in MCP: the client refused the
+// schema, or returned values that do not match it).
 func (c Call) Elicit(ctx context.Context, r ElicitRequest) (ElicitResult, error) {
-	cl := ClientFrom(ctx)
-	if cl == nil || cl.Elicit == nil {
-		return ElicitResult{}, &CapabilityError{Tool: c.Name, Capability: "elicitation"}
+	a, err := ask(ctx, c.Name, []InputRequest{{Key: r.Key, Elicit: &r}})
+	if err != nil {
+		return ElicitResult{}, err
 	}
-	if r.Message == "" {
-		return ElicitResult{}, fmt.Errorf("catalog: tool %s: elicitation: %w: empty message", quote.Name(c.Name), ErrInvalidRequest)
-	}
-	if len(r.Schema) == 0 {
-		r.Schema = emptyForm
-	} else if !isObject(r.Schema) {
-		return ElicitResult{}, fmt.Errorf("catalog: tool %s: elicitation: %w: the schema is not a JSON object", quote.Name(c.Name), ErrInvalidRequest)
-	}
-	return cl.Elicit(ctx, r)
+	return a[0].Elicit, nil
 }
 
 // isObject reports whether raw is one valid JSON object.

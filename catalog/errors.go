@@ -49,6 +49,11 @@ var (
 	// Client lacks the function, or an MCP client that did not declare the
 	// capability. Nothing was sent.
 	ErrNotSupported = errors.New("catalog: not supported by the caller")
+	// ErrInputRequired: a body asked its caller for input (Ask) that a
+	// caller who answers in rounds (Round) has not given yet. Ask returns
+	// it to the body, which returns it; the call then fails with an
+	// *InputRequiredError that says what to ask.
+	ErrInputRequired = errors.New("catalog: input required")
 	// ErrInvalidRequest: a body's request to its caller (Call.Sample,
 	// Call.Elicit) is malformed; it also wraps what is wrong. Nothing was
 	// sent.
@@ -73,19 +78,22 @@ func Denied(err error) bool {
 }
 
 // CapabilityError is the error of a body's request to its caller for
-// something the caller does not offer (Call.Sample, Call.Elicit): it is
-// ErrNotSupported (errors.Is), and Capability names what was missing as
-// MCP's client capabilities do, "sampling" or "elicitation". Nothing was
+// something the caller does not offer (Ask, Call.Sample, Call.Elicit): it
+// is ErrNotSupported (errors.Is), and Capability names what was missing as
+// MCP's client capabilities do, "sampling", "elicitation" or "roots". Nothing was
 // sent. A body that cannot do without it returns it, wrapped or not: an
 // MCP client of protocol 2026-07-28 then gets error -32021
 // (MissingRequiredClientCapability) naming the capability, rather than a
 // tool error (package mcpserve). A body that can do without it goes on.
 type CapabilityError struct {
-	Tool       string // the tool whose body asked
-	Capability string // "sampling" or "elicitation"
+	Tool       string // the tool whose body asked (Call's methods); "" from Ask
+	Capability string // "sampling", "elicitation" or "roots"
 }
 
 func (e *CapabilityError) Error() string {
+	if e.Tool == "" {
+		return "catalog: " + e.Capability + ": " + ErrNotSupported.Error()
+	}
 	return "catalog: tool " + quote.Name(e.Tool) + ": " + e.Capability + ": " + ErrNotSupported.Error()
 }
 

@@ -139,16 +139,28 @@ func (c *Catalog) StartPrompt(ctx context.Context, p Prompt, plan bindsec.Plan, 
 // Denied), the context's error, or the handler's own.
 //
 // It is safe for concurrent use. It costs what CallTool costs.
-func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]string, credential string) (res PromptResult, err error) {
+func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]string, credential string, opts ...CallOption) (res PromptResult, err error) {
 	g := PromptGet{Name: name, Arguments: args}
 	rt, err := c.resolve(ctx, &c.prompts, name, credential, &g.Principal)
 	if err != nil {
+		if len(opts) != 0 {
+			err = roundGone(KindPrompt, name, err, opts)
+		}
 		return PromptResult{}, c.refused(ctx, err)
 	}
 	pr := rt.prompt
 	for _, a := range pr.prompt.Arguments {
 		if _, ok := args[a.Name]; a.Required && !ok {
 			return PromptResult{}, c.refused(ctx, fmt.Errorf("catalog: prompt %s: %w: argument %s is required", quote.Name(name), ErrInvalidArguments, quote.Name(a.Name)))
+		}
+	}
+	var round *Round
+	if len(opts) != 0 {
+		ctx, round = withOptions(ctx, opts)
+		if round != nil {
+			if err := rt.checkRound(round); err != nil {
+				return PromptResult{}, c.refused(ctx, err)
+			}
 		}
 	}
 	s, err := rt.admit(ctx)
@@ -158,6 +170,9 @@ func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]st
 	defer rt.finish(ctx, s, &err)
 	g.Owner = rt.ref
 	res, err = pr.get(ctx, g)
+	if err != nil && round != nil {
+		return PromptResult{}, rt.endRound(round, err)
+	}
 	if err == nil {
 		for i, m := range res.Messages {
 			if m.Role != "user" && m.Role != "assistant" {

@@ -142,9 +142,11 @@ func (rt *route) finish(ctx context.Context, s *stripe, err *error) {
 // the tool's input schema after the plan admits the call and before the
 // body runs, and the result against its output schema, if it has one (see
 // schema.go's comment). Options: WithClient. Errors: ErrNotFound,
-// ErrInvalidArguments, ErrRouteGone, ErrRoutePanicked, ErrOverloaded (only
-// for a route started WithMaxConcurrent), ErrInvalidResult, a denial (see
-// Denied), the context's error, or the handler's own error.
+// ErrInvalidArguments, ErrRouteGone (also for a Round whose Instance is
+// not the route's), ErrRoutePanicked, ErrOverloaded (only for a route
+// started WithMaxConcurrent), ErrInvalidResult, a denial (see Denied), an
+// *InputRequiredError (only in a Round, see Ask), the context's error, or
+// the handler's own error.
 //
 // It is safe for concurrent use, lock-free when the route has no limit, and
 // does not allocate beyond what the handler does when the tool's input
@@ -158,6 +160,9 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 	var pr bindsec.Principal
 	rt, err := c.resolve(ctx, &c.tools, name, credential, &pr)
 	if err != nil {
+		if len(opts) != 0 {
+			err = roundGone(KindTool, name, err, opts)
+		}
 		return Result{}, c.refused(ctx, err)
 	}
 	// Before the gate: a call with bad arguments holds no slot, and Stop
@@ -168,9 +173,13 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 			return Result{}, c.refused(ctx, err)
 		}
 	}
-	for _, o := range opts {
-		if o.client != nil {
-			ctx = context.WithValue(ctx, clientKey{}, o.client)
+	var round *Round
+	if len(opts) != 0 {
+		ctx, round = withOptions(ctx, opts)
+		if round != nil {
+			if err := rt.checkRound(round); err != nil {
+				return Result{}, c.refused(ctx, err)
+			}
 		}
 	}
 	s, err := rt.admit(ctx)
@@ -178,13 +187,16 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 		return Result{}, c.refused(ctx, err)
 	}
 	defer rt.finish(ctx, s, &err)
-	if rt.schemas.out == nil {
+	if rt.schemas.out == nil && round == nil {
 		// Returned as it comes: the result is copied no more than a direct
 		// call would copy it.
 		return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
 	}
 	res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
-	if err == nil {
+	if err != nil && round != nil {
+		return Result{}, rt.endRound(round, err)
+	}
+	if err == nil && rt.schemas.out != nil {
 		if err = rt.checkResult(&res); err != nil {
 			res = Result{}
 		}
@@ -195,9 +207,18 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 // readRoute reads read.URI through rt, a route that was found
 // for it (by its URI, or by a template that matches it): the guard, the
 // gate, then the reader on the caller's goroutine.
-func (c *Catalog) readRoute(ctx context.Context, rt *route, read Read, credential string) (res Contents, err error) {
+func (c *Catalog) readRoute(ctx context.Context, rt *route, read Read, credential string, opts []CallOption) (res Contents, err error) {
 	if err := c.guard(ctx, rt, credential, &read.Principal); err != nil {
 		return Contents{}, c.refused(ctx, err)
+	}
+	var round *Round
+	if len(opts) != 0 {
+		ctx, round = withOptions(ctx, opts)
+		if round != nil {
+			if err := rt.checkRound(round); err != nil {
+				return Contents{}, c.refused(ctx, err)
+			}
+		}
 	}
 	if c.hooks != nil && c.hooks.beforeAdmit != nil {
 		c.hooks.beforeAdmit(read.URI)
@@ -209,6 +230,9 @@ func (c *Catalog) readRoute(ctx context.Context, rt *route, read Read, credentia
 	defer rt.finish(ctx, st, &err)
 	read.Owner = rt.ref
 	res, err = rt.read(ctx, read)
+	if err != nil && round != nil {
+		return Contents{}, rt.endRound(round, err)
+	}
 	if err == nil && res.URI == "" {
 		res.URI = read.URI
 	}

@@ -246,7 +246,7 @@ func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate,
 // sent in Read.RawVars; one that decodes to a NUL byte or invalid UTF-8
 // is refused with ErrInvalidArguments unless the template sets
 // AllowRawBytes.
-func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (Contents, error) {
+func (c *Catalog) ReadResource(ctx context.Context, uri, credential string, opts ...CallOption) (Contents, error) {
 	if err := c.checkURI(uri); err != nil {
 		return Contents{}, c.refused(ctx, err)
 	}
@@ -254,17 +254,17 @@ func (c *Catalog) ReadResource(ctx context.Context, uri, credential string) (Con
 		if c.hooks != nil && c.hooks.afterLookup != nil {
 			c.hooks.afterLookup(uri)
 		}
-		return c.readRoute(ctx, rt, Read{URI: uri}, credential)
+		return c.readRoute(ctx, rt, Read{URI: uri}, credential, opts)
 	}
 	tr, vars := c.index.match(c, uri)
 	if tr == nil {
-		return Contents{}, c.refused(ctx, &unknownError{"resource", uri})
+		return Contents{}, c.refused(ctx, roundGone(KindResource, uri, &unknownError{"resource", uri}, opts))
 	}
 	if err := tr.checkVars(vars); err != nil {
 		return Contents{}, c.refused(ctx, err)
 	}
 	read := Read{URI: uri, Vars: vars, RawVars: tr.rawVars(uri, vars)}
-	res, err := c.readRoute(ctx, tr.rt, read, credential)
+	res, err := c.readRoute(ctx, tr.rt, read, credential, opts)
 	if err == nil && res.MIMEType == "" {
 		res.MIMEType = tr.tpl.MIMEType
 	}
