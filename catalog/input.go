@@ -391,17 +391,24 @@ func newNonce() string {
 }
 
 // roundGone is the error of a call whose route was not found: when the
-// call is a round's retry (its Round names an instance), the consumer
-// that asked died and has no successor, which is ErrRouteGone, retryable,
-// rather than a name never served.
-func roundGone(kind Kind, name string, err error, opts []CallOption) error {
+// call is a round's retry whose Round names an instance of this catalog,
+// the consumer that asked died and has no successor, which is
+// ErrRouteGone, retryable, rather than a name never served. An instance
+// of another catalog (a replica of a fleet) is that catalog's to judge:
+// the name is not found here.
+func (c *Catalog) roundGone(kind Kind, name string, err error, opts []CallOption) error {
 	if !errors.Is(err, ErrNotFound) {
 		return err
 	}
 	for _, o := range opts {
-		if o.client != nil && o.client.Round != nil && o.client.Round.Instance != "" {
+		if o.client != nil && o.client.Round != nil && c.owns(o.client.Round.Instance) {
 			return fmt.Errorf("catalog: %s %s: the consumer that asked for input is gone: %w", kind, quote.Name(name), ErrRouteGone)
 		}
 	}
 	return err
+}
+
+// owns reports whether instance names a consumer of this catalog.
+func (c *Catalog) owns(instance string) bool {
+	return len(instance) > len(c.nonce) && instance[len(c.nonce)] == '.' && instance[:len(c.nonce)] == c.nonce
 }

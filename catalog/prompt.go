@@ -144,7 +144,7 @@ func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]st
 	rt, err := c.resolve(ctx, &c.prompts, name, credential, &g.Principal)
 	if err != nil {
 		if len(opts) != 0 {
-			err = roundGone(KindPrompt, name, err, opts)
+			err = c.roundGone(KindPrompt, name, err, opts)
 		}
 		return PromptResult{}, c.refused(ctx, err)
 	}

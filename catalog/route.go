@@ -161,7 +161,7 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 	rt, err := c.resolve(ctx, &c.tools, name, credential, &pr)
 	if err != nil {
 		if len(opts) != 0 {
-			err = roundGone(KindTool, name, err, opts)
+			err = c.roundGone(KindTool, name, err, opts)
 		}
 		return Result{}, c.refused(ctx, err)
 	}

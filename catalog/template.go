@@ -258,7 +258,7 @@ func (c *Catalog) ReadResource(ctx context.Context, uri, credential string, opts
 	}
 	tr, vars := c.index.match(c, uri)
 	if tr == nil {
-		return Contents{}, c.refused(ctx, roundGone(KindResource, uri, &unknownError{"resource", uri}, opts))
+		return Contents{}, c.refused(ctx, c.roundGone(KindResource, uri, &unknownError{"resource", uri}, opts))
 	}
 	if err := tr.checkVars(vars); err != nil {
 		return Contents{}, c.refused(ctx, err)

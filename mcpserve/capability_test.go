@@ -14,8 +14,8 @@ import (
 
 // A body that cannot do without a capability the 2026-07-28 request did
 // not declare returns Sample's error, and the client gets -32021 with HTTP
-// 400 naming it; a request that declared it, or a body that goes on
-// without it, gets the body's answer; on both paths.
+// 400 naming it; a request that declared it is asked (input_required),
+// and a body that goes on without it answers; on both paths.
 func TestMissingCapability(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	ctx := context.Background()
@@ -52,8 +52,8 @@ func TestMissingCapability(t *testing.T) {
 			}
 			call = map[string]any{"name": "needs-" + capability, "arguments": map[string]any{}}
 			status, res, rpcErr = send2026(t, url, "tools/call", call, map[string]any{capability: map[string]any{}})
-			if status != http.StatusOK || rpcErr != nil || res["isError"] != true {
-				t.Errorf("fast %v, %s declared: HTTP %d, result %v, error %v; want the body's error as a tool error", fast, capability, status, res, rpcErr)
+			if status != http.StatusOK || rpcErr != nil || res["resultType"] != "input_required" {
+				t.Errorf("fast %v, %s declared: HTTP %d, result %v, error %v; want input_required", fast, capability, status, res, rpcErr)
 			}
 		}
 		res := post2026(t, url, "tools/call", map[string]any{"name": "does-without", "arguments": map[string]any{}})
@@ -87,8 +87,8 @@ func TestForwardMissingCapability(t *testing.T) {
 				t.Errorf("forwarded, undeclared: HTTP %d, error %v; want 400, -32021", status, rpcErr)
 			}
 			status, res, rpcErr := send2026(t, a.url, "tools/call", call(), map[string]any{"sampling": map[string]any{}})
-			if status != http.StatusOK || rpcErr != nil || res["isError"] != true {
-				t.Errorf("forwarded, declared: HTTP %d, result %v, error %v; want the body's error as a tool error", status, res, rpcErr)
+			if status != http.StatusOK || rpcErr != nil || res["resultType"] != "input_required" {
+				t.Errorf("forwarded, declared: HTTP %d, result %v, error %v; want the holder's input_required", status, res, rpcErr)
 			}
 			continue
 		}

@@ -1,4 +1,4 @@
-//lint:file-ignore SA1019 MCP logging is deprecated as of protocol 2026-07-28 but still served during its deprecation window, and clients of earlier protocols use it.
+//lint:file-ignore SA1019 MCP logging, sampling and roots are deprecated as of protocol 2026-07-28 (SEP-2577) but still served during their deprecation window, and clients of earlier protocols use them.
 
 package mcpserve
 
@@ -24,9 +24,10 @@ import (
 //   - log messages become notifications/message, which the SDK sends only
 //     at or above the level the session set with logging/setLevel (none
 //     before it set one);
-//   - sampling and elicitation requests (catalog.Call.Sample,
-//     catalog.Call.Elicit) become sampling/createMessage and
-//     elicitation/create (form mode) to the session's client, offered only
+//   - sampling, elicitation and roots requests (catalog.Ask,
+//     catalog.Call.Sample, catalog.Call.Elicit) become
+//     sampling/createMessage, elicitation/create (form mode) and
+//     roots/list to the session's client, asked one after another, offered only
 //     when the client declared the capability in its initialize request
 //     (see offers); otherwise the functions are nil and the body gets
 //     catalog.ErrNotSupported without anything being sent.
@@ -56,7 +57,38 @@ func callClient(req *mcp.CallToolRequest) *catalog.Client {
 			})
 		}
 	}
-	sampling, elicitation := offers(ss)
+	sampling, elicitation, roots := offers(ss)
+	if roots {
+		cl.ListRoots = func(ctx context.Context) ([]catalog.Root, error) { return listRoots(ctx, ss) }
+	}
+	if sampling {
+		cl.Sample = func(ctx context.Context, r catalog.SampleRequest) (catalog.SampleResult, error) {
+			return sample(ctx, ss, r)
+		}
+	}
+	if elicitation {
+		cl.Elicit = func(ctx context.Context, r catalog.ElicitRequest) (catalog.ElicitResult, error) {
+			return elicit(ctx, ss, r)
+		}
+	}
+	return cl
+}
+
+// askClient is what a prompt's or a reader's body asks over ss's session:
+// callClient's sampling, elicitation and roots, without progress or log
+// messages; nil when the session offers none of them.
+func askClient(ss *mcp.ServerSession) *catalog.Client {
+	if ss == nil {
+		return nil
+	}
+	sampling, elicitation, roots := offers(ss)
+	if !sampling && !elicitation && !roots {
+		return nil
+	}
+	cl := &catalog.Client{}
+	if roots {
+		cl.ListRoots = func(ctx context.Context) ([]catalog.Root, error) { return listRoots(ctx, ss) }
+	}
 	if sampling {
 		cl.Sample = func(ctx context.Context, r catalog.SampleRequest) (catalog.SampleResult, error) {
 			return sample(ctx, ss, r)
@@ -109,48 +141,34 @@ func slogLevel(l mcp.LoggingLevel) slog.Level {
 // refuses the requests on such sessions; offers does not offer them.
 const serverRequestsEnd = "2026-07-28"
 
-// offers reports whether ss's client takes sampling and form elicitation
-// requests: it declared the capability in its initialize request (for
-// elicitation: form mode, or no mode, which means form), on a protocol
-// that allows server requests. A stateless session has no declared
-// capabilities, and its client could not answer anyway.
-func offers(ss *mcp.ServerSession) (sampling, elicitation bool) {
+// offers reports whether ss's client takes sampling, form elicitation
+// and roots requests: it declared the capability in its initialize
+// request (for elicitation: form mode, or no mode, which means form), on
+// a protocol that allows server requests. A stateless session has no
+// declared capabilities, and its client could not answer anyway.
+func offers(ss *mcp.ServerSession) (sampling, elicitation, roots bool) {
 	p := ss.InitializeParams()
 	if p == nil || p.Capabilities == nil || p.ProtocolVersion >= serverRequestsEnd {
-		return false, false
+		return false, false, false
 	}
 	caps := p.Capabilities
 	if e := caps.Elicitation; e != nil {
 		elicitation = e.Form != nil || e.URL == nil
 	}
-	return caps.Sampling != nil, elicitation
+	return caps.Sampling != nil, elicitation, caps.RootsV2 != nil
 }
 
 const (
 	methodCreateMessage = "sampling/createMessage"
 	methodElicit        = "elicitation/create"
+	methodListRoots     = "roots/list"
 )
 
 // sample sends r to ss's client and waits for its completion, or for ctx.
 func sample(ctx context.Context, ss *mcp.ServerSession, r catalog.SampleRequest) (catalog.SampleResult, error) {
-	p := &mcp.CreateMessageParams{
-		MaxTokens: r.MaxTokens, SystemPrompt: r.SystemPrompt, Temperature: r.Temperature,
-		StopSequences: r.StopSequences, Messages: make([]*mcp.SamplingMessage, len(r.Messages)),
-	}
-	for i, m := range r.Messages {
-		c, err := contentToSDK(m.Content)
-		if err != nil {
-			return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: message %d: %w", methodCreateMessage, i, err)
-		}
-		p.Messages[i] = &mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: c}
-	}
-	if mp := r.Model; len(mp.Hints) > 0 || mp.CostPriority != 0 || mp.SpeedPriority != 0 || mp.IntelligencePriority != 0 {
-		p.ModelPreferences = &mcp.ModelPreferences{
-			CostPriority: mp.CostPriority, SpeedPriority: mp.SpeedPriority, IntelligencePriority: mp.IntelligencePriority,
-		}
-		for _, h := range mp.Hints {
-			p.ModelPreferences.Hints = append(p.ModelPreferences.Hints, &mcp.ModelHint{Name: h})
-		}
+	p, err := sampleParams(r)
+	if err != nil {
+		return catalog.SampleResult{}, err
 	}
 	res, err := ss.CreateMessage(ctx, p)
 	if err != nil {
@@ -164,6 +182,45 @@ func sample(ctx context.Context, ss *mcp.ServerSession, r catalog.SampleRequest)
 		return catalog.SampleResult{}, fmt.Errorf("mcpserve: %s: the client's answer: %w", methodCreateMessage, err)
 	}
 	return catalog.SampleResult{Role: catalog.Role(res.Role), Content: c, Model: res.Model, StopReason: res.StopReason}, nil
+}
+
+// sampleParams is r as MCP's sampling/createMessage params.
+func sampleParams(r catalog.SampleRequest) (*mcp.CreateMessageParams, error) {
+	p := &mcp.CreateMessageParams{
+		MaxTokens: r.MaxTokens, SystemPrompt: r.SystemPrompt, Temperature: r.Temperature,
+		StopSequences: r.StopSequences, Messages: make([]*mcp.SamplingMessage, len(r.Messages)),
+	}
+	for i, m := range r.Messages {
+		c, err := contentToSDK(m.Content)
+		if err != nil {
+			return nil, fmt.Errorf("mcpserve: %s: message %d: %w", methodCreateMessage, i, err)
+		}
+		p.Messages[i] = &mcp.SamplingMessage{Role: mcp.Role(m.Role), Content: c}
+	}
+	if mp := r.Model; len(mp.Hints) > 0 || mp.CostPriority != 0 || mp.SpeedPriority != 0 || mp.IntelligencePriority != 0 {
+		p.ModelPreferences = &mcp.ModelPreferences{
+			CostPriority: mp.CostPriority, SpeedPriority: mp.SpeedPriority, IntelligencePriority: mp.IntelligencePriority,
+		}
+		for _, h := range mp.Hints {
+			p.ModelPreferences.Hints = append(p.ModelPreferences.Hints, &mcp.ModelHint{Name: h})
+		}
+	}
+	return p, nil
+}
+
+// listRoots asks ss's client for its roots and waits for them, or for ctx.
+func listRoots(ctx context.Context, ss *mcp.ServerSession) ([]catalog.Root, error) {
+	res, err := ss.ListRoots(ctx, &mcp.ListRootsParams{})
+	if err != nil {
+		return nil, askError(ctx, methodListRoots, err)
+	}
+	out := make([]catalog.Root, 0, len(res.Roots))
+	for _, r := range res.Roots {
+		if r != nil {
+			out = append(out, catalog.Root{URI: r.URI, Name: r.Name})
+		}
+	}
+	return out, nil
 }
 
 // elicit sends r to ss's client as a form and waits for the user's answer,

@@ -139,15 +139,29 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 		return nil, invalidParams("tools/call: missing params", nil)
 	}
 	cred, cl := s.credential(ctx, req), clientFor(ctx, req)
-	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(cl))
+	rd, err := s.beginRound(methodCallTool, p.Name, cred, p.Meta, p.InputResponses, p.RequestState)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(rd.client(cl)))
 	if err != nil {
 		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
 			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindTool, p.Name); ok {
 				return s.forwardTool(ctx, ep, cred, p, cl)
 			}
 		}
+		if ir := (*catalog.InputRequiredError)(nil); rd != nil && errors.As(err, &ir) {
+			reqs, state, err := s.inputRequired(rd, ir)
+			if err != nil {
+				return errorResult(fmt.Sprintf("tool %s: %v", quote.Name(p.Name), err)), nil
+			}
+			return askInput(methodCallTool, reqs, state), nil
+		}
 		if ce := (*catalog.CapabilityError)(nil); errors.As(err, &ce) && namesCurrent(p.Meta) && !declares(p.Meta, ce.Capability) {
 			return nil, missingCapability(p.Name, ce.Capability)
+		}
+		if gone := rd.goneError("tool", err); gone != nil && !isForwarded(req.Extra) {
+			return nil, gone
 		}
 		return s.toolError(ctx, p.Name, err, isForwarded(req.Extra))
 	}
@@ -214,12 +228,33 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, invalidParams("resources/read: missing params", nil)
 	}
 	cred := s.credential(ctx, req)
-	c, err := s.cat.ReadResource(ctx, p.URI, cred)
+	rd, err := s.beginRound(methodReadResource, p.URI, cred, p.Meta, p.InputResponses, p.RequestState)
+	if err != nil {
+		return nil, err
+	}
+	var opts []catalog.CallOption
+	if cl := rd.client(askClient(req.Session)); cl != nil {
+		opts = append(opts, catalog.WithClient(cl))
+	}
+	c, err := s.cat.ReadResource(ctx, p.URI, cred, opts...)
 	if err != nil {
 		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
 			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindResource, p.URI); ok {
-				return s.forwardResource(ctx, ep, cred, p.URI)
+				return s.forwardResource(ctx, ep, cred, p)
 			}
+		}
+		if ir := (*catalog.InputRequiredError)(nil); rd != nil && errors.As(err, &ir) {
+			reqs, state, err := s.inputRequired(rd, ir)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s: %v", quote.Name(p.URI), err)}
+			}
+			return askInput(methodReadResource, reqs, state), nil
+		}
+		if ce := (*catalog.CapabilityError)(nil); errors.As(err, &ce) && namesCurrent(p.Meta) && !declares(p.Meta, ce.Capability) {
+			return nil, missingCapability(p.URI, ce.Capability)
+		}
+		if gone := rd.goneError("resource", err); gone != nil && !isForwarded(req.Extra) {
+			return nil, gone
 		}
 		return nil, s.resourceError(ctx, p.URI, err, isForwarded(req.Extra))
 	}

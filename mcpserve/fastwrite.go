@@ -81,8 +81,11 @@ type fastWriterKey struct{}
 // is over the SDK's session: log messages at or above the level of the
 // session the SDK would have made (info for a 2025 request; for
 // 2026-07-28, the level its _meta names, or none), progress when
-// the request carries a token. A stateless request offers no sampling or
-// elicitation.
+// the request carries a token, and roots/list when the session's client
+// declared roots: the fast path writes only the call's own response, so
+// the SDK sends that request on the session's standalone stream. A
+// stateless request offers no sampling, elicitation or roots mid-call; a
+// 2026-07-28 one answers in rounds (rounds.go).
 func (f *fastWriter) client(fr fastRequest) *catalog.Client {
 	cl := &catalog.Client{}
 	var threshold func() mcp.LoggingLevel
@@ -109,6 +112,9 @@ func (f *fastWriter) client(fr fastRequest) *catalog.Client {
 			}
 			return f.notify(notificationMessage, &mcp.LoggingMessageParams{Level: level, Logger: m.Logger, Data: m.Data})
 		}
+	}
+	if fr.session != nil {
+		cl.ListRoots = fr.session.fast.listRoots
 	}
 	if tok := fr.progress; tok != nil {
 		cl.Progress = func(_ context.Context, p catalog.Progress) error {

@@ -376,8 +376,9 @@ func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.
 }
 
 // forwardResource is forwardTool for a resources/read.
-func (s *Server) forwardResource(ctx context.Context, endpoint, cred, uri string) (mcp.Result, error) {
-	res, err := s.fleet.fwd.readResource(ctx, endpoint, cred, uri)
+func (s *Server) forwardResource(ctx context.Context, endpoint, cred string, p *mcp.ReadResourceParams) (mcp.Result, error) {
+	uri := p.URI
+	res, err := s.fleet.fwd.readResource(ctx, endpoint, cred, p)
 	var big *resultTooLarge
 	switch {
 	case errors.Is(err, errSelf):

@@ -42,14 +42,34 @@ type hopRequest struct {
 	name   string          // the tool's name or the resource's URI
 	args   json.RawMessage // a tool's arguments as the caller sent them; nil for none
 	caps   json.RawMessage // the client capabilities a 2026-07-28 caller declared; nil for none
+	// A 2026-07-28 caller's retry of a call that asked for input: its
+	// answers and the requestState, which the holder judges.
+	responses json.RawMessage // nil for none
+	state     string
 }
 
-func toolCall(name string, args, caps json.RawMessage) hopRequest {
-	return hopRequest{method: methodCallTool, name: name, args: args, caps: caps}
+func toolCall(p *mcp.CallToolParamsRaw) hopRequest {
+	r := hopRequest{method: methodCallTool, name: p.Name, args: p.Arguments}
+	r.setRound(p.Meta, p.InputResponses, p.RequestState)
+	return r
 }
 
-func resourceRead(uri string) hopRequest {
-	return hopRequest{method: methodReadResource, name: uri}
+func resourceRead(p *mcp.ReadResourceParams) hopRequest {
+	r := hopRequest{method: methodReadResource, name: p.URI}
+	r.setRound(p.Meta, p.InputResponses, p.RequestState)
+	return r
+}
+
+// setRound carries what a 2026-07-28 caller's request says of its rounds
+// of input: its client capabilities, and a retry's answers and state.
+func (r *hopRequest) setRound(meta mcp.Meta, responses mcp.InputResponseMap, state string) {
+	if r.caps = callerCaps(meta); r.caps == nil || state == "" {
+		return
+	}
+	r.state = state
+	if len(responses) > 0 {
+		r.responses, _ = json.Marshal(responses) // decoded from JSON, so it encodes
+	}
 }
 
 // hopID is the id of every hop request.
@@ -87,7 +107,7 @@ func callerCaps(meta mcp.Meta) json.RawMessage {
 // The body is the request's own, not a pooled buffer: the HTTP client
 // may still read it after the response has come.
 func (f *forwarder) encode(r hopRequest, progress, logs bool) []byte {
-	b := bytes.NewBuffer(make([]byte, 0, 224+len(f.meta)+len(r.name)+len(r.args)+len(r.caps)))
+	b := bytes.NewBuffer(make([]byte, 0, 224+len(f.meta)+len(r.name)+len(r.args)+len(r.caps)+len(r.responses)+len(r.state)))
 	b.WriteString(`{"jsonrpc":"2.0","id":` + hopID + `,"method":"`)
 	b.WriteString(r.method)
 	if r.method == methodCallTool {
@@ -100,6 +120,14 @@ func (f *forwarder) encode(r hopRequest, progress, logs bool) []byte {
 	} else {
 		b.WriteString(`","params":{"uri":`)
 		_ = encodeTo(b, r.name)
+	}
+	if r.state != "" {
+		if r.responses != nil {
+			b.WriteString(`,"inputResponses":`)
+			b.Write(r.responses)
+		}
+		b.WriteString(`,"requestState":`)
+		_ = encodeTo(b, r.state)
 	}
 	b.WriteString(`,"_meta":{`)
 	b.WriteString(f.meta)

@@ -52,6 +52,16 @@ type Options struct {
 	// milliseconds; negative is invalid. A resources/read carries the
 	// hint its reader gives (catalog.Contents.CacheTTL).
 	ListTTL time.Duration
+	// RequestStateKey seals the requestState of input_required results
+	// (MCP 2026-07-28), which binds a call's later rounds to its route's
+	// consumer, its caller and the answers so far (see the package doc's
+	// "Input rounds"): at least MinRequestStateKeyBytes of secret. nil
+	// means a key derived from Fleet.Token (and PreviousTokens) when the
+	// Server serves a fleet, which every replica then shares, and a random
+	// key of the Server's own otherwise, so that a restarted server
+	// refuses its predecessor's states, as it would their consumers.
+	// Replicas behind one load balancer without a Fleet need one key.
+	RequestStateKey []byte
 	// TransportCredential, if set, gives the credential of a request on a
 	// session served by ServeTransport or ServeStdio, which carry no HTTP
 	// headers: without it such sessions present none. It runs on every

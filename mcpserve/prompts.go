@@ -45,8 +45,30 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 	if p == nil {
 		return nil, invalidParams("prompts/get: missing params", nil)
 	}
-	res, err := s.cat.GetPrompt(ctx, p.Name, p.Arguments, s.credential(ctx, req))
+	cred := s.credential(ctx, req)
+	rd, err := s.beginRound(methodGetPrompt, p.Name, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
+		return nil, err
+	}
+	var opts []catalog.CallOption
+	if cl := rd.client(askClient(req.Session)); cl != nil {
+		opts = append(opts, catalog.WithClient(cl))
+	}
+	res, err := s.cat.GetPrompt(ctx, p.Name, p.Arguments, cred, opts...)
+	if err != nil {
+		if ir := (*catalog.InputRequiredError)(nil); rd != nil && errors.As(err, &ir) {
+			reqs, state, err := s.inputRequired(rd, ir)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("prompt %s: %v", quote.Name(p.Name), err)}
+			}
+			return askInput(methodGetPrompt, reqs, state), nil
+		}
+		if ce := (*catalog.CapabilityError)(nil); errors.As(err, &ce) && namesCurrent(p.Meta) && !declares(p.Meta, ce.Capability) {
+			return nil, missingCapability(p.Name, ce.Capability)
+		}
+		if gone := rd.goneError("prompt", err); gone != nil {
+			return nil, gone
+		}
 		return nil, s.promptError(ctx, p.Name, err)
 	}
 	q := quote.Name(p.Name)

@@ -14,11 +14,11 @@ import (
 // the SDK can set; its JSON decoder can. So each type's "complete" is
 // decoded once, here, and a result is made complete by copying its
 // exported fields onto that value.
-var complete = struct {
+var complete, inputRequired struct {
 	call   mcp.CallToolResult
 	read   mcp.ReadResourceResult
 	prompt mcp.GetPromptResult
-}{}
+}
 
 func init() {
 	for _, c := range []struct {
@@ -28,11 +28,32 @@ func init() {
 		{`{"resultType":"complete","content":[]}`, &complete.call},
 		{`{"resultType":"complete","contents":[]}`, &complete.read},
 		{`{"resultType":"complete","messages":[]}`, &complete.prompt},
+		{`{"resultType":"input_required","content":[]}`, &inputRequired.call},
+		{`{"resultType":"input_required","contents":[]}`, &inputRequired.read},
+		{`{"resultType":"input_required","messages":[]}`, &inputRequired.prompt},
 	} {
 		if err := json.Unmarshal([]byte(c.data), c.into); err != nil {
 			panic("mcpserve: the SDK no longer decodes a complete result: " + err.Error())
 		}
 	}
+}
+
+// askInput returns the input_required result of method (tools/call,
+// resources/read or prompts/get) that asks reqs, with state.
+func askInput(method string, reqs mcp.InputRequestMap, state string) mcp.Result {
+	switch method {
+	case methodReadResource:
+		r := inputRequired.read
+		r.InputRequests, r.RequestState = reqs, state
+		return &r
+	case methodGetPrompt:
+		r := inputRequired.prompt
+		r.InputRequests, r.RequestState = reqs, state
+		return &r
+	}
+	r := inputRequired.call
+	r.InputRequests, r.RequestState = reqs, state
+	return &r
 }
 
 // markComplete gives res, a 2026-07-28 result that asks for no input, the

@@ -183,10 +183,10 @@ func TestElicitationRoundTrip(t *testing.T) {
 	}
 }
 
-// TestAskWithoutCapability: a client that declared neither capability, or
-// one on protocol 2026-07-28 (which forbids server requests), is sent
-// nothing; the body gets catalog.ErrNotSupported, and the tool result
-// reports it.
+// TestAskWithoutCapability: a client that declared neither capability is
+// sent nothing; the body gets catalog.ErrNotSupported, and the tool
+// result reports it. (A client of protocol 2026-07-28, which forbids
+// server requests, is asked in rounds: TestRoundsEveryClientGeneration.)
 func TestAskWithoutCapability(t *testing.T) {
 	handlers := mcp.ClientOptions{
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -205,7 +205,6 @@ func TestAskWithoutCapability(t *testing.T) {
 	}{
 		{"no capability/memory-2025", memoryLegacy, mcp.ClientOptions{}},
 		{"no capability/http", streamable, mcp.ClientOptions{}},
-		{"protocol 2026-07-28", memory, handlers},
 		{"elicitation by URL only", memoryLegacy, mcp.ClientOptions{
 			ElicitationHandler: handlers.ElicitationHandler,
 			Capabilities:       &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},

@@ -95,6 +95,8 @@ type Server struct {
 	// headers (paramheaders.go)
 	params atomic.Pointer[paramTools]
 	fleet  *fleetSide // serving a fleet (fleet.go); nil without Options.Fleet
+	// roundKeys seal and open requestStates (roundstate.go).
+	roundKeys *roundKeys
 
 	closeOnce sync.Once
 	closed    atomic.Bool
@@ -152,8 +154,13 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	if err != nil {
 		return nil, err
 	}
+	keys, err := newRoundKeys(opts)
+	if err != nil {
+		return nil, err
+	}
 	maxListens := cmpOr(opts.MaxListenStreams, defaultMaxListenStreams)
 	s := &Server{
+		roundKeys: keys,
 		cat:       cat,
 		mcp:       srv,
 		impl:      &mcp.Implementation{Name: orString(opts.Name, defaultName), Version: orString(opts.Version, defaultVersion)},

@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/catalog"
 )
 
 // sessionFast is what the fast path needs of a session, kept in step by
@@ -28,6 +30,10 @@ type sessionFast struct {
 	// when no log message is sent.
 	level atomic.Pointer[mcp.LoggingLevel]
 	idle  atomic.Pointer[idleTimer]
+	// listRoots asks the session's client for its roots, when it declared
+	// them; set before version, made once so that a call costs nothing
+	// for it.
+	listRoots func(ctx context.Context) ([]catalog.Root, error)
 }
 
 // Notifications the middleware watches for the fast path, and the ones a
@@ -60,8 +66,17 @@ func (s *Server) noteSession(method string, req mcp.Request) {
 		if p == nil || !fastSessionVersion(p.ProtocolVersion) {
 			return
 		}
-		if sampling, elicitation := offers(ss); sampling || elicitation {
+		// A session that takes sampling or elicitation is asked on the
+		// response stream of its call, which only the SDK's transport
+		// carries. roots/list, which nearly every client offers, does not
+		// keep a session off the fast path: asked from there, it travels
+		// on the session's standalone stream (see fastWriter.client).
+		sampling, elicitation, roots := offers(ss)
+		if sampling || elicitation {
 			return
+		}
+		if roots {
+			sc.fast.listRoots = func(ctx context.Context) ([]catalog.Root, error) { return listRoots(ctx, ss) }
 		}
 		v := p.ProtocolVersion
 		sc.fast.version.Store(&v)

@@ -38,6 +38,7 @@ func Routes() ([]Route, error) {
 	s.content()
 	s.talking()
 	s.stateless()
+	s.rounds()
 	s.surface()
 	return s.routes, s.err
 }
