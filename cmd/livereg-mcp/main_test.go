@@ -188,7 +188,10 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	}
 	want := []string{"demo_crash", "demo_restart", "echo", "fortune", "json_schema_2020_12_tool", "ops_report", "stats",
 		"test_audio_content", "test_custom_headers", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
-		"test_embedded_resource", "test_error_handling", "test_image_content", "test_logging_tool", "test_missing_capability",
+		"test_embedded_resource", "test_error_handling", "test_image_content",
+		"test_input_required_result_capabilities", "test_input_required_result_elicitation", "test_input_required_result_list_roots",
+		"test_input_required_result_multi_round", "test_input_required_result_multiple_inputs", "test_input_required_result_request_state",
+		"test_input_required_result_sampling", "test_input_required_result_tampered_state", "test_logging_tool", "test_missing_capability",
 		"test_multiple_content_types", "test_sampling", "test_simple_text", "test_streaming_elicitation", "test_tool_with_logging",
 		"test_tool_with_progress", "whoami"}
 	if !slices.Equal(names, want) {
@@ -206,7 +209,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	if got := firstText(t, callTool(anon, "echo", map[string]any{"text": "ping"})); got != "ping" {
 		t.Errorf("echo = %q", got)
 	}
-	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":24`) {
+	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":32`) {
 		t.Errorf("stats = %+v", res)
 	}
 	if res := callTool(anon, "whoami", nil); !res.IsError {
