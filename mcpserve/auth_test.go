@@ -123,7 +123,7 @@ func (f *fixture) connectHeader(header string) *client {
 		}
 		return http.DefaultTransport.RoundTrip(r)
 	})}
-	cs, err := cl.Connect(ctxGuard(f.t), &mcp.StreamableClientTransport{Endpoint: f.http.URL, HTTPClient: hc, MaxRetries: -1}, nil)
+	cs, err := cl.Connect(ctxGuard(f.t), &mcp.StreamableClientTransport{Endpoint: f.http.URL, HTTPClient: hc, MaxRetries: -1}, sessionful)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func (f *fixture) connectVanishing(t *testing.T) *vanishingClient {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "vanishing", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
 	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{
 		Endpoint: f.http.URL, HTTPClient: &http.Client{Transport: tr}, MaxRetries: -1, DisableStandaloneSSE: true,
-	}, nil)
+	}, sessionful)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,7 +200,7 @@ func (c *calls) start(ctx context.Context, req mcp.Request) (context.Context, fu
 	// either sees closed or is in the set that cancelAll then cancels.
 	var sc *sessionCalls
 	c.mu.Lock()
-	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && !(viaHTTP && (c.stateless || isForwarded(req.GetExtra()))) {
+	if s, ok := req.GetSession().(*mcp.ServerSession); ok && s != nil && !(viaHTTP && (c.stateless || isForwarded(req.GetExtra()) || sessionless(req.GetExtra()))) {
 		sc = c.sessionLocked(s, "", nil)
 	}
 	if c.closed {

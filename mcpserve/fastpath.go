@@ -138,7 +138,7 @@ func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls, forwar
 		if !current || r.Header.Get(sessionIDHeader) != "" {
 			return fastRequest{}, false
 		}
-	} else if s.http.stateful {
+	} else if s.http.stateful && !(current && r.Header.Get(sessionIDHeader) == "") {
 		// A session's request, on a session the fast path may serve,
 		// naming the revision the session negotiated.
 		if sc == nil || !sc.takes(version) {

@@ -195,6 +195,12 @@ func isForwarded(ex *mcp.RequestExtra) bool {
 	return ex != nil && len(ex.Header[forwardedMark]) > 0
 }
 
+// sessionless reports whether the message with extra ex came through the
+// stateless handler of a stateful server (sessionlessMark).
+func sessionless(ex *mcp.RequestExtra) bool {
+	return ex != nil && len(ex.Header[sessionlessMark]) > 0
+}
+
 // forwardedCredential is the credential of a call forwarded here: what
 // the original caller presented on the replica that forwarded it.
 func forwardedCredential(ex *mcp.RequestExtra) string {

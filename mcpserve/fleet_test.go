@@ -120,7 +120,7 @@ func connectTo(t testing.TB, url, token string) *mcp.ClientSession {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
 	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{
 		Endpoint: url, HTTPClient: bearerClient(token), MaxRetries: -1, DisableStandaloneSSE: true,
-	}, nil)
+	}, sessionful)
 	if err != nil {
 		t.Fatal(err)
 	}

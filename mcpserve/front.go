@@ -28,6 +28,11 @@ const (
 type httpFront struct {
 	handler  http.Handler // the front: serveHTTP, for Handler
 	sdk      http.Handler // the SDK's streamable HTTP handler behind it
+	// current is the SDK's stateless handler that serves a stateful
+	// server's 2026-07-28 requests, which name no session (see
+	// currentRequestHTTP); nil on a stateless server, whose sdk serves
+	// them.
+	current http.Handler
 	auth     bool         // an authenticator is configured
 	bind     bool         // HTTP sessions are bound to their creator's principal
 	stateful bool         // the SDK's handler keeps sessions
@@ -122,6 +127,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	}
 	r.Header.Del(requestHeader)
 	delete(r.Header, forwardedMark)
+	delete(r.Header, sessionlessMark)
+	sdk := s.http.sdk
+	if s.http.current != nil && currentRequestHTTP(r) {
+		// One endpoint for every client generation: a 2026-07-28
+		// request goes to the stateless handler, and holds no session.
+		sdk = s.http.current
+		r.Header[sessionlessMark] = []string{"1"}
+	}
 	require := s.needsCredential(r, exposed)
 	principal, authenticated, err := s.bindingKey(r, require)
 	if err != nil {
@@ -155,7 +168,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	if r.Method == http.MethodPost {
 		cl := s.clientOf(r, principal)
 		var sl *slot
-		if id == "" && s.http.stateful {
+		if id == "" && s.http.stateful && sdk == s.http.sdk {
 			var reason string
 			if sl, reason = s.http.slots.reserve(cl); sl == nil {
 				s.refuseSession(w, reason)
@@ -189,7 +202,20 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	}
 	eb := &echoBound{ResponseWriter: w}
 	defer eb.finish()
-	s.http.sdk.ServeHTTP(eb, r)
+	sdk.ServeHTTP(eb, r)
+}
+
+// sessionlessMark marks, from the front to the receiving middleware, a
+// stateful server's request that the stateless handler serves, whose
+// session is the SDK's throwaway one. Like forwardedMark, it cannot be
+// forged: the front deletes what a client sent under that name.
+const sessionlessMark = "Livereg-Internal-Sessionless"
+
+// currentRequestHTTP reports whether r is a request of protocol
+// 2026-07-28, which names its revision in its header and belongs to no
+// session.
+func currentRequestHTTP(r *http.Request) bool {
+	return r.Header.Get(protocolHeader) == ProtocolStateless && r.Header.Get(sessionIDHeader) == ""
 }
 
 // initializeEnded starts the idle wait of the session a POST without a

@@ -49,6 +49,11 @@ const (
 
 var allTransports = []transport{memory, memoryLegacy, streamable}
 
+// sessionful asks for the newest revision with sessions: a stateful
+// server serves clients of 2026-07-28 too, which the SDK's client asks
+// for first, and a test of what sessions do must ask for one.
+var sessionful = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
+
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newCatalog(t testing.TB, cfg catalog.Config) *catalog.Catalog {
@@ -169,7 +174,7 @@ func (f *fixture) connect(tr transport, token string) *client {
 			Endpoint:   f.http.URL,
 			HTTPClient: bearerClient(token),
 			MaxRetries: -1,
-		}, nil)
+		}, sessionful)
 		if err == nil {
 			wait(f.t, f.sse, "standalone SSE stream")
 		}

@@ -220,7 +220,7 @@ func TestServeShutsDownGracefully(t *testing.T) {
 func connectNoSSE(t *testing.T, url string) *client {
 	t.Helper()
 	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
-	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
+	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1, DisableStandaloneSSE: true}, sessionful)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func connectURL(t *testing.T, url string, onTools ...func(context.Context, *mcp.
 		o.ToolListChangedHandler = onTools[0]
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, o)
-	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, sessionful)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (f *fixture) connectSurface(tr transport) *surfaceClient {
 			wait(f.t, f.acks, "subscriptions/listen acknowledged")
 		}
 	case streamable:
-		c.ClientSession, err = cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.http.URL, MaxRetries: -1}, nil)
+		c.ClientSession, err = cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.http.URL, MaxRetries: -1}, sessionful)
 		if err == nil {
 			wait(f.t, f.sse, "standalone SSE stream")
 		}

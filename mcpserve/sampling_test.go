@@ -46,7 +46,7 @@ func (f *fixture) connectAsked(tr transport, opts mcp.ClientOptions) *mcp.Client
 		}
 		cs, err = cl.Connect(ctx, ct, o)
 	case streamable:
-		cs, err = cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.http.URL, MaxRetries: -1}, nil)
+		cs, err = cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.http.URL, MaxRetries: -1}, sessionful)
 	}
 	if err != nil {
 		f.t.Fatalf("connect over %s: %v", tr, err)

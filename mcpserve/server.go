@@ -143,7 +143,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	// session ID is all it takes to use an unbound session.
 	log = slog.New(redactSessionIDs(log.Handler()))
 	subs := newSubscriptions(cat, log)
-	sdkLog := sdkLogger(log, opts)
+	sdkLog := sdkLogger(log)
 	srv := sdkServer(cat, opts, sdkLog, subs)
 	hopts := httpOptions(opts, log)
 	if err := resolveStateless(opts, hopts); err != nil {
@@ -187,6 +187,12 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	// Last, so outermost: it sees every request first and every error last.
 	srv.AddReceivingMiddleware(s.hygiene)
 	s.http.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
+	if !hopts.Stateless {
+		s.http.current = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
+			Stateless: true, JSONResponse: hopts.JSONResponse, Logger: hopts.Logger,
+			DisableLocalhostProtection: hopts.DisableLocalhostProtection, MaxRequestBodyBytes: hopts.MaxRequestBodyBytes,
+		})
+	}
 	s.http.handler = s.front(false)
 	s.note = newNotifier(cat, window, s.toolsChanged, s.resourcesChanged)
 	s.startSurface()

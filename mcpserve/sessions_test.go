@@ -191,7 +191,7 @@ func TestStatelessWithAuthenticatorServes(t *testing.T) {
 	cl := mcp.NewClient(&mcp.Implementation{Name: "stateless", Version: "1"}, &mcp.ClientOptions{Logger: quietLogger()})
 	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{
 		Endpoint: f.http.URL, HTTPClient: bearerClient(goodToken), MaxRetries: -1, DisableStandaloneSSE: true,
-	}, nil)
+	}, sessionful)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,19 +48,17 @@ func resolveStateless(opts Options, h *mcp.StreamableHTTPOptions) error {
 	return nil
 }
 
-// sdkLogger is the logger the SDK's server gets. In stateless mode every
-// HTTP request is a session of its own, and the SDK logs each session's
-// lifecycle at INFO: three or four lines per request, which would drown
-// everything else. And it sends each list_changed to every legacy session,
-// including the request of an older client in flight, which has no stream
-// to carry it, and logs a WARN for each. Both are what stateless serving
-// is, not faults: those records are demoted to DEBUG there; the rest pass
-// unchanged. A replica of a fleet serves each call forwarded to it the
-// same way, through the same SDK server, so its records are demoted too.
-func sdkLogger(log *slog.Logger, opts Options) *slog.Logger {
-	if !opts.Stateless && opts.Fleet == nil {
-		return log
-	}
+// sdkLogger is the logger the SDK's server gets. Every stateless HTTP
+// request (a stateless server's, a stateful server's of protocol
+// 2026-07-28, a call forwarded by a fleet replica) is a session of its
+// own, and the SDK logs each session's lifecycle at INFO: three or four
+// lines per request, which would drown everything else. And it sends each
+// list_changed to every legacy session, including the request of an older
+// client in flight, which has no stream to carry it, and logs a WARN for
+// each. Both are what stateless serving is, not faults: those records are
+// demoted to DEBUG, on every server, since any may serve such requests;
+// the rest pass unchanged.
+func sdkLogger(log *slog.Logger) *slog.Logger {
 	return slog.New(demoteSessionLifecycle{log.Handler()})
 }
 

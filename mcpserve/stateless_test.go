@@ -159,8 +159,9 @@ func messages(t testing.TB, resp *http.Response) []rpcMessage {
 
 // The current revision's handshake, as the README runs it with curl:
 // server/discover, then tools/list with the version in _meta and the
-// header. A stateful server does not offer that revision and the SDK's
-// client falls back to 2025-11-25; a stateless one speaks it.
+// header. Stateful or stateless, a server speaks it, and the SDK's client
+// negotiates it; a stateful one also keeps a session for a client that
+// asks for 2025-11-25.
 func TestStatelessDiscover(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	startText(t, cat, context.Background(), "hello", "hi")
@@ -178,14 +179,14 @@ func TestStatelessDiscover(t *testing.T) {
 		if msgs[0].Error != nil || json.Unmarshal(msgs[0].Result, &disc) != nil {
 			t.Fatalf("stateless=%v: discover = %+v", stateless, msgs[0])
 		}
-		if got := slices.Contains(disc.SupportedVersions, mcpserve.ProtocolStateless); got != stateless {
+		if !slices.Contains(disc.SupportedVersions, mcpserve.ProtocolStateless) {
 			t.Errorf("stateless=%v: supportedVersions = %v", stateless, disc.SupportedVersions)
 		}
 		if !stateless {
-			if v := f.connectAt("", "").InitializeResult().ProtocolVersion; v != legacyVersion {
-				t.Fatalf("against a stateful server the SDK client negotiated %q, want %q", v, legacyVersion)
+			c := f.connectAt(legacyVersion, "")
+			if v := c.InitializeResult().ProtocolVersion; v != legacyVersion || c.ID() == "" {
+				t.Fatalf("against a stateful server a client asking %q negotiated %q, session %q", legacyVersion, v, c.ID())
 			}
-			continue
 		}
 		if !slices.Contains(disc.SupportedVersions, legacyVersion) {
 			t.Errorf("supportedVersions = %v, want the legacy ones too", disc.SupportedVersions)

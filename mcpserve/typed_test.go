@@ -65,7 +65,7 @@ func (f *fixture) connectNotes(tr transport) (*mcp.ClientSession, *notes) {
 		}
 		cs, err = cl.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	case streamable:
-		cs, err = cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.http.URL, MaxRetries: -1}, nil)
+		cs, err = cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: f.http.URL, MaxRetries: -1}, sessionful)
 	default:
 		f.t.Fatalf("transport %q not supported here", tr)
 	}

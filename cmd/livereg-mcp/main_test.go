@@ -126,7 +126,16 @@ func (s *started) stop(t *testing.T) {
 	}
 }
 
+// connect connects a client of 2025-11-25, which holds a session: what
+// most of these tests count.
 func connect(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	return connectAt(t, url, token, "2025-11-25")
+}
+
+// connectAt connects a client asking for version; "" asks for the newest
+// the SDK speaks, 2026-07-28.
+func connectAt(t *testing.T, url, token, version string) *mcp.ClientSession {
 	t.Helper()
 	hc := &http.Client{}
 	if token != "" {
@@ -137,7 +146,11 @@ func connect(t *testing.T, url, token string) *mcp.ClientSession {
 		})
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{Logger: quiet()})
-	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, nil)
+	var o *mcp.ClientSessionOptions
+	if version != "" {
+		o = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := cl.Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc, MaxRetries: -1}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func TestStatelessServesCurrentRevision(t *testing.T) {
 	if ack := next(t, listen, "the acknowledgement"); !strings.Contains(ack, "notifications/subscriptions/acknowledged") {
 		t.Fatalf("the listen stream began with %s", ack)
 	}
-	alice := connect(t, s.url, aliceToken)
+	alice := connectAt(t, s.url, aliceToken, "")
 	if v := alice.InitializeResult().ProtocolVersion; v != mcpserve.ProtocolStateless {
 		t.Fatalf("the SDK client negotiated %q", v)
 	}

@@ -60,8 +60,12 @@ func (s *set) talking() {
 	s.tool(catalog.Tool{
 		Name: "json_schema_2020_12_tool", Description: "Tool with JSON Schema 2020-12 features",
 		InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object",` +
-			`"$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
-			`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`),
+			`"$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},` +
+			`"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},` +
+			`"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},` +
+			`"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],` +
+			`"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},` +
+			`"additionalProperties":false}`),
 	}, func(_ context.Context, c catalog.Call) (catalog.Result, error) {
 		args := string(c.Arguments)
 		if args == "" {

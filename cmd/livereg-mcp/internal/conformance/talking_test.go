@@ -127,7 +127,7 @@ func TestTalkingFixtures(t *testing.T) {
 		},
 	})
 	ctx := ctxGuard(t)
-	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, nil)
+	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,13 +192,16 @@ func TestTalkingFixtures(t *testing.T) {
 			schema, _ = json.Marshal(tool.InputSchema)
 		}
 	}
-	for _, want := range []string{`"$schema":"https://json-schema.org/draft/2020-12/schema"`, `"$defs":{"address"`, `"additionalProperties":false`} {
+	for _, want := range []string{`"$schema":"https://json-schema.org/draft/2020-12/schema"`, `"$defs":{"address"`, `"additionalProperties":false`, `"allOf":[{"anyOf"`, `"if":{`, `"$anchor":"addressDef"`} {
 		if !strings.Contains(string(schema), want) {
 			t.Errorf("json_schema_2020_12_tool's schema %s lacks %s", schema, want)
 		}
 	}
-	call("json_schema_2020_12_tool", map[string]any{"name": "n", "address": map[string]any{"city": "c"}})
-	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "json_schema_2020_12_tool", Arguments: map[string]any{"address": map[string]any{"city": 1}}}); err == nil {
+	call("json_schema_2020_12_tool", map[string]any{"name": "n", "address": map[string]any{"city": "c"}, "email": "n@example.com"})
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "json_schema_2020_12_tool", Arguments: map[string]any{"address": map[string]any{"city": 1}, "email": "n@example.com"}}); err == nil {
 		t.Error("an address whose city is a number was accepted: the $ref was not followed")
+	}
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "json_schema_2020_12_tool", Arguments: map[string]any{"contactMethod": "phone", "email": "n@example.com"}}); err == nil {
+		t.Error("contactMethod phone without a phone was accepted: if/then was not applied")
 	}
 }
