@@ -26,17 +26,17 @@ const (
 // httpFront is what the HTTP front decides by, set by New and read-only
 // after, but for the session slots, which count atomically.
 type httpFront struct {
-	handler  http.Handler // the front: serveHTTP, for Handler
-	sdk      http.Handler // the SDK's streamable HTTP handler behind it
+	handler http.Handler // the front: serveHTTP, for Handler
+	sdk     http.Handler // the SDK's streamable HTTP handler behind it
 	// current is the SDK's stateless handler that serves a stateful
 	// server's 2026-07-28 requests, which name no session (see
 	// currentRequestHTTP); nil on a stateless server, whose sdk serves
 	// them.
-	current http.Handler
-	auth     bool         // an authenticator is configured
-	bind     bool         // HTTP sessions are bound to their creator's principal
-	stateful bool         // the SDK's handler keeps sessions
-	path     string       // where Serve mounts the handler; "" for every path
+	current  http.Handler
+	auth     bool   // an authenticator is configured
+	bind     bool   // HTTP sessions are bound to their creator's principal
+	stateful bool   // the SDK's handler keeps sessions
+	path     string // where Serve mounts the handler; "" for every path
 	policy   CredentialPolicy
 	origins  *http.CrossOriginProtection
 	limits   Limits       // resolved: what Serve's http.Server gets
