@@ -119,16 +119,18 @@ serve:
 	cd cmd && $(GO) build -o ../bin/livereg-mcp ./livereg-mcp
 	exec bin/livereg-mcp $(SERVEFLAGS)
 
-## conformance: the official MCP conformance suite against livereg-mcp
-## -conformance on a free loopback port (scripts/conformance.sh). Needs Node
-## and npm besides Go: the suite is an npm package, installed once into
-## ~/.cache/mcp-conformance. About a minute.
+## conformance: the official MCP conformance suite, version 0.2.0-alpha.12
+## (MCP 2026-07-28 and 2025-11-25), every server scenario but the tasks
+## extension's, against livereg-mcp -conformance, the default endpoint,
+## on a free loopback port (scripts/conformance.sh). Needs Node and npm
+## besides Go: the suite is an npm package, installed once into
+## ~/.cache/mcp-conformance. About three minutes.
 conformance:
 	scripts/conformance.sh
 
 ## conformance-fleet: the same suite against livereg-mcp as a replica that
-## has joined a fleet, over an etcd it embeds (LIVEREG_MCP_FLEET=1). About a
-## minute.
+## has joined a fleet, over an etcd it embeds (LIVEREG_MCP_FLEET=1). About
+## three minutes.
 conformance-fleet:
 	LIVEREG_MCP_FLEET=1 scripts/conformance.sh
 

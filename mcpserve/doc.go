@@ -63,16 +63,38 @@
 // token at all ([CredentialAuto]: every one beyond loopback). Session IDs
 // never reach the logger, only their fingerprints.
 //
-// # Stateless mode
+// # Every client generation on one endpoint
 //
-// MCP 2026-07-28 ([ProtocolStateless]) has no sessions; the SDK serves it
-// over streamable HTTP only without them, which [Options.Stateless] asks
-// for. Its clients hear list_changed on a subscriptions/listen stream,
-// capped by [Options.MaxListenStreams]; older clients are served one
-// request at a time, without list_changed. Options that only sessions give
-// a meaning to are then [ErrInvalidOptions]. A stateful server (the
-// default) serves every client at 2025-11-25 or earlier, with
-// list_changed on its standalone stream.
+// MCP 2026-07-28 ([ProtocolStateless]) has no sessions: a client
+// discovers the server, names the revision in every request, and hears
+// list_changed on a subscriptions/listen stream, capped by
+// [Options.MaxListenStreams]. A Server (stateful, the default) serves
+// those requests on the same endpoint as its sessions, through the SDK's
+// stateless handler, and they hold no session slot; clients of
+// 2025-11-25 and earlier initialize a session, with list_changed on its
+// standalone stream. [Options.Stateless] keeps no session at all: older
+// clients are then served one request at a time, without list_changed or
+// requests of a body's own (sampling, elicitation), and options that only
+// sessions give a meaning to are [ErrInvalidOptions].
+//
+// # Input rounds
+//
+// A body asks its caller for input with catalog.Ask (or Call.Elicit,
+// Call.Sample) and the same code serves every client. A session of
+// 2025-11-25 is asked mid-call, on the call's response stream. A client
+// of 2026-07-28 cannot be: the call ends with an input_required result
+// (SEP-2322) holding the questions and a requestState, and the client
+// calls again with its answers, which the body, run again from its start,
+// gets from Ask. The state is sealed with an HMAC under
+// [Options.RequestStateKey] and binds the retry to the method and route,
+// to the consumer instance whose body asked, and to the caller's
+// credential: a tampered state, another caller's or another route's is
+// -32602 (reason "invalid_request_state") and nothing runs; a retry whose
+// consumer died or was replaced is -32602 route_gone, retryable, and never
+// reaches a successor. Answers are checked against what was asked (a
+// form's against its schema); answers to questions not asked are ignored.
+// The state carries every answer so far, so the server keeps nothing
+// between rounds, and in a fleet a retry may come through any replica.
 //
 // # The fast path
 //
@@ -134,8 +156,10 @@
 // [Server.FleetHandler] answers forwarded calls, only with the fleet
 // credential, and never forwards again: a call crosses at most one hop.
 // An unreachable or frozen holder gives [CodePeerUnavailable], retryable
-// when the body surely did not run. Prompts, templates, completions and
-// subscriptions are not forwarded.
+// when the body surely did not run. A 2026-07-28 caller's input rounds
+// reach the holder: its input_required result is relayed, and the retry,
+// through any replica, is judged there. Prompts, templates, completions
+// and subscriptions are not forwarded.
 //
 // # Concurrency
 //
