@@ -32,6 +32,10 @@ type mcpDriver struct {
 	cat      *catalog.Catalog // served in-process; nil with a target
 	target   string
 	protocol string // Config.Protocol
+	// asks: a quarter of the clients' calls have the body ask them first
+	// (invariant 17). Not on 2025-11-25 sessions, which elicitation would
+	// keep off the server's fast path, nor against a target.
+	asks bool
 
 	srv      *mcpserve.Server
 	hs       *http.Server
@@ -63,6 +67,7 @@ var discardLogger = slog.New(slog.NewTextHandler(io.Discard, nil))
 // client session per credential class.
 func (d *mcpDriver) start(ctx context.Context) error {
 	endpoint := d.target
+	d.asks = d.cat != nil && d.protocol != ProtocolLegacy
 	if d.cat != nil {
 		srv, err := mcpserve.New(d.cat, mcpserve.Options{Name: "loadgen", Logger: discardLogger, Stateless: d.stateless(), NotifyWindow: notifyWindow})
 		if err != nil {
@@ -84,6 +89,13 @@ func (d *mcpDriver) start(ctx context.Context) error {
 		// One client per session, so that a notification's handler knows
 		// which session it arrived on.
 		opts := &mcp.ClientOptions{Logger: discardLogger}
+		if d.asks {
+			// Answers a body's question by naming the asker its message
+			// names (invariant 17).
+			opts.ElicitationHandler = func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"asker": r.Params.Message}}, nil
+			}
+		}
 		if d.noted != nil {
 			opts.ToolListChangedHandler = func(context.Context, *mcp.ToolListChangedRequest) {
 				if d.mute == nil || !d.mute(int(c)) {
@@ -246,9 +258,12 @@ func (w *world) mcpCall(ctx context.Context, d *mcpDriver, ns *nameState, cred c
 	s := callSnapshot{ns: ns, starts: ns.starts.Load()}
 	s.holder = ns.holder.Load()
 	s.begin = w.tick()
-	args := json.RawMessage(encodeArgs(s.begin, cred, 0, 0))
+	args := encodeArgs(s.begin, cred, 0, 0)
+	if d.asks && s.begin%4 == 0 {
+		args = withAsk(args) // invariant 17
+	}
 	t0 := time.Now()
-	res, err := d.sessions[cred].CallTool(ctx, &mcp.CallToolParams{Name: ns.name, Arguments: args})
+	res, err := d.sessions[cred].CallTool(ctx, &mcp.CallToolParams{Name: ns.name, Arguments: json.RawMessage(args)})
 	l.Record(opMCPCall, time.Since(t0))
 	o := classifyMCP(res, err)
 	w.mcpOutcomes[o].Add(1)

@@ -177,6 +177,7 @@ type callArgs struct {
 	Cred  string `json:"cred"`            // the credClass the caller presented
 	Panic uint64 `json:"panic,omitempty"` // panic if the body's consumer has this id
 	Probe uint64 `json:"probe,omitempty"` // a nonce the body records
+	Ask   bool   `json:"ask,omitempty"`   // the body asks its caller first (invariant 17)
 }
 
 // encodeArgs builds the JSON of callArgs without reflection: it is on the
@@ -197,6 +198,11 @@ func encodeArgs(seq uint64, cred credClass, panicID, probe uint64) []byte {
 		b = strconv.AppendUint(b, probe, 10)
 	}
 	return append(b, '}')
+}
+
+// withAsk adds "ask":true to arguments encodeArgs built.
+func withAsk(args []byte) []byte {
+	return append(args[:len(args)-1], `,"ask":true}`...)
 }
 
 // decodeArgs reads what encodeArgs wrote without reflection, in the order

@@ -23,7 +23,8 @@ const (
 	InvAfterDeathOrder
 	InvListingInstant
 	InvListedDeadOwner
-	numInvariants = int(InvListedDeadOwner)
+	InvRoundReachedOther
+	numInvariants = int(InvRoundReachedOther)
 )
 
 // Invariants lists every invariant in order.
@@ -31,7 +32,7 @@ var Invariants = []Invariant{
 	InvBodyAfterDeath, InvLateStopRemovedSuccessor, InvUnauthenticatedBody, InvCapCounter,
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
 	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch, InvResourceUpdate,
-	InvStopDrain, InvAfterDeathOrder, InvListingInstant, InvListedDeadOwner,
+	InvStopDrain, InvAfterDeathOrder, InvListingInstant, InvListedDeadOwner, InvRoundReachedOther,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -52,6 +53,7 @@ var invariantNames = [numInvariants + 1]string{
 	"after_death_order",
 	"listing_instant",
 	"listed_dead_owner",
+	"round_reached_other",
 }
 
 // String is the invariant's key in reports and JSON.

@@ -165,7 +165,7 @@ func (w *world) newRecord(ns *nameState, public bool) *record {
 // checks, panics when asked to by id, and answers with its owner's tag so
 // that a caller can tell which consumer served it.
 func (w *world) handler(rec *record) catalog.ToolHandler {
-	return func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+	return func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
 		var a callArgs
 		if err := decodeArgs(c.Arguments, &a); err != nil {
 			return catalog.ErrorResult("loadgen: bad arguments"), nil
@@ -173,8 +173,33 @@ func (w *world) handler(rec *record) catalog.ToolHandler {
 		rec.running.Add(1) // invariant 13: from the body's first line to its last
 		defer rec.running.Add(-1)
 		w.bodyChecks(rec, a, c.Principal)
+		if a.Ask {
+			if err := w.askRound(ctx, rec, c); err != nil {
+				return catalog.Result{}, err
+			}
+		}
 		return catalog.TextResult(rec.tag), nil
 	}
+}
+
+// askRound is invariant 17 from inside a body: it asks the caller to
+// name the asker, giving its own tag, and the answer, which a 2026-07-28
+// caller gives in the call's next round, must name this body's consumer.
+// A caller that cannot be asked (an in-process one, a session without
+// elicitation) is let go.
+func (w *world) askRound(ctx context.Context, rec *record, c catalog.Call) error {
+	r, err := c.Elicit(ctx, catalog.ElicitRequest{Key: "asker", Message: rec.tag})
+	switch {
+	case errors.Is(err, catalog.ErrNotSupported):
+		return nil
+	case err != nil:
+		return err // catalog.ErrInputRequired: the round ends here
+	}
+	w.t.Check(InvRoundReachedOther, 1)
+	if got, _ := r.Content["asker"].(string); got != rec.tag {
+		w.t.Violate(InvRoundReachedOther, "the answer to %s's question reached %s's body", got, rec.tag)
+	}
+	return nil
 }
 
 // start starts a consumer on ns and does every start-side check. Its
