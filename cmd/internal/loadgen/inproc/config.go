@@ -33,10 +33,11 @@ type Config struct {
 	MCP           bool   // drive calls and listings through an MCP client too
 	Target        string // URL of a running MCP server (loopback only); implies MCP
 	// Protocol is the MCP revision the clients ask for and must get: ""
-	// for the SDK's negotiation against a stateful server (2025-11-25),
-	// or one of Protocols. ProtocolCurrent runs the in-process server
-	// stateless, so that its clients discover it and hear list_changed
-	// over subscriptions/listen. It implies MCP.
+	// for the SDK's own negotiation (with livereg, 2026-07-28), or one of
+	// Protocols. ProtocolCurrent runs the in-process server stateless, so
+	// that its clients hear list_changed over subscriptions/listen from a
+	// server without sessions; ProtocolLegacy gives them sessions. It
+	// implies MCP.
 	Protocol string
 }
 
@@ -175,7 +176,7 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	fs.BoolVar(&cfg.MCP, "mcp", false, "drive calls, prompt gets, templated reads and tool listings through the official MCP SDK client over streamable HTTP to an in-process mcpserve server on loopback: -resolvers goroutines call through it, one calls in-process beside them")
 	fs.StringVar(&cfg.Target, "target", "", "with -mcp: `URL` of a running livereg-mcp server to call and list instead of the in-process one (loopback only); the invariants are then checked on the in-process catalog only, since the target's consumers are not the loadgen's")
 	fs.StringVar(&cfg.Protocol, "protocol", "", "with -mcp: the MCP `VERSION` the clients ask for and must get, "+strings.Join(Protocols, " or ")+
-		"; "+ProtocolCurrent+" serves the in-process server stateless (server/discover, list_changed over subscriptions/listen), and a -target must run livereg-mcp -stateless; empty means the SDK's own negotiation, which a stateful server settles at "+ProtocolLegacy+" (implies -mcp)")
+		"; "+ProtocolCurrent+" serves the in-process server stateless (server/discover, list_changed over subscriptions/listen), "+ProtocolLegacy+" gives the clients sessions; empty means the SDK's own negotiation, which livereg settles at "+ProtocolCurrent+" (implies -mcp)")
 	fs.Usage = func() {}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

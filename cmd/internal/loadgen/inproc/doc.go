@@ -199,15 +199,16 @@
 //     microseconds, and lists its kind from a goroutine that spins on the
 //     owner's liveness, listing all along so that the listing stays
 //     cached up to the death.
-//  17. round_reached_other: with -mcp, a quarter of the MCP clients' calls
-//     ask the body to ask them first (an elicitation whose message is the
-//     asking consumer's tag, which the client echoes in its answer). A
-//     client of 2026-07-28 answers in a second round, which the server
-//     must run in the consumer that asked or refuse as route_gone; the
-//     check fails when a body receives an answer to another consumer's
-//     question. Consumers die and restart under the rounds all along, so
-//     a retry that reached a successor would be caught. A 2025-11-25
-//     session answers mid-call, where it holds trivially.
+//  17. round_reached_other: a sixteenth of the in-process calls, and with
+//     -mcp a quarter of the MCP clients' calls, ask the body to ask the
+//     caller first (an elicitation whose message is the asking consumer's
+//     tag, which the caller echoes in its answer). The in-process caller
+//     answers in rounds (catalog.Round), as a client of 2026-07-28 does:
+//     the second round must run in the consumer that asked or fail as
+//     gone. The check fails when a body receives an answer to another
+//     consumer's question. Consumers die and restart under the rounds all
+//     along, so a retry that reached a successor would be caught. A
+//     2025-11-25 session answers mid-call, where it holds trivially.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

@@ -127,8 +127,7 @@ func (d *mcpDriver) start(ctx context.Context) error {
 		// on another.
 		if got := cs.InitializeResult().ProtocolVersion; d.protocol != "" && got != d.protocol {
 			d.close()
-			return fmt.Errorf("mcp: %s speaks MCP %s, not the %s asked for (a livereg-mcp target needs -stateless for %s)",
-				endpoint, got, d.protocol, ProtocolCurrent)
+			return fmt.Errorf("mcp: %s speaks MCP %s, not the %s asked for", endpoint, got, d.protocol)
 		}
 	}
 	return nil

@@ -191,6 +191,12 @@ func (s *CatalogSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec
 	return k, nil
 }
 
+// CallToolRound calls through the catalog's dispatch as a caller that
+// answers in round r.
+func (s *CatalogSystem) CallToolRound(ctx context.Context, name string, args json.RawMessage, credential string, r *catalog.Round) (catalog.Result, error) {
+	return s.Cat.CallTool(ctx, name, args, credential, catalog.WithClient(&catalog.Client{Round: r}))
+}
+
 // CallTool calls through the catalog's dispatch.
 func (s *CatalogSystem) CallTool(ctx context.Context, name string, args json.RawMessage, credential string) (catalog.Result, error) {
 	return s.Cat.CallTool(ctx, name, args, credential)

@@ -2,6 +2,7 @@ package inproc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"sync/atomic"
@@ -182,6 +183,31 @@ func (w *world) handler(rec *record) catalog.ToolHandler {
 	}
 }
 
+// rounder is a System whose calls can be made in rounds (the real
+// catalog's; a fake's bodies cannot ask).
+type rounder interface {
+	CallToolRound(ctx context.Context, name string, args json.RawMessage, credential string, r *catalog.Round) (catalog.Result, error)
+}
+
+// callInRounds calls name as a caller that answers in rounds, as an MCP
+// 2026-07-28 client does: a body's question ends the first round, and the
+// second carries the answer (the asker's tag, which the question names)
+// to the instance that asked.
+func callInRounds(ctx context.Context, r rounder, name string, args json.RawMessage, credential string) (catalog.Result, error) {
+	res, err := r.CallToolRound(ctx, name, args, credential, &catalog.Round{Elicitation: true})
+	var ir *catalog.InputRequiredError
+	if !errors.As(err, &ir) {
+		return res, err
+	}
+	answers := make(map[string]catalog.InputResponse, len(ir.Requests))
+	for _, q := range ir.Requests {
+		if q.Elicit != nil {
+			answers[q.Key] = catalog.InputResponse{Elicit: catalog.ElicitResult{Action: catalog.ElicitAccept, Content: map[string]any{"asker": q.Elicit.Message}}}
+		}
+	}
+	return r.CallToolRound(ctx, name, args, credential, &catalog.Round{Instance: ir.Instance, Answers: answers, Elicitation: true})
+}
+
 // askRound is invariant 17 from inside a body: it asks the caller to
 // name the asker, giving its own tag, and the answer, which a 2026-07-28
 // caller gives in the call's next round, must name this body's consumer.
@@ -257,7 +283,13 @@ func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *late
 	s.begin = w.tick()
 	args := encodeArgs(s.begin, cred, 0, 0)
 	t0 := time.Now()
-	res, err := w.sys.CallTool(ctx, ns.name, args, cred.token())
+	var res catalog.Result
+	var err error
+	if r, ok := w.sys.(rounder); ok && s.begin%16 == 0 {
+		res, err = callInRounds(ctx, r, ns.name, withAsk(args), cred.token()) // invariant 17
+	} else {
+		res, err = w.sys.CallTool(ctx, ns.name, args, cred.token())
+	}
 	l.Record(opCall, time.Since(t0))
 	o := classify(err)
 	w.outcomes[o].Add(1)
