@@ -233,14 +233,15 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, err
 	}
 	var opts []catalog.CallOption
-	if cl := rd.client(askClient(req.Session)); cl != nil {
+	asks := askClient(req.Session)
+	if cl := rd.client(asks); cl != nil {
 		opts = append(opts, catalog.WithClient(cl))
 	}
 	c, err := s.cat.ReadResource(ctx, p.URI, cred, opts...)
 	if err != nil {
 		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
 			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindResource, p.URI); ok {
-				return s.forwardResource(ctx, ep, cred, p)
+				return s.forwardResource(ctx, ep, cred, p, asks)
 			}
 		}
 		if ir := (*catalog.InputRequiredError)(nil); rd != nil && errors.As(err, &ir) {

@@ -156,7 +156,7 @@ func (e *resultTooLarge) Error() string {
 // the body limit.
 func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw, cl *catalog.Client) (*mcp.CallToolResult, error) {
 	res := new(mcp.CallToolResult)
-	if err := f.forward(ctx, endpoint, cred, catalog.KindTool, p.Name, toolCall(p), cl, res); err != nil {
+	if err := f.forward(ctx, endpoint, cred, catalog.KindTool, p.Name, toolCall(p, cl), cl, res); err != nil {
 		return nil, err
 	}
 	// The hop's own metadata (the holder's serverInfo, which a
@@ -167,9 +167,9 @@ func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.
 }
 
 // readResource forwards a resources/read like callTool.
-func (f *forwarder) readResource(ctx context.Context, endpoint, cred string, p *mcp.ReadResourceParams) (*mcp.ReadResourceResult, error) {
+func (f *forwarder) readResource(ctx context.Context, endpoint, cred string, p *mcp.ReadResourceParams, cl *catalog.Client) (*mcp.ReadResourceResult, error) {
 	res := new(mcp.ReadResourceResult)
-	if err := f.forward(ctx, endpoint, cred, catalog.KindResource, p.URI, resourceRead(p), nil, res); err != nil {
+	if err := f.forward(ctx, endpoint, cred, catalog.KindResource, p.URI, resourceRead(p, cl), nil, res); err != nil {
 		return nil, err
 	}
 	delete(res.Meta, mcp.MetaKeyServerInfo)

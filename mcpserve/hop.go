@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/internal/quote"
 )
 
 // hopHeader marks every request a forwarder sends, with the number of hops
@@ -356,6 +357,20 @@ func forwardedRequest(r *http.Request) bool {
 // one's.
 func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw, cl *catalog.Client) (mcp.Result, error) {
 	res, err := s.fleet.fwd.callTool(ctx, endpoint, cred, p, cl)
+	// A 2025-11-25 session is asked the holder's questions mid-call here,
+	// and the call forwarded again with the answers (hoprounds.go).
+	for n := 0; err == nil && res.InputRequests != nil && !namesCurrent(p.Meta); n++ {
+		if n == maxForwardRounds {
+			return tooManyRounds(p.Name), nil
+		}
+		responses, aerr := askOnBehalf(ctx, cl, res.InputRequests)
+		if aerr != nil {
+			return s.toolError(ctx, p.Name, aerr, false)
+		}
+		retry := *p
+		retry.InputResponses, retry.RequestState = responses, res.RequestState
+		res, err = s.fleet.fwd.callTool(ctx, endpoint, cred, &retry, cl)
+	}
 	var big *resultTooLarge
 	switch {
 	case errors.Is(err, errSelf):
@@ -376,9 +391,21 @@ func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.
 }
 
 // forwardResource is forwardTool for a resources/read.
-func (s *Server) forwardResource(ctx context.Context, endpoint, cred string, p *mcp.ReadResourceParams) (mcp.Result, error) {
+func (s *Server) forwardResource(ctx context.Context, endpoint, cred string, p *mcp.ReadResourceParams, cl *catalog.Client) (mcp.Result, error) {
 	uri := p.URI
-	res, err := s.fleet.fwd.readResource(ctx, endpoint, cred, p)
+	res, err := s.fleet.fwd.readResource(ctx, endpoint, cred, p, cl)
+	for n := 0; err == nil && res.InputRequests != nil && !namesCurrent(p.Meta); n++ {
+		if n == maxForwardRounds {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("resource %s asked for input more than %d times; given up", quote.Name(uri), maxForwardRounds)}
+		}
+		responses, aerr := askOnBehalf(ctx, cl, res.InputRequests)
+		if aerr != nil {
+			return nil, s.resourceError(ctx, uri, aerr, false)
+		}
+		retry := *p
+		retry.InputResponses, retry.RequestState = responses, res.RequestState
+		res, err = s.fleet.fwd.readResource(ctx, endpoint, cred, &retry, cl)
+	}
 	var big *resultTooLarge
 	switch {
 	case errors.Is(err, errSelf):

@@ -48,22 +48,30 @@ type hopRequest struct {
 	state     string
 }
 
-func toolCall(p *mcp.CallToolParamsRaw) hopRequest {
+// toolCall is the hop request of a tools/call whose caller, if a
+// 2025-11-25 session, is cl.
+func toolCall(p *mcp.CallToolParamsRaw, cl *catalog.Client) hopRequest {
 	r := hopRequest{method: methodCallTool, name: p.Name, args: p.Arguments}
-	r.setRound(p.Meta, p.InputResponses, p.RequestState)
+	r.setRound(p.Meta, cl, p.InputResponses, p.RequestState)
 	return r
 }
 
-func resourceRead(p *mcp.ReadResourceParams) hopRequest {
+// resourceRead is toolCall for a resources/read.
+func resourceRead(p *mcp.ReadResourceParams, cl *catalog.Client) hopRequest {
 	r := hopRequest{method: methodReadResource, name: p.URI}
-	r.setRound(p.Meta, p.InputResponses, p.RequestState)
+	r.setRound(p.Meta, cl, p.InputResponses, p.RequestState)
 	return r
 }
 
-// setRound carries what a 2026-07-28 caller's request says of its rounds
-// of input: its client capabilities, and a retry's answers and state.
-func (r *hopRequest) setRound(meta mcp.Meta, responses mcp.InputResponseMap, state string) {
-	if r.caps = callerCaps(meta); r.caps == nil || state == "" {
+// setRound carries what the caller's request says of its rounds of input:
+// the client capabilities a 2026-07-28 caller declared, or those a
+// 2025-11-25 session's client cl offers (hoprounds.go), and a retry's
+// answers and state.
+func (r *hopRequest) setRound(meta mcp.Meta, cl *catalog.Client, responses mcp.InputResponseMap, state string) {
+	if r.caps = callerCaps(meta); r.caps == nil && !namesCurrent(meta) {
+		r.caps = sessionCaps(cl)
+	}
+	if r.caps == nil || state == "" {
 		return
 	}
 	r.state = state

@@ -46,11 +46,18 @@ func startAskAll(t *testing.T, cat *catalog.Catalog, runs *atomic.Int64) *catalo
 }
 
 // answeringClient is an SDK client that answers every kind of question.
-func answeringClient() *mcp.Client {
+// Without rounds it knows nothing of input-required results, as a client
+// written for 2025-11-25 does not: only a question asked mid-call
+// reaches it.
+func answeringClient(rounds ...bool) *mcp.Client {
+	var mrtr *mcp.MultiRoundTripOptions
+	if len(rounds) > 0 && !rounds[0] {
+		mrtr = &mcp.MultiRoundTripOptions{Disabled: true}
+	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "rounds", Version: "1"}, &mcp.ClientOptions{
-		Logger: quietLogger(),
+		Logger: quietLogger(), MultiRoundTrip: mrtr,
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "color": "green"}}, nil
 		},
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "hello"}}, nil
@@ -359,5 +366,72 @@ func TestForwardRounds(t *testing.T) {
 	}
 	if _, err := mcpserve.New(a.cat, mcpserve.Options{RequestStateKey: make([]byte, mcpserve.MinRequestStateKeyBytes-1)}); err == nil {
 		t.Error("a short RequestStateKey was accepted")
+	}
+}
+
+// Through another replica a session of 2025-11-25 is asked the holder's
+// questions mid-call, by the replica it is connected to, which forwards
+// the call again with the answers: a tool's and a reader's body ask as
+// they would locally, and run once per round on the holder. A session
+// that offers nothing gets the body's missing capability, as locally.
+func TestForwardRoundsLegacySession(t *testing.T) {
+	a, b := newReplica(t), newReplica(t)
+	var runs, reads atomic.Int64
+	// Two rounds: the SDK's own middleware asks an older client once at
+	// most; the forwarding replica asks it every round.
+	k0, err := b.cat.StartTool(context.Background(), catalog.Tool{Name: "greet"}, bindsec.Plan{Public: true},
+		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+			runs.Add(1)
+			name, err := c.Elicit(ctx, nameForm)
+			if err != nil {
+				return catalog.Result{}, err
+			}
+			color, err := c.Elicit(ctx, catalog.ElicitRequest{Key: "color", Message: "Favourite color?",
+				Schema: json.RawMessage(`{"type":"object","properties":{"color":{"type":"string"}},"required":["color"]}`)})
+			if err != nil {
+				return catalog.Result{}, err
+			}
+			return catalog.TextResult(fmt.Sprintf("Hello, %v! (%v)", name.Content["name"], color.Content["color"])), nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k0.Stop(context.Background()) })
+	k, err := b.cat.StartResource(context.Background(), catalog.Resource{URI: "test://asks", Name: "asks"}, bindsec.Plan{Public: true},
+		func(ctx context.Context, r catalog.Read) (catalog.Contents, error) {
+			reads.Add(1)
+			ans, err := catalog.Ask(ctx, catalog.InputRequest{Key: "roots", ListRoots: true})
+			if err != nil {
+				return catalog.Contents{}, err
+			}
+			return catalog.Contents{Text: "in " + ans[0].Roots[0].URI}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	a.peers.set("tool", "greet", b.fleet)
+	a.peers.set("resource", "test://asks", b.fleet)
+
+	cs, err := answeringClient(false).Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: a.url, MaxRetries: -1, DisableStandaloneSSE: true}, sessionful)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+	if err != nil || res.IsError || text(t, res) != "Hello, Ada! (green)" {
+		t.Fatalf("forwarded call: %v %+v", err, res)
+	}
+	rr, err := cs.ReadResource(ctxGuard(t), &mcp.ReadResourceParams{URI: "test://asks"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text != "in file:///work" {
+		t.Fatalf("forwarded read: %v %+v", err, rr)
+	}
+	if runs.Load() != 3 || reads.Load() != 2 {
+		t.Errorf("the holder's bodies ran %d and %d times, want 3 and 2", runs.Load(), reads.Load())
+	}
+	plain := connectTo(t, a.url, "")
+	res, err = plain.CallTool(ctxGuard(t), &mcp.CallToolParams{Name: "greet", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || !strings.Contains(text(t, res), "not supported") {
+		t.Errorf("a session that offers nothing: %v %+v, want the body's missing capability", err, res)
 	}
 }
