@@ -156,10 +156,13 @@
 // [Server.FleetHandler] answers forwarded calls, only with the fleet
 // credential, and never forwards again: a call crosses at most one hop.
 // An unreachable or frozen holder gives [CodePeerUnavailable], retryable
-// when the body surely did not run. A 2026-07-28 caller's input rounds
-// reach the holder: its input_required result is relayed, and the retry,
-// through any replica, is judged there. Prompts, templates, completions
-// and subscriptions are not forwarded.
+// when the body surely did not run. A body on the holder asks a
+// forwarded call's caller as it would a local one's: a 2026-07-28
+// caller gets the holder's input_required result, and its retry, through
+// any replica, is judged there; a 2025-11-25 session is asked each round's
+// questions mid-call by the replica it is on, which forwards the call
+// again with the answers. Prompts, templates, completions and
+// subscriptions are not forwarded.
 //
 // # Concurrency
 //
