@@ -99,7 +99,7 @@ func (c *serveConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8931", "TCP address to serve streamable HTTP on")
 	fs.StringVar(&c.path, "path", "/mcp", "URL path of the MCP endpoint")
 	fs.BoolVar(&c.stdio, "stdio", false, "serve one session over stdin/stdout instead of HTTP")
-	fs.BoolVar(&c.stateless, "stateless", false, "serve HTTP without sessions, as MCP 2026-07-28 clients need (legacy clients then get no list_changed)")
+	fs.BoolVar(&c.stateless, "stateless", false, "serve HTTP without any session; the default endpoint already serves MCP 2026-07-28 clients beside the sessions of older ones, which -stateless serves one request at a time, without list_changed, logging/setLevel or a body's questions mid-call")
 	fs.IntVar(&c.maxListens, "max-listen-streams", 1000, "cap on the open subscriptions/listen streams (negative: no cap)")
 	fs.BoolVar(&c.conformance, "conformance", false, "also start the fixtures of the MCP conformance suite")
 	fs.StringVar(&c.urlFile, "url-file", "", "write the endpoint URL to this file once listening")
