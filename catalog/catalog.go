@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/owner"
@@ -57,12 +58,23 @@ type Config struct {
 	// templated read then costs in proportion to whatever a client
 	// sends (see ReadResource).
 	MaxURIBytes int
+	// MaxTasks caps the tasks the catalog holds (StartTask), working or
+	// ended and not yet expired; MaxTasksPerCaller caps those of one
+	// credential. 0 means 10,000 and 100.
+	MaxTasks, MaxTasksPerCaller int
+	// MaxTaskResultBytes bounds the bytes of the results that ended tasks
+	// keep; a result beyond it fails its task. 0 means 64 MiB.
+	MaxTaskResultBytes int64
+	// TaskTTL is how long an ended task is kept, its result with it. 0
+	// means 15 minutes.
+	TaskTTL time.Duration
 }
 
 // Catalog holds the tool and resource routes of an MCP server. All methods
 // are safe for concurrent use. A Catalog and its consumers run no
-// goroutines: bodies run on their callers' goroutines, and an owner's death
-// reclaims its route from a goroutine that lives only for that.
+// goroutines: bodies run on their callers' goroutines (a task's, which
+// StartTask starts, on one of its own), and an owner's death reclaims its
+// route from a goroutine that lives only for that.
 type Catalog struct {
 	// One side per kind, each a namespace of routes with its own plans,
 	// and one lister per kind (view.go).
@@ -90,6 +102,7 @@ type Catalog struct {
 	// nonce, random, names this catalog in its routes' instances (see
 	// route.instance).
 	nonce string
+	tasks *taskStore // task.go
 }
 
 // side is one kind's namespace of routes (tools by name, resources by URI,
@@ -117,6 +130,9 @@ func New(cfg Config) (*Catalog, error) {
 	c.counts.calls = new([callStripes]callStripe)
 	c.nonce = newNonce()
 	var err error
+	if c.tasks, err = newTaskStore(cfg); err != nil {
+		return nil, err
+	}
 	c.tools, err = newSide(KindTool, "tool", orDefault(cfg.MaxTools, defaultCap), shardreg.ToolName)
 	if err != nil {
 		return nil, err
@@ -335,7 +351,8 @@ type Consumer struct {
 //
 // A route body that stops its own consumer waits, within Stop, for its own
 // call to finish: call Stop from a goroutine of its own there, or give it a
-// ctx that ends.
+// ctx that ends. A running task's body is drained like any other, bounded
+// by ctx; once the consumer is dead, its tasks still working read failed.
 func (k *Consumer) Stop(ctx context.Context) error {
 	if !k.stopped.CompareAndSwap(false, true) {
 		return nil

@@ -49,6 +49,11 @@ var (
 	// Client lacks the function, or an MCP client that did not declare the
 	// capability. Nothing was sent.
 	ErrNotSupported = errors.New("catalog: not supported by the caller")
+	// ErrTooManyTasks: the task store is at one of its caps
+	// (Config.MaxTasks, Config.MaxTasksPerCaller), and StartTask started
+	// nothing; or a task's result did not fit Config.MaxTaskResultBytes,
+	// and the task failed with it.
+	ErrTooManyTasks = errors.New("catalog: too many tasks")
 	// ErrInputRequired: a body asked its caller for input (Ask) that a
 	// caller who answers in rounds (Round) has not given yet. Ask returns
 	// it to the body, which returns it; the call then fails with an

@@ -1,5 +1,7 @@
 package catalog
 
+import "time"
+
 // The test hooks below must be set before the routes they concern start, and
 // not while calls run: they are plain fields.
 
@@ -96,3 +98,6 @@ const (
 	DefaultMaxURIBytes  = defaultMaxURIBytes
 	MaxCompletionValues = maxCompletionValues
 )
+
+// SetTaskClock makes the task store read the time from now.
+func (c *Catalog) SetTaskClock(now func() time.Time) { c.tasks.now = now }

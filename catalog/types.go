@@ -21,6 +21,9 @@ type Tool struct {
 	// OutputSchema, if set, is the JSON Schema of StructuredContent, which
 	// every result that is not a tool error must then match.
 	OutputSchema json.RawMessage
+	// TaskSupport says whether its calls may run as tasks (StartTask);
+	// the zero value forbids it.
+	TaskSupport TaskSupport
 }
 
 // Resource describes a resource route, as resources/list advertises it.

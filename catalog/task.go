@@ -1,0 +1,410 @@
+package catalog
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/internal/quote"
+	"github.com/livereg/livereg/owner"
+)
+
+// A task is a tool call whose body runs on a goroutine of its own, so that
+// its caller can go and come back for the result (MCP's tasks extension).
+// It belongs to the consumer whose route started it, as a call does: the
+// body is admitted through the route's gate, Stop waits for it as for any
+// body, and when the consumer dies, by any of the four paths, the task
+// reads failed at once, with ErrRouteGone and the death's cause, whatever
+// its body does afterwards; nothing a successor of the same name does ever
+// reaches it. A task is seen only with the credential that started it:
+// with another it is not found, exactly like an unknown ID.
+//
+// The store of tasks is bounded: Config.MaxTasks in all and
+// Config.MaxTasksPerCaller for one credential (the retained results of
+// ended tasks count until they expire), and Config.MaxTaskResultBytes of
+// results kept. An ended task is kept for Config.TaskTTL, then gone. The
+// catalog runs no timer for it: expired tasks are dropped by the next
+// operation on the store, and a dead consumer's tasks end from its death's
+// after-death function.
+
+// TaskSupport says whether a tool's calls may run as tasks.
+type TaskSupport uint8
+
+// The kinds of task support. The zero value forbids tasks.
+const (
+	TaskForbidden TaskSupport = iota // calls run on the caller's goroutine only
+	TaskOptional                     // a caller may start a task, or call
+	TaskRequired                     // a caller must start a task
+)
+
+// TaskStatus is where a task stands.
+type TaskStatus string
+
+// The statuses of a task. Every one but TaskWorking is terminal.
+const (
+	TaskWorking   TaskStatus = "working"
+	TaskCompleted TaskStatus = "completed" // the body returned: Result and Err are CallTool's
+	TaskFailed    TaskStatus = "failed"    // the body panicked, or its consumer died first: Err says which
+	TaskCancelled TaskStatus = "cancelled" // CancelTask ended it
+)
+
+// TaskInfo is a task as it reads at one instant.
+type TaskInfo struct {
+	ID     string
+	Tool   string
+	Status TaskStatus
+	// Result and Err, once the task ended: for TaskCompleted what
+	// CallTool would have returned (a body's own error is Err); for
+	// TaskFailed the reason (ErrRouteGone wrapping the consumer's death,
+	// ErrRoutePanicked, ErrTooManyTasks for a result over the budget).
+	Result Result
+	Err    error
+	// Created and Updated are when it began and last changed; Expires,
+	// once it ended, when it will be gone (Config.TaskTTL later).
+	Created, Updated, Expires time.Time
+}
+
+// Terminal reports whether the task has ended.
+func (i TaskInfo) Terminal() bool { return i.Status != TaskWorking }
+
+// Task is a handle on a task that StartTask started. Its methods are safe
+// for concurrent use.
+type Task struct {
+	t *task
+	s *taskStore
+}
+
+// ID returns the task's ID: 128 random bits, base64url, unguessable.
+func (t *Task) ID() string { return t.t.id }
+
+// Info returns the task as it reads now. It costs two locks.
+func (t *Task) Info() TaskInfo { return t.s.read(t.t) }
+
+// Wait waits until the task ends, or ctx does, and returns it as it reads
+// then: terminal unless ctx ended first, with ctx's error.
+func (t *Task) Wait(ctx context.Context) (TaskInfo, error) {
+	select {
+	case <-t.t.done:
+	case <-t.t.ref.Done():
+	case <-ctx.Done():
+		return t.Info(), ctx.Err()
+	}
+	return t.Info(), nil
+}
+
+// task is one task in the store.
+type task struct {
+	id, tool string
+	caller   [32]byte // SHA-256 of the credential that started it
+	ref      owner.Ref
+	cancel   context.CancelFunc
+	done     chan struct{} // closed when it ends
+
+	mu      sync.Mutex
+	status  TaskStatus
+	res     Result
+	err     error
+	created time.Time
+	updated time.Time
+	expires time.Time
+	size    int64 // bytes of its result counted against the budget
+}
+
+// info reads t.
+func (t *task) info() TaskInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return TaskInfo{ID: t.id, Tool: t.tool, Status: t.status, Result: t.res, Err: t.err,
+		Created: t.created, Updated: t.updated, Expires: t.expires}
+}
+
+// taskStore holds a catalog's tasks.
+type taskStore struct {
+	mu        sync.Mutex
+	byID      map[string]*task
+	perCaller map[[32]byte]int
+	ended     []*task // ended tasks, in the order they ended, which is the order they expire
+	bytes     int64
+	max       int
+	perMax    int
+	maxBytes  int64
+	ttl       time.Duration
+	now       func() time.Time
+}
+
+// Defaults of the task store's bounds.
+const (
+	defaultMaxTasks          = 10000
+	defaultMaxTasksPerCaller = 100
+	defaultMaxTaskBytes      = 64 << 20
+	defaultTaskTTL           = 15 * time.Minute
+)
+
+func newTaskStore(cfg Config) (*taskStore, error) {
+	if cfg.MaxTasks < 0 || cfg.MaxTasksPerCaller < 0 || cfg.MaxTaskResultBytes < 0 || cfg.TaskTTL < 0 {
+		return nil, fmt.Errorf("%w: negative task bound", ErrInvalidConfig)
+	}
+	return &taskStore{
+		byID: map[string]*task{}, perCaller: map[[32]byte]int{},
+		max: orDefault(cfg.MaxTasks, defaultMaxTasks), perMax: orDefault(cfg.MaxTasksPerCaller, defaultMaxTasksPerCaller),
+		maxBytes: cmpOrInt64(cfg.MaxTaskResultBytes, defaultMaxTaskBytes),
+		ttl:      cmpOrDuration(cfg.TaskTTL, defaultTaskTTL), now: time.Now,
+	}, nil
+}
+
+func cmpOrDuration(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func cmpOrInt64(n, def int64) int64 {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// read returns t as it reads now. A task still working whose consumer is
+// dead ends here, failed: the death is its end, whether or not its
+// after-death function has run yet.
+func (s *taskStore) read(t *task) TaskInfo {
+	if !t.ref.Alive() && s.end(t, TaskFailed, Result{}, deathError(t.tool, t.ref)) {
+		t.cancel()
+	}
+	return t.info()
+}
+
+// sweep drops the ended tasks whose time is up; s.mu is held.
+func (s *taskStore) sweep(now time.Time) {
+	n := 0
+	for _, t := range s.ended {
+		t.mu.Lock()
+		exp := t.expires
+		t.mu.Unlock()
+		if now.Before(exp) {
+			break
+		}
+		s.drop(t)
+		n++
+	}
+	s.ended = s.ended[n:]
+}
+
+// drop removes t from the store; s.mu is held.
+func (s *taskStore) drop(t *task) {
+	delete(s.byID, t.id)
+	if s.perCaller[t.caller]--; s.perCaller[t.caller] <= 0 {
+		delete(s.perCaller, t.caller)
+	}
+	s.bytes -= t.size
+}
+
+// end ends t with status, res and err, if it is still working; a result
+// that does not fit the budget fails it instead. It reports whether t
+// ended now.
+func (s *taskStore) end(t *task, status TaskStatus, res Result, err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	t.mu.Lock()
+	if t.status != TaskWorking {
+		t.mu.Unlock()
+		return false
+	}
+	if status == TaskCompleted {
+		if size := resultSize(res); s.bytes+size > s.maxBytes {
+			status, res = TaskFailed, Result{}
+			err = fmt.Errorf("catalog: task %s: %w: its result of %d bytes does not fit the %d bytes kept for results", t.id, ErrTooManyTasks, size, s.maxBytes)
+		} else {
+			t.size = size
+			s.bytes += size
+		}
+	}
+	t.status, t.res, t.err = status, res, err
+	t.updated, t.expires = now, now.Add(s.ttl)
+	t.mu.Unlock()
+	close(t.done)
+	s.ended = append(s.ended, t)
+	return true
+}
+
+// resultSize is what a result counts against the budget: its text and
+// data, and a word per item.
+func resultSize(r Result) int64 {
+	var n int64
+	for _, c := range r.Content {
+		n += int64(len(c.Text)+len(c.Data)+len(c.MIMEType)) + 16
+		if c.Resource != nil {
+			n += int64(len(c.Resource.Text) + len(c.Resource.Blob) + len(c.Resource.URI))
+		}
+	}
+	if r.StructuredContent != nil {
+		n += 256 // an estimate: encoding it here would cost more than it saves
+	}
+	return n
+}
+
+// callerKey is the credential as the store compares it.
+func callerKey(credential string) [32]byte { return sha256.Sum256([]byte(credential)) }
+
+// newTaskID returns 128 random bits, base64url.
+func newTaskID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand's doc)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// StartTask starts a call of the tool name as a task, presenting
+// credential as CallTool does, and returns it once its body is admitted:
+// the same refusals as CallTool (ErrNotFound, ErrInvalidArguments,
+// ErrRouteGone, ErrOverloaded, a denial) come back here, before anything
+// runs, and so does ErrTooManyTasks at the store's caps, and
+// ErrInvalidRequest for a tool whose TaskSupport is TaskForbidden. The
+// body then runs on a goroutine of its own, with a context that ctx's
+// values reach but not its end: CancelTask ends it. Options: WithClient,
+// whose Round is ignored (a task's body cannot be asked in rounds).
+//
+// It costs what a call costs, plus the goroutine and the task's record.
+func (c *Catalog) StartTask(ctx context.Context, name string, args json.RawMessage, credential string, opts ...CallOption) (*Task, error) {
+	var pr bindsec.Principal
+	rt, err := c.resolve(ctx, &c.tools, name, credential, &pr)
+	if err != nil {
+		return nil, c.refused(ctx, err)
+	}
+	if rt.tool.TaskSupport == TaskForbidden {
+		return nil, c.refused(ctx, fmt.Errorf("catalog: tool %s: %w: it does not run as a task", quote.Name(name), ErrInvalidRequest))
+	}
+	if len(args) != 0 || rt.schemas.in != nil {
+		if err := rt.checkArgs(args); err != nil {
+			return nil, c.refused(ctx, err)
+		}
+	}
+	s := c.tasks
+	t := &task{id: newTaskID(), tool: name, caller: callerKey(credential), ref: rt.ref, done: make(chan struct{}), status: TaskWorking}
+	if err := s.add(t); err != nil {
+		return nil, c.refused(ctx, err)
+	}
+	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	for _, o := range opts {
+		if o.client != nil {
+			cl := *o.client
+			cl.Round = nil
+			bctx = context.WithValue(bctx, clientKey{}, &cl)
+		}
+	}
+	t.cancel = cancel
+	st, err := rt.admit(bctx)
+	if err != nil {
+		cancel()
+		s.remove(t)
+		return nil, c.refused(ctx, err)
+	}
+	// The consumer's death ends the task at once for every reader (info
+	// reads it), and this makes it terminal in the store, so that its
+	// record expires and stops counting against the caps.
+	rt.ref.AfterDeath(func() {
+		s.end(t, TaskFailed, Result{}, deathError(name, rt.ref))
+		cancel()
+	})
+	go c.runTask(bctx, rt, st, t, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
+	return &Task{t: t, s: s}, nil
+}
+
+// runTask runs a task's admitted body and records how it ended.
+func (c *Catalog) runTask(ctx context.Context, rt *route, st *stripe, t *task, call Call) {
+	var res Result
+	var err error
+	func() {
+		defer rt.finish(ctx, st, &err)
+		res, err = rt.callTool(ctx, call)
+		if err == nil && rt.schemas.out != nil {
+			if err = rt.checkResult(&res); err != nil {
+				res = Result{}
+			}
+		}
+	}()
+	status := TaskCompleted
+	if errors.Is(err, ErrRoutePanicked) {
+		status = TaskFailed
+	}
+	c.tasks.end(t, status, res, err)
+	t.cancel()
+}
+
+// deathError is a task's reason when the consumer of its tool died under
+// it.
+func deathError(tool string, ref owner.Ref) error {
+	return fmt.Errorf("catalog: tool %s: its consumer died (%s): %w", quote.Name(tool), ref.Cause(), ErrRouteGone)
+}
+
+// add puts t in the store, within its caps.
+func (s *taskStore) add(t *task) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.sweep(now)
+	switch {
+	case len(s.byID) >= s.max:
+		return fmt.Errorf("catalog: %w: %d tasks held, the most the catalog keeps", ErrTooManyTasks, len(s.byID))
+	case s.perCaller[t.caller] >= s.perMax:
+		return fmt.Errorf("catalog: %w: %d tasks held for this credential, the most one keeps", ErrTooManyTasks, s.perCaller[t.caller])
+	}
+	t.created, t.updated = now, now
+	s.byID[t.id] = t
+	s.perCaller[t.caller]++
+	return nil
+}
+
+// remove takes out a task that never ran.
+func (s *taskStore) remove(t *task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drop(t)
+}
+
+// find returns the task id as credential may see it.
+func (s *taskStore) find(id, credential string) (*task, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(s.now())
+	t, ok := s.byID[id]
+	if !ok || t.caller != callerKey(credential) {
+		return nil, fmt.Errorf("catalog: task %s: %w", quote.Name(id), ErrNotFound)
+	}
+	return t, nil
+}
+
+// GetTask returns the task id as it reads now, as credential may see it:
+// ErrNotFound for an unknown or expired ID, and for a task that another
+// credential started. It is safe for concurrent use and costs two locks
+// and a hash of the credential.
+func (c *Catalog) GetTask(id, credential string) (TaskInfo, error) {
+	t, err := c.tasks.find(id, credential)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	return c.tasks.read(t), nil
+}
+
+// CancelTask cancels the task id, as credential may see it: a working
+// task reads cancelled from then on, and its body's context ends; an
+// ended one is left as it is. Errors: ErrNotFound, as for GetTask.
+func (c *Catalog) CancelTask(id, credential string) error {
+	t, err := c.tasks.find(id, credential)
+	if err != nil {
+		return err
+	}
+	if c.tasks.end(t, TaskCancelled, Result{}, context.Canceled) {
+		t.cancel()
+	}
+	return nil
+}
