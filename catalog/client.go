@@ -45,6 +45,10 @@ type Client struct {
 	// questions are answered from it, or end the call, and Sample, Elicit
 	// and ListRoots are not called.
 	Round *Round
+
+	// task, set on a task body's own Client, makes the body's questions
+	// the task's (see Catalog.UpdateTask).
+	task *taskAsk
 }
 
 // Progress is one progress report. Progress must grow from one report to

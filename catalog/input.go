@@ -188,6 +188,9 @@ func ask(ctx context.Context, tool string, reqs []InputRequest) ([]InputResponse
 			return nil, &CapabilityError{Tool: tool, Capability: r.capability()}
 		}
 	}
+	if cl.task != nil {
+		return cl.task.ask(ctx, reqs)
+	}
 	if cl.Round != nil {
 		return cl.Round.answer(reqs)
 	}
@@ -225,6 +228,9 @@ func invalidRequest(tool string, err error) error {
 func (cl *Client) offers(capability string) bool {
 	if cl == nil {
 		return false
+	}
+	if cl.task != nil {
+		return cl.task.offers(capability)
 	}
 	if r := cl.Round; r != nil {
 		switch capability {

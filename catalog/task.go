@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,10 +50,13 @@ type TaskStatus string
 
 // The statuses of a task. Every one but TaskWorking is terminal.
 const (
-	TaskWorking   TaskStatus = "working"
-	TaskCompleted TaskStatus = "completed" // the body returned: Result and Err are CallTool's
-	TaskFailed    TaskStatus = "failed"    // the body panicked, or its consumer died first: Err says which
-	TaskCancelled TaskStatus = "cancelled" // CancelTask ended it
+	TaskWorking TaskStatus = "working"
+	// TaskInputRequired: the body asked its caller and waits for
+	// UpdateTask (taskinput.go); Requests are the open questions.
+	TaskInputRequired TaskStatus = "input_required"
+	TaskCompleted     TaskStatus = "completed" // the body returned: Result and Err are CallTool's
+	TaskFailed        TaskStatus = "failed"    // the body panicked, or its consumer died first: Err says which
+	TaskCancelled     TaskStatus = "cancelled" // CancelTask ended it
 )
 
 // TaskInfo is a task as it reads at one instant.
@@ -66,13 +70,16 @@ type TaskInfo struct {
 	// ErrRoutePanicked, ErrTooManyTasks for a result over the budget).
 	Result Result
 	Err    error
+	// Requests are the questions its body waits for answers to, while
+	// it reads TaskInputRequired.
+	Requests []InputRequest
 	// Created and Updated are when it began and last changed; Expires,
 	// once it ended, when it will be gone (Config.TaskTTL later).
 	Created, Updated, Expires time.Time
 }
 
 // Terminal reports whether the task has ended.
-func (i TaskInfo) Terminal() bool { return i.Status != TaskWorking }
+func (i TaskInfo) Terminal() bool { return i.Status != TaskWorking && i.Status != TaskInputRequired }
 
 // Task is a handle on a task that StartTask started. Its methods are safe
 // for concurrent use.
@@ -115,14 +122,23 @@ type task struct {
 	updated time.Time
 	expires time.Time
 	size    int64 // bytes of its result counted against the budget
+	// What its body asked (taskinput.go): the open questions, the
+	// answers so far, and a channel closed at the next answer.
+	asked   []InputRequest
+	answers map[string]InputResponse
+	wake    chan struct{}
 }
 
 // info reads t.
 func (t *task) info() TaskInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return TaskInfo{ID: t.id, Tool: t.tool, Status: t.status, Result: t.res, Err: t.err,
+	info := TaskInfo{ID: t.id, Tool: t.tool, Status: t.status, Result: t.res, Err: t.err,
 		Created: t.created, Updated: t.updated, Expires: t.expires}
+	if t.status == TaskInputRequired {
+		info.Requests = slices.Clone(t.asked)
+	}
+	return info
 }
 
 // taskStore holds a catalog's tasks.
@@ -216,10 +232,11 @@ func (s *taskStore) end(t *task, status TaskStatus, res Result, err error) bool 
 	defer s.mu.Unlock()
 	now := s.now()
 	t.mu.Lock()
-	if t.status != TaskWorking {
+	if t.status != TaskWorking && t.status != TaskInputRequired {
 		t.mu.Unlock()
 		return false
 	}
+	t.asked, t.answers = nil, nil
 	if status == TaskCompleted {
 		if size := resultSize(res); s.bytes+size > s.maxBytes {
 			status, res = TaskFailed, Result{}
@@ -270,8 +287,10 @@ func newTaskID() string {
 // runs, and so does ErrTooManyTasks at the store's caps, and
 // ErrInvalidRequest for a tool whose TaskSupport is TaskForbidden. The
 // body then runs on a goroutine of its own, with a context that ctx's
-// values reach but not its end: CancelTask ends it. Options: WithClient,
-// whose Round is ignored (a task's body cannot be asked in rounds).
+// values reach but not its end: CancelTask ends it. Options: WithClient:
+// its reports reach the caller, and a Round in it says the caller answers
+// the body's questions through the task (UpdateTask) and what it can
+// answer.
 //
 // It costs what a call costs, plus the goroutine and the task's record.
 func (c *Catalog) StartTask(ctx context.Context, name string, args json.RawMessage, credential string, opts ...CallOption) (*Task, error) {
@@ -296,9 +315,7 @@ func (c *Catalog) StartTask(ctx context.Context, name string, args json.RawMessa
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	for _, o := range opts {
 		if o.client != nil {
-			cl := *o.client
-			cl.Round = nil
-			bctx = context.WithValue(bctx, clientKey{}, &cl)
+			bctx = context.WithValue(bctx, clientKey{}, s.taskClient(t, o.client))
 		}
 	}
 	t.cancel = cancel

@@ -3,8 +3,10 @@ package catalog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,9 +198,9 @@ func TestTaskBounds(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	c := newCatalog(t, catalog.Config{MaxTasks: 3, MaxTasksPerCaller: 2, TaskTTL: time.Minute, MaxTaskResultBytes: 100})
 	c.SetTaskClock(clock)
-	var big bool
+	var big atomic.Bool
 	k, err := c.StartTool(bg, taskTool, public, func(context.Context, catalog.Call) (catalog.Result, error) {
-		if big {
+		if big.Load() {
 			return catalog.TextResult(string(make([]byte, 200))), nil
 		}
 		return catalog.TextResult("ok"), nil
@@ -225,7 +227,7 @@ func TestTaskBounds(t *testing.T) {
 	if _, err := c.GetTask(a1.ID(), "alice"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("after its TTL: %v", err)
 	}
-	big = true
+	big.Store(true)
 	info := wait(t, startTask(t, c, "alice"))
 	if info.Status != catalog.TaskFailed || !errors.Is(info.Err, catalog.ErrTooManyTasks) {
 		t.Fatalf("a result over the budget: %+v", info)
@@ -262,5 +264,90 @@ func TestTaskCancel(t *testing.T) {
 	defer cancel()
 	if err := k.Stop(sctx); err != nil {
 		t.Fatalf("Stop after the cancel: %v", err)
+	}
+}
+
+// A task's body asks a caller that answers through the task: the task
+// reads input_required with the open questions, a partial answer leaves
+// only the ones still open, and once all are answered the body goes on
+// with them. A caller that answers nothing gets the body's
+// CapabilityError, as a call does; a task that ends while its body waits
+// lets the body go.
+func TestTaskAsks(t *testing.T) {
+	c := newCatalog(t, catalog.Config{})
+	k, err := c.StartTool(bg, taskTool, public, func(ctx context.Context, call catalog.Call) (catalog.Result, error) {
+		a, err := catalog.Ask(ctx,
+			catalog.InputRequest{Key: "name", Elicit: &catalog.ElicitRequest{Message: "name?"}},
+			catalog.InputRequest{Key: "roots", ListRoots: true})
+		if err != nil {
+			return catalog.Result{}, err
+		}
+		return catalog.TextResult(fmt.Sprintf("%v in %s", a[0].Elicit.Content["n"], a[1].Roots[0].URI)), nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Stop(bg)
+	answering := catalog.WithClient(&catalog.Client{Round: &catalog.Round{Elicitation: true, Roots: true}})
+	tk, err := c.StartTask(bg, "job", nil, "alice", answering)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func() []string {
+		for range 500 {
+			info, err := c.GetTask(tk.ID(), "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Status == catalog.TaskInputRequired {
+				var keys []string
+				for _, q := range info.Requests {
+					keys = append(keys, q.Key)
+				}
+				return keys
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		t.Fatal("the task never read input_required")
+		return nil
+	}
+	if keys := open(); len(keys) != 2 {
+		t.Fatalf("open questions %v, want name and roots", keys)
+	}
+	roots := catalog.InputResponse{Roots: []catalog.Root{{URI: "file:///w"}}}
+	if err := c.UpdateTask(tk.ID(), "bob", map[string]catalog.InputResponse{"roots": roots}); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("bob answers: %v", err)
+	}
+	if err := c.UpdateTask(tk.ID(), "alice", map[string]catalog.InputResponse{"roots": roots, "extra": roots}); err != nil {
+		t.Fatal(err)
+	}
+	if keys := open(); len(keys) != 1 || keys[0] != "name" {
+		t.Fatalf("after a partial answer: %v, want name alone", keys)
+	}
+	name := catalog.InputResponse{Elicit: catalog.ElicitResult{Action: catalog.ElicitAccept, Content: map[string]any{"n": "Ada"}}}
+	if err := c.UpdateTask(tk.ID(), "alice", map[string]catalog.InputResponse{"name": name}); err != nil {
+		t.Fatal(err)
+	}
+	if info := wait(t, tk); info.Status != catalog.TaskCompleted || info.Result.Content[0].Text != "Ada in file:///w" {
+		t.Fatalf("ended %+v", info)
+	}
+
+	// A caller that answers nothing: the body's error, completed.
+	if info := wait(t, startTask(t, c, "alice")); !errors.Is(info.Err, catalog.ErrNotSupported) {
+		t.Fatalf("without answers: %+v", info)
+	}
+	// Cancelled while it waits for input: the body is let go.
+	tk, err = c.StartTask(bg, "job", nil, "alice", answering)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open()
+	if err := c.CancelTask(tk.ID(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithTimeout(bg, 5*time.Second)
+	defer cancel()
+	if err := k.Stop(sctx); err != nil {
+		t.Fatalf("Stop with a cancelled task's body: %v", err)
 	}
 }
