@@ -287,7 +287,12 @@ func TestTaskAsks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer k.Stop(bg)
+	defer func() {
+		// Bounded: a body left waiting for input must not hang the test.
+		ctx, cancel := context.WithTimeout(bg, time.Second)
+		defer cancel()
+		_ = k.Stop(ctx)
+	}()
 	answering := catalog.WithClient(&catalog.Client{Round: &catalog.Round{Elicitation: true, Roots: true}})
 	tk, err := c.StartTask(bg, "job", nil, "alice", answering)
 	if err != nil {
