@@ -209,6 +209,13 @@
 //     consumer's question. Consumers die and restart under the rounds all
 //     along, so a retry that reached a successor would be caught. A
 //     2025-11-25 session answers mid-call, where it holds trivially.
+//  18. task_outlived_consumer: another sixteenth of the in-process calls
+//     run as tasks (catalog.StartTask), whose body notes its consumer and
+//     then holds a moment, heedless of the consumer's death, as many
+//     bodies are; the caller reads the task (GetTask) until it ends. The
+//     check fails when a read that began after the task's consumer was
+//     observed dead found the task still working: a task lives exactly as
+//     long as its consumer, by any of the four deaths.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

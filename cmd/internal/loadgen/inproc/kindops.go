@@ -25,7 +25,7 @@ func (w *world) startRoute(ctx context.Context, ns *nameState, rec *record) (Con
 		// A resource has no title: its name carries the owner's tag.
 		return w.sys.StartResource(ctx, catalog.Resource{URI: ns.name, Name: rec.tag, Description: desc}, bearer.Plan(rec.public), w.resourceReader(rec))
 	}
-	return w.sys.StartTool(ctx, catalog.Tool{Name: ns.name, Title: rec.tag, Description: desc}, bearer.Plan(rec.public), w.handler(rec))
+	return w.sys.StartTool(ctx, catalog.Tool{Name: ns.name, Title: rec.tag, Description: desc, TaskSupport: catalog.TaskOptional}, bearer.Plan(rec.public), w.handler(rec))
 }
 
 // invoke runs one operation on ns's route with a: a tool call, a prompt

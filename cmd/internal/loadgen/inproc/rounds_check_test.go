@@ -2,6 +2,8 @@ package inproc
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/livereg/livereg/bindsec"
@@ -46,5 +48,61 @@ func TestCheckerRoundReachedOther(t *testing.T) {
 		if c, v := w.t.Checks(InvRoundReachedOther), w.t.Violations(InvRoundReachedOther); c != tc.checks || v != tc.violations {
 			t.Errorf("%s: %d checks, %d violations; want %d, %d", tc.name, c, v, tc.checks, tc.violations)
 		}
+	}
+}
+
+// taskFake is a tasker whose task is run by rec's body (the nonce noted
+// at start) and reads reads, one per GetTask, the last over and over.
+type taskFake struct {
+	w     *world
+	rec   *record
+	reads []catalog.TaskStatus
+}
+
+func (f *taskFake) StartTask(_ context.Context, _ string, args json.RawMessage, _ string) (string, error) {
+	var a callArgs
+	if err := decodeArgs(args, &a); err != nil {
+		return "", err
+	}
+	f.w.taskOwners.Store(a.Task, f.rec)
+	return "t", nil
+}
+
+func (f *taskFake) GetTask(string, string) (catalog.TaskInfo, error) {
+	st := f.reads[0]
+	if len(f.reads) > 1 {
+		f.reads = f.reads[1:]
+	}
+	return catalog.TaskInfo{Status: st, Err: catalog.ErrRouteGone}, nil
+}
+
+// TestCheckerTaskOutlivedConsumer feeds invariant 18's check the reads of
+// a task whose consumer was observed dead: failed at once is no
+// violation, working after the death is one.
+func TestCheckerTaskOutlivedConsumer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		reads      []catalog.TaskStatus
+		violations int64
+	}{
+		{"failed at once", []catalog.TaskStatus{catalog.TaskFailed}, 0},
+		{"working after the death", []catalog.TaskStatus{catalog.TaskWorking, catalog.TaskFailed}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := NewCatalogSystem(testConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := newWorld(testConfig(), cs)
+			rec := w.newRecord(w.names[0], true)
+			rec.death.Store(w.tick()) // observed dead before the task's reads
+			f := &taskFake{w: w, rec: rec, reads: tc.reads}
+			if _, err := w.callAsTask(context.Background(), f, "x", encodeArgs(w.tick(), credValid, 0, 0), ""); !errors.Is(err, catalog.ErrRouteGone) {
+				t.Fatal(err)
+			}
+			if c, v := w.t.Checks(InvTaskOutlivedConsumer), w.t.Violations(InvTaskOutlivedConsumer); c < 1 || v != tc.violations {
+				t.Errorf("%d checks, %d violations; want some and %d", c, v, tc.violations)
+			}
+		})
 	}
 }

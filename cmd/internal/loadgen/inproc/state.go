@@ -178,6 +178,7 @@ type callArgs struct {
 	Panic uint64 `json:"panic,omitempty"` // panic if the body's consumer has this id
 	Probe uint64 `json:"probe,omitempty"` // a nonce the body records
 	Ask   bool   `json:"ask,omitempty"`   // the body asks its caller first (invariant 17)
+	Task  uint64 `json:"task,omitempty"`  // a task's nonce: the body notes its consumer (invariant 18)
 }
 
 // encodeArgs builds the JSON of callArgs without reflection: it is on the
@@ -198,6 +199,11 @@ func encodeArgs(seq uint64, cred credClass, panicID, probe uint64) []byte {
 		b = strconv.AppendUint(b, probe, 10)
 	}
 	return append(b, '}')
+}
+
+// withTask adds a task's nonce to arguments encodeArgs built.
+func withTask(args []byte, nonce uint64) []byte {
+	return append(strconv.AppendUint(append(args[:len(args)-1], `,"task":`...), nonce, 10), '}')
 }
 
 // withAsk adds "ask":true to arguments encodeArgs built.

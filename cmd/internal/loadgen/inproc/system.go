@@ -103,6 +103,10 @@ func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 		MaxResources:  kindCap(cfg),
 		MissingPlan:   cfg.MissingPlan,
 		Authenticator: Authenticator(),
+		// Tasks (invariant 18) end in microseconds, thousands a second:
+		// kept 2 s, time enough for their caller's last read however the
+		// machine schedules it, their records stay far below these caps.
+		MaxTasks: 1 << 20, MaxTasksPerCaller: 1 << 20, TaskTTL: 2 * time.Second,
 		// The run drops consumers on purpose, thousands of times: the
 		// catalog's warning for each would drown the report.
 		Logger: slog.New(slog.DiscardHandler),
@@ -189,6 +193,20 @@ func (s *CatalogSystem) StartTool(ctx context.Context, t catalog.Tool, p bindsec
 		return nil, err
 	}
 	return k, nil
+}
+
+// StartTask starts a task through the catalog and returns its ID.
+func (s *CatalogSystem) StartTask(ctx context.Context, name string, args json.RawMessage, credential string) (string, error) {
+	tk, err := s.Cat.StartTask(ctx, name, args, credential)
+	if err != nil {
+		return "", err
+	}
+	return tk.ID(), nil
+}
+
+// GetTask reads a task through the catalog.
+func (s *CatalogSystem) GetTask(id, credential string) (catalog.TaskInfo, error) {
+	return s.Cat.GetTask(id, credential)
 }
 
 // CallToolRound calls through the catalog's dispatch as a caller that

@@ -24,7 +24,8 @@ const (
 	InvListingInstant
 	InvListedDeadOwner
 	InvRoundReachedOther
-	numInvariants = int(InvRoundReachedOther)
+	InvTaskOutlivedConsumer
+	numInvariants = int(InvTaskOutlivedConsumer)
 )
 
 // Invariants lists every invariant in order.
@@ -33,6 +34,7 @@ var Invariants = []Invariant{
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
 	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch, InvResourceUpdate,
 	InvStopDrain, InvAfterDeathOrder, InvListingInstant, InvListedDeadOwner, InvRoundReachedOther,
+	InvTaskOutlivedConsumer,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -54,6 +56,7 @@ var invariantNames = [numInvariants + 1]string{
 	"listing_instant",
 	"listed_dead_owner",
 	"round_reached_other",
+	"task_outlived_consumer",
 }
 
 // String is the invariant's key in reports and JSON.

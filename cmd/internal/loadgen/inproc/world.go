@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,15 +67,19 @@ type world struct {
 	sys System
 	t   *tally
 
-	clock     atomic.Uint64 // see "One clock for before" in the package doc
-	nextID    atomic.Uint64
-	names     []*nameState // tool names
-	prompts   []*nameState // prompt names
-	groups    []tmplGroup  // template keys, two per group
-	templates []*nameState // every group's keys
-	resources []*nameState // fixed resources' URIs
-	ring      *recordRing
-	potential [numKinds]atomic.Uint64 // per kind, begun<<32 | potential holders; see capChecker
+	clock  atomic.Uint64 // see "One clock for before" in the package doc
+	nextID atomic.Uint64
+	// taskNonce numbers the tasks of invariant 18; taskOwners maps a
+	// task's nonce to the record of the consumer whose body runs it.
+	taskNonce  atomic.Uint64
+	taskOwners sync.Map
+	names      []*nameState // tool names
+	prompts    []*nameState // prompt names
+	groups     []tmplGroup  // template keys, two per group
+	templates  []*nameState // every group's keys
+	resources  []*nameState // fixed resources' URIs
+	ring       *recordRing
+	potential  [numKinds]atomic.Uint64 // per kind, begun<<32 | potential holders; see capChecker
 
 	body   bodyChecker
 	auth   authChecker
@@ -174,6 +179,9 @@ func (w *world) handler(rec *record) catalog.ToolHandler {
 		rec.running.Add(1) // invariant 13: from the body's first line to its last
 		defer rec.running.Add(-1)
 		w.bodyChecks(rec, a, c.Principal)
+		if a.Task != 0 {
+			w.holdTask(rec, a.Task)
+		}
 		if a.Ask {
 			if err := w.askRound(ctx, rec, c); err != nil {
 				return catalog.Result{}, err
@@ -206,6 +214,61 @@ func callInRounds(ctx context.Context, r rounder, name string, args json.RawMess
 		}
 	}
 	return r.CallToolRound(ctx, name, args, credential, &catalog.Round{Instance: ir.Instance, Answers: answers, Elicitation: true})
+}
+
+// tasker is a System that runs tasks (the real catalog's).
+type tasker interface {
+	StartTask(ctx context.Context, name string, args json.RawMessage, credential string) (id string, err error)
+	GetTask(id, credential string) (catalog.TaskInfo, error)
+}
+
+// callAsTask calls name as a task and reads it until it ends, checking
+// invariant 18 at every read: once the consumer whose body runs it was
+// observed dead, the task never reads working again. Its answer is what
+// the call's would be: the result and error of a completed task, the
+// reason of a failed one.
+func (w *world) callAsTask(ctx context.Context, r tasker, name string, args []byte, credential string) (catalog.Result, error) {
+	nonce := w.taskNonce.Add(1)
+	id, err := r.StartTask(ctx, name, withTask(args, nonce), credential)
+	if err != nil {
+		return catalog.Result{}, err
+	}
+	defer w.taskOwners.Delete(nonce)
+	for {
+		began := w.tick()
+		info, err := r.GetTask(id, credential)
+		if err != nil {
+			w.t.Unexpected("task %s of %s: %v", id, name, err)
+			return catalog.Result{}, err
+		}
+		if v, ok := w.taskOwners.Load(nonce); ok {
+			rec := v.(*record)
+			w.t.Check(InvTaskOutlivedConsumer, 1)
+			if !info.Terminal() && rec.diedBefore(began) {
+				w.t.Violate(InvTaskOutlivedConsumer, "a task of %s (%s) read %s at %d, after its consumer was observed dead at %d",
+					rec.tag, name, info.Status, began, rec.death.Load())
+			}
+		}
+		switch info.Status {
+		case catalog.TaskCompleted:
+			return info.Result, info.Err
+		case catalog.TaskFailed:
+			return catalog.Result{}, info.Err
+		case catalog.TaskCancelled:
+			w.t.Unexpected("task %s of %s: cancelled, though nobody cancelled it", id, name)
+			return catalog.Result{}, info.Err
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// holdTask is invariant 18 from inside a task's body: it notes the
+// body's consumer for the caller's checks, then holds the body a moment,
+// heedless of its consumer's death as many bodies are, so that deaths
+// catch tasks working.
+func (w *world) holdTask(rec *record, nonce uint64) {
+	w.taskOwners.Store(nonce, rec)
+	time.Sleep(300 * time.Microsecond)
 }
 
 // askRound is invariant 17 from inside a body: it asks the caller to
@@ -287,6 +350,8 @@ func (w *world) call(ctx context.Context, ns *nameState, cred credClass, l *late
 	var err error
 	if r, ok := w.sys.(rounder); ok && s.begin%16 == 0 {
 		res, err = callInRounds(ctx, r, ns.name, withAsk(args), cred.token()) // invariant 17
+	} else if r, ok := w.sys.(tasker); ok && s.begin%16 == 8 {
+		res, err = w.callAsTask(ctx, r, ns.name, args, cred.token()) // invariant 18
 	} else {
 		res, err = w.sys.CallTool(ctx, ns.name, args, cred.token())
 	}
