@@ -49,6 +49,10 @@ var (
 	// Client lacks the function, or an MCP client that did not declare the
 	// capability. Nothing was sent.
 	ErrNotSupported = errors.New("catalog: not supported by the caller")
+	// ErrTaskRequired: CallTool of a tool whose TaskSupport is
+	// TaskRequired; the body did not run. StartTask it. MCP answers a
+	// client of 2026-07-28 that did not negotiate tasks with -32021.
+	ErrTaskRequired = errors.New("catalog: the tool runs as a task only")
 	// ErrTooManyTasks: the task store is at one of its caps
 	// (Config.MaxTasks, Config.MaxTasksPerCaller), and StartTask started
 	// nothing; or a task's result did not fit Config.MaxTaskResultBytes,

@@ -165,6 +165,9 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 		}
 		return Result{}, c.refused(ctx, err)
 	}
+	if rt.tool.TaskSupport == TaskRequired {
+		return Result{}, c.refused(ctx, fmt.Errorf("catalog: tool %s: %w", quote.Name(name), ErrTaskRequired))
+	}
 	// Before the gate: a call with bad arguments holds no slot, and Stop
 	// need not wait for its validation. Absent arguments to a tool that
 	// asks only for an object, the commonest call, skip even the call.

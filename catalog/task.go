@@ -400,6 +400,9 @@ func (s *taskStore) find(id, credential string) (*task, error) {
 	return t, nil
 }
 
+// TaskTTL returns how long an ended task is kept (Config.TaskTTL).
+func (c *Catalog) TaskTTL() time.Duration { return c.tasks.ttl }
+
 // GetTask returns the task id as it reads now, as credential may see it:
 // ErrNotFound for an unknown or expired ID, and for a task that another
 // credential started. It is safe for concurrent use and costs two locks

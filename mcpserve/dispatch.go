@@ -143,8 +143,19 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if err != nil {
 		return nil, err
 	}
+	if rd != nil && declaresTasks(p.Meta) && !isForwarded(req.Extra) {
+		if res, err, ok := s.startTask(ctx, p, cred, cl); ok {
+			if err != nil {
+				return s.toolError(ctx, p.Name, err, false)
+			}
+			return res, nil
+		}
+	}
 	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(rd.client(cl)))
 	if err != nil {
+		if errors.Is(err, catalog.ErrTaskRequired) && namesCurrent(p.Meta) {
+			return nil, missingTasks(fmt.Sprintf("tool %s", quote.Name(p.Name)))
+		}
 		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
 			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindTool, p.Name); ok {
 				return s.forwardTool(ctx, ep, cred, p, cl)

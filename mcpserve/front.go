@@ -186,6 +186,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		if !ok || !s.checkParamHeaders(w, r, body.Bytes()) {
 			return
 		}
+		if tasksRequest(r) {
+			// The SDK knows no tasks/* method: answered here (tasks.go).
+			defer putBuf(body)
+			s.serveTasks(w, r, body.Bytes())
+			return
+		}
 		if fr, ok := s.fastTake(r, body.Bytes(), sc, false); ok {
 			// The call runs under the request's own context: no number
 			// in requestHeader is needed to tie it to the request.

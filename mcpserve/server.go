@@ -226,6 +226,9 @@ func sdkServer(cat *catalog.Catalog, opts Options, log *slog.Logger, subs *subsc
 			// Route bodies log to the client (catalog.Call.Log).
 			//lint:ignore SA1019 deprecated as of protocol 2026-07-28, still served to the clients that use it.
 			Logging: &mcp.LoggingCapabilities{},
+			// Tools run as tasks for the clients that negotiate it
+			// (tasks.go).
+			Extensions: map[string]any{extTasks: map[string]any{}},
 		},
 	})
 }

@@ -199,7 +199,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 		}
 		names = append(names, tool.Name)
 	}
-	want := []string{"demo_crash", "demo_restart", "echo", "fortune", "json_schema_2020_12_tool", "ops_report", "stats",
+	want := []string{"confirm_delete", "demo_crash", "demo_restart", "echo", "failing_job", "fortune", "greet", "json_schema_2020_12_tool", "multi_input", "ops_report", "protocol_error_job", "slow_compute", "stats",
 		"test_audio_content", "test_custom_headers", "test_elicitation", "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
 		"test_embedded_resource", "test_error_handling", "test_image_content",
 		"test_input_required_result_capabilities", "test_input_required_result_elicitation", "test_input_required_result_list_roots",
@@ -222,7 +222,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	if got := firstText(t, callTool(anon, "echo", map[string]any{"text": "ping"})); got != "ping" {
 		t.Errorf("echo = %q", got)
 	}
-	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":32`) {
+	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":38`) {
 		t.Errorf("stats = %+v", res)
 	}
 	if res := callTool(anon, "whoami", nil); !res.IsError {

@@ -39,6 +39,7 @@ func Routes() ([]Route, error) {
 	s.talking()
 	s.stateless()
 	s.rounds()
+	s.tasks()
 	s.surface()
 	return s.routes, s.err
 }
