@@ -113,12 +113,19 @@ func (c Call) Log(ctx context.Context, level slog.Level, data any) error {
 // function, so that a call without options costs nothing.
 type CallOption struct {
 	client *Client
+	tasks  bool
 }
 
 // WithClient gives the call's body cl to report to (see ReportProgress and
 // ClientFrom): it rides in the body's ctx, at one allocation a call that
 // has one. nil is a caller that takes nothing.
 func WithClient(cl *Client) CallOption { return CallOption{client: cl} }
+
+// WithTasks says the caller takes tasks: a body that calls Call.Detach
+// ends the call with a task (Result.Task) rather than running the rest of
+// its work on the caller's goroutine, and a tool whose TaskSupport is
+// TaskRequired may be called.
+func WithTasks() CallOption { return CallOption{tasks: true} }
 
 // Role is who speaks a sampling message.
 type Role string

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
@@ -165,7 +166,7 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 		}
 		return Result{}, c.refused(ctx, err)
 	}
-	if rt.tool.TaskSupport == TaskRequired {
+	if rt.tool.TaskSupport == TaskRequired && !takesTasks(opts) {
 		return Result{}, c.refused(ctx, fmt.Errorf("catalog: tool %s: %w", quote.Name(name), ErrTaskRequired))
 	}
 	// Before the gate: a call with bad arguments holds no slot, and Stop
@@ -177,6 +178,7 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 		}
 	}
 	var round *Round
+	var det *detach
 	if len(opts) != 0 {
 		ctx, round = withOptions(ctx, opts)
 		if round != nil {
@@ -184,12 +186,31 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 				return Result{}, c.refused(ctx, err)
 			}
 		}
+		if takesTasks(opts) && rt.tool.TaskSupport != TaskForbidden {
+			det = &detach{}
+			ctx = context.WithValue(ctx, detachKey{}, det)
+		}
 	}
 	s, err := rt.admit(ctx)
 	if err != nil {
 		return Result{}, c.refused(ctx, err)
 	}
 	defer rt.finish(ctx, s, &err)
+	if det != nil {
+		res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
+		if errors.Is(err, errDetached) && det.rest != nil {
+			return c.detached(ctx, rt, det, credential, ClientFrom(ctx))
+		}
+		if err != nil && round != nil {
+			return Result{}, rt.endRound(round, err)
+		}
+		if err == nil && rt.schemas.out != nil {
+			if err = rt.checkResult(&res); err != nil {
+				res = Result{}
+			}
+		}
+		return res, err
+	}
 	if rt.schemas.out == nil && round == nil {
 		// Returned as it comes: the result is copied no more than a direct
 		// call would copy it.

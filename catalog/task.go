@@ -332,17 +332,18 @@ func (c *Catalog) StartTask(ctx context.Context, name string, args json.RawMessa
 		s.end(t, TaskFailed, Result{}, deathError(name, rt.ref))
 		cancel()
 	})
-	go c.runTask(bctx, rt, st, t, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
+	call := Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref}
+	go c.runTask(bctx, rt, st, t, func(ctx context.Context) (Result, error) { return rt.callTool(ctx, call) })
 	return &Task{t: t, s: s}, nil
 }
 
 // runTask runs a task's admitted body and records how it ended.
-func (c *Catalog) runTask(ctx context.Context, rt *route, st *stripe, t *task, call Call) {
+func (c *Catalog) runTask(ctx context.Context, rt *route, st *stripe, t *task, body func(context.Context) (Result, error)) {
 	var res Result
 	var err error
 	func() {
 		defer rt.finish(ctx, st, &err)
-		res, err = rt.callTool(ctx, call)
+		res, err = body(ctx)
 		if err == nil && rt.schemas.out != nil {
 			if err = rt.checkResult(&res); err != nil {
 				res = Result{}

@@ -76,6 +76,10 @@ type Result struct {
 	Content           []Content
 	StructuredContent any
 	IsError           bool
+	// Task, set only in a CallTool's result, is the task the body
+	// detached into (Call.Detach) for a caller that takes tasks
+	// (WithTasks); the other fields are then empty.
+	Task *Task
 }
 
 // TextResult is a Result with a single text item.

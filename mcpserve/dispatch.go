@@ -143,15 +143,14 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if err != nil {
 		return nil, err
 	}
+	opts := []catalog.CallOption{catalog.WithClient(rd.client(cl))}
 	if rd != nil && declaresTasks(p.Meta) && !isForwarded(req.Extra) {
-		if res, err, ok := s.startTask(ctx, p, cred, cl); ok {
-			if err != nil {
-				return s.toolError(ctx, p.Name, err, false)
-			}
-			return res, nil
-		}
+		opts = append(opts, catalog.WithTasks()) // tasks.go
 	}
-	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, catalog.WithClient(rd.client(cl)))
+	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, opts...)
+	if err == nil && res.Task != nil {
+		return &createTaskResult{info: res.Task.Info(), ttl: s.cat.TaskTTL()}, nil
+	}
 	if err != nil {
 		if errors.Is(err, catalog.ErrTaskRequired) && namesCurrent(p.Meta) {
 			return nil, missingTasks(fmt.Sprintf("tool %s", quote.Name(p.Name)))

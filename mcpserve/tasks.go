@@ -1,7 +1,6 @@
 package mcpserve
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,10 +19,12 @@ import (
 
 // The tasks extension (SEP-2663, io.modelcontextprotocol/tasks) on the
 // wire, for clients of 2026-07-28 that negotiate it per request (their
-// _meta's clientCapabilities.extensions): a tools/call of a tool whose
-// TaskSupport allows it returns a CreateTaskResult and runs as a catalog
-// task (catalog.StartTask), which tasks/get reads, tasks/update answers
-// and tasks/cancel ends. The task belongs to its consumer and is seen with
+// _meta's clientCapabilities.extensions): such a client's tools/call
+// takes tasks (catalog.WithTasks), and a body that detaches
+// (catalog.Call.Detach) ends it with a CreateTaskResult; the rest runs
+// as a catalog task, which tasks/get reads, tasks/update answers and
+// tasks/cancel ends. A body may ask in rounds before it detaches: input
+// is gathered synchronously, then the work goes on as a task. The task belongs to its consumer and is seen with
 // the caller's credential alone, as the catalog rules (catalog/task.go);
 // an unknown task and another credential's get the same -32602. The SDK
 // does not know the tasks/* methods, so the front answers them before
@@ -75,33 +76,6 @@ func taskWire(info catalog.TaskInfo, ttl time.Duration) map[string]any {
 		"createdAt": info.Created.UTC().Format(time.RFC3339Nano), "lastUpdatedAt": info.Updated.UTC().Format(time.RFC3339Nano),
 		"ttlMs": ttl.Milliseconds(), "pollIntervalMs": taskPollInterval.Milliseconds(),
 	}
-}
-
-// startTask answers a tools/call that runs as a task: ok is false when
-// the tool does not run as one, and the call goes on as a call.
-func (s *Server) startTask(ctx context.Context, p *mcp.CallToolParamsRaw, cred string, cl *catalog.Client) (mcp.Result, error, bool) {
-	tk, err := s.cat.StartTask(ctx, p.Name, p.Arguments, cred, catalog.WithClient(taskClient(cl, p.Meta)))
-	if errors.Is(err, catalog.ErrInvalidRequest) && !errors.Is(err, catalog.ErrInvalidArguments) {
-		return nil, nil, false // a tool that forbids tasks
-	}
-	if err != nil {
-		return nil, err, true
-	}
-	return &createTaskResult{info: tk.Info(), ttl: s.cat.TaskTTL()}, nil, true
-}
-
-// taskClient is the Client a task's body reports to and asks: the
-// request's, and questions through the task (tasks/update) of the kinds
-// the request declared.
-func taskClient(cl *catalog.Client, meta mcp.Meta) *catalog.Client {
-	var c catalog.Client
-	if cl != nil {
-		c = *cl
-	}
-	// A task outlives its request: nothing of the request's stream.
-	c.Progress, c.Log = nil, nil
-	c.Round = &catalog.Round{Elicitation: declares(meta, "elicitation"), Sampling: declares(meta, "sampling"), Roots: declares(meta, "roots")}
-	return &c
 }
 
 // tasksMethod reports whether the front answers method itself.

@@ -67,17 +67,19 @@ func TestTasksOnTheWire(t *testing.T) {
 	}
 	release := make(chan struct{})
 	start(catalog.Tool{Name: "job", TaskSupport: catalog.TaskOptional}, func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
-		if string(c.Arguments) == `{"wait":true}` {
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return catalog.Result{}, ctx.Err()
+		return c.Detach(ctx, func(ctx context.Context) (catalog.Result, error) {
+			if string(c.Arguments) == `{"wait":true}` {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return catalog.Result{}, ctx.Err()
+				}
 			}
-		}
-		return catalog.TextResult("job done"), nil
+			return catalog.TextResult("job done"), nil
+		})
 	})
-	start(catalog.Tool{Name: "only-task", TaskSupport: catalog.TaskRequired}, func(context.Context, catalog.Call) (catalog.Result, error) {
-		return catalog.TextResult("ok"), nil
+	start(catalog.Tool{Name: "only-task", TaskSupport: catalog.TaskRequired}, func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+		return c.Detach(ctx, func(context.Context) (catalog.Result, error) { return catalog.TextResult("ok"), nil })
 	})
 	for _, stateless := range []bool{false, true} {
 		t.Run(fmt.Sprintf("stateless=%v", stateless), func(t *testing.T) {
@@ -143,10 +145,12 @@ func TestTaskFailsWithItsConsumerOnTheWire(t *testing.T) {
 	defer cancel()
 	started := make(chan struct{}, 1)
 	_, err := cat.StartTool(ctx, catalog.Tool{Name: "job", TaskSupport: catalog.TaskOptional}, bindsec.Plan{Public: true},
-		func(context.Context, catalog.Call) (catalog.Result, error) {
-			started <- struct{}{}
-			time.Sleep(50 * time.Millisecond) // heedless of its consumer's death
-			return catalog.TextResult("late"), nil
+		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+			return c.Detach(ctx, func(context.Context) (catalog.Result, error) {
+				started <- struct{}{}
+				time.Sleep(50 * time.Millisecond) // heedless of its consumer's death
+				return catalog.TextResult("late"), nil
+			})
 		})
 	if err != nil {
 		t.Fatal(err)

@@ -206,7 +206,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 		"test_input_required_result_multi_round", "test_input_required_result_multiple_inputs", "test_input_required_result_request_state",
 		"test_input_required_result_sampling", "test_input_required_result_tampered_state", "test_logging_tool", "test_missing_capability",
 		"test_multiple_content_types", "test_sampling", "test_simple_text", "test_streaming_elicitation", "test_tool_with_logging",
-		"test_tool_with_progress", "whoami"}
+		"test_tool_with_progress", "test_tool_with_task", "whoami"}
 	if !slices.Equal(names, want) {
 		t.Errorf("tools = %v, want %v", names, want)
 	}
@@ -222,7 +222,7 @@ func TestServesDemoAndConformanceFixtures(t *testing.T) {
 	if got := firstText(t, callTool(anon, "echo", map[string]any{"text": "ping"})); got != "ping" {
 		t.Errorf("echo = %q", got)
 	}
-	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":38`) {
+	if res := callTool(anon, "stats", nil); res.StructuredContent == nil || !strings.Contains(firstText(t, res), `"tools":39`) {
 		t.Errorf("stats = %+v", res)
 	}
 	if res := callTool(anon, "whoami", nil); !res.IsError {

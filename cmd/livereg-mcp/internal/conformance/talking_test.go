@@ -87,7 +87,7 @@ func TestRoutesNamed(t *testing.T) {
 		seen[key] = true
 		kinds[r.Kind]++
 	}
-	want := map[catalog.Kind]int{catalog.KindTool: 31, catalog.KindResource: 4, catalog.KindPrompt: 5, catalog.KindTemplate: 1}
+	want := map[catalog.Kind]int{catalog.KindTool: 32, catalog.KindResource: 4, catalog.KindPrompt: 5, catalog.KindTemplate: 1}
 	for k, n := range want {
 		if kinds[k] != n {
 			t.Errorf("%d routes of kind %q, want %d", kinds[k], k, n)
