@@ -120,8 +120,8 @@ serve:
 	exec bin/livereg-mcp $(SERVEFLAGS)
 
 ## conformance: the official MCP conformance suite, version 0.2.0-alpha.12
-## (MCP 2026-07-28 and 2025-11-25), every server scenario but the tasks
-## extension's, against livereg-mcp -conformance, the default endpoint,
+## (MCP 2026-07-28, 2025-11-25 and the tasks extension), every server
+## scenario, against livereg-mcp -conformance, the default endpoint,
 ## on a free loopback port (scripts/conformance.sh). Needs Node and npm
 ## besides Go: the suite is an npm package, installed once into
 ## ~/.cache/mcp-conformance. About three minutes.

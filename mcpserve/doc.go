@@ -96,6 +96,15 @@
 // The state carries every answer so far, so the server keeps nothing
 // between rounds, and in a fleet a retry may come through any replica.
 //
+// # Tasks
+//
+// A 2026-07-28 request that negotiates the tasks extension (SEP-2663)
+// takes tasks: a body that calls catalog.Call.Detach ends the call with a
+// CreateTaskResult, and the rest runs as a catalog task, which tasks/get,
+// tasks/update and tasks/cancel (answered by the front, which the SDK
+// does not know) read, answer and end, with the credential that started
+// it alone. A task lives no longer than its consumer.
+//
 // # The fast path
 //
 // The hot methods (tools/call, tools/list,

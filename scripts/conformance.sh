@@ -3,9 +3,8 @@
 # cmd/livereg-mcp started with -conformance on a free loopback port, then stops the server.
 #   usage: scripts/conformance.sh [--all | SCENARIO ...]
 # MCP_CONFORMANCE_VERSION picks the suite's version (default 0.2.0-alpha.12, which make conformance runs).
-# With no scenario named it runs every server scenario that version lists but those of the tasks
-# extension (tasks-*), which livereg does not serve yet; --all runs them too (65 in 0.2.0-alpha.12).
-# Version 0.1.16 runs the 32 scenarios of MCP 2025-11-25.
+# With no scenario named, or --all, it runs every server scenario that version lists (65 in
+# 0.2.0-alpha.12: MCP 2026-07-28, 2025-11-25 and the tasks extension); version 0.1.16 runs its 32.
 # LIVEREG_MCP_FLAGS adds flags to the server's command line (for example -stateless).
 # LIVEREG_MCP_FLEET=1 runs it as a replica that has joined a fleet, over an etcd it embeds.
 # Needs Go and Node (>= 20) with npm. The package is installed once into $MCP_CONFORMANCE_HOME
@@ -37,10 +36,8 @@ fi
 
 scenarios=("$@")
 if [ "${scenarios[0]:-}" = --all ] || { [ ${#scenarios[@]} -eq 0 ] && [ "$version" != 0.1.16 ]; }; then
-  skip='^$'
-  [ "${scenarios[0]:-}" = --all ] || skip='^tasks-'
   mapfile -t scenarios < <(cd "$home" && node "$dist" list 2>/dev/null |
-    sed -n '/^Server scenarios/,/^Client scenarios/p' | sed -n 's/^  - \([^ ]*\).*/\1/p' | grep -Ev "$skip")
+    sed -n '/^Server scenarios/,/^Client scenarios/p' | sed -n 's/^  - \([^ ]*\).*/\1/p')
   [ ${#scenarios[@]} -gt 0 ] || { echo "conformance: the suite listed no server scenarios" >&2; exit 2; }
 elif [ ${#scenarios[@]} -eq 0 ]; then
   scenarios=(server-initialize ping tools-list tools-call-simple-text tools-call-image tools-call-audio
