@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -102,6 +103,17 @@ func callerCaps(meta mcp.Meta) json.RawMessage {
 	caps, ok := meta[metaClientCapabilities].(map[string]any)
 	if !ok || len(caps) == 0 {
 		return nil
+	}
+	if ext, ok := caps["extensions"].(map[string]any); ok {
+		if _, tasks := ext[extTasks]; tasks {
+			// A task lives on the replica that runs it, and tasks/get
+			// is not forwarded yet: through another replica the call
+			// runs to its end, as for a client that takes no tasks.
+			caps = maps.Clone(caps)
+			ext = maps.Clone(ext)
+			delete(ext, extTasks)
+			caps["extensions"] = ext
+		}
 	}
 	b, err := json.Marshal(caps)
 	if err != nil {

@@ -175,3 +175,23 @@ func TestTaskFailsWithItsConsumerOnTheWire(t *testing.T) {
 		t.Fatalf("after the death: %v, want failed with a route gone", info)
 	}
 }
+
+// Through another replica a client that takes tasks gets the call run to
+// its end on the holder, as one that takes none: tasks are not forwarded.
+func TestForwardedCallTakesNoTask(t *testing.T) {
+	stateless := func(o *mcpserve.Options) { o.Stateless = true }
+	a, b := newReplica(t, stateless), newReplica(t, stateless)
+	k, err := b.cat.StartTool(context.Background(), catalog.Tool{Name: "job", TaskSupport: catalog.TaskOptional}, bindsec.Plan{Public: true},
+		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+			return c.Detach(ctx, func(context.Context) (catalog.Result, error) { return catalog.TextResult("done in the call"), nil })
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	a.peers.set("tool", "job", b.fleet)
+	_, res, rpcErr := taskCall(t, a.url, "tools/call", "job", map[string]any{"name": "job", "arguments": map[string]any{}}, true, goodToken)
+	if rpcErr != nil || res["taskId"] != nil || !strings.Contains(fmt.Sprint(res["content"]), "done in the call") {
+		t.Fatalf("forwarded: %v %v, want the call's result", res, rpcErr)
+	}
+}
