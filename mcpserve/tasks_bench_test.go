@@ -1,0 +1,97 @@
+package mcpserve_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/catalog"
+	"github.com/livereg/livereg/mcpserve"
+)
+
+// BenchmarkTaskGet is the server's cost of a 2026-07-28 tasks/get of a
+// running task beside a tools/call of a trivial tool, the same request
+// shape on the same handler (called directly, as BenchmarkFastPath does):
+// issue 30 asks that the first cost no more than the second.
+func BenchmarkTaskGet(b *testing.B) {
+	cat, err := catalog.New(catalog.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	release := make(chan struct{})
+	k, err := cat.StartTool(ctx, catalog.Tool{Name: "job", TaskSupport: catalog.TaskOptional}, bindsec.Plan{Public: true},
+		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+			return c.Detach(ctx, func(ctx context.Context) (catalog.Result, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return catalog.TextResult("done"), nil
+			})
+		})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Stop(ctx)
+	defer close(release) // before the Stop, which drains the task's body
+	k2, err := cat.StartTool(ctx, catalog.Tool{Name: "echo"}, bindsec.Plan{Public: true},
+		func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.TextResult("ok"), nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k2.Stop(ctx)
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), Stateless: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	h := srv.Handler()
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"b","version":"1"}}`
+	post := func(method, name, params string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{`+params+`,`+meta+`}}`)))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		r.Header.Set("Mcp-Method", method)
+		r.Header.Set("Mcp-Name", name)
+		return r
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, post("tools/call", "job", `"name":"job","arguments":{}`))
+	var created struct {
+		Result struct {
+			TaskID string `json:"taskId"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &created); err != nil || created.Result.TaskID == "" {
+		b.Fatalf("no task: %s", w.Body.Bytes())
+	}
+	id := created.Result.TaskID
+	for _, op := range []struct{ name, method, target, params string }{
+		{"tasks-get", "tasks/get", id, `"taskId":"` + id + `"`},
+		{"call-trivial", "tools/call", "echo", `"name":"echo","arguments":{}`},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			req := post(op.method, op.target, op.params)
+			body, _ := io.ReadAll(req.Body)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					r := req.Clone(req.Context())
+					r.Body = io.NopCloser(bytes.NewReader(body))
+					w := httptest.NewRecorder()
+					h.ServeHTTP(w, r)
+					if w.Code != http.StatusOK {
+						b.Fatalf("answered %d %.300s", w.Code, w.Body.Bytes())
+					}
+				}
+			})
+		})
+	}
+}
