@@ -69,10 +69,7 @@ func (c *Catalog) detached(ctx context.Context, rt *route, d *detach, credential
 		s.remove(t)
 		return Result{}, fmt.Errorf("catalog: tool %s: %w", quote.Name(rt.name), err)
 	}
-	rt.ref.AfterDeath(func() {
-		s.end(t, TaskFailed, Result{}, deathError(rt.name, rt.ref))
-		cancel()
-	})
+	rt.addTask(t)
 	go c.runTask(bctx, rt, st, t, d.rest)
 	return Result{Task: &Task{t: t, s: s}}, nil
 }

@@ -46,6 +46,7 @@ type route struct {
 	// the consumer's death logs it (stats.go); nil while none panicked.
 	panicked atomic.Pointer[panicRecord]
 	fleet    fleetHold // the name's claim beyond this catalog, if any
+	tasks    routeTasks // its tasks still working (task.go)
 }
 
 // panicRecord is a body's panic as the consumer's death logs it: the value,
@@ -85,6 +86,7 @@ func (rt *route) retire() {
 	}
 	rt.side.reg.UnregisterOwned(rt.name, rt.ref)
 	rt.releaseFleet()
+	rt.endTasks()
 	// Signal even when a listing or a lookup reclaimed the entry first:
 	// that reclaim moved the version but signalled nobody. A spurious
 	// wake-up costs a version comparison.

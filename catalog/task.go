@@ -325,13 +325,7 @@ func (c *Catalog) StartTask(ctx context.Context, name string, args json.RawMessa
 		s.remove(t)
 		return nil, c.refused(ctx, err)
 	}
-	// The consumer's death ends the task at once for every reader (info
-	// reads it), and this makes it terminal in the store, so that its
-	// record expires and stops counting against the caps.
-	rt.ref.AfterDeath(func() {
-		s.end(t, TaskFailed, Result{}, deathError(name, rt.ref))
-		cancel()
-	})
+	rt.addTask(t)
 	call := Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref}
 	go c.runTask(bctx, rt, st, t, func(ctx context.Context) (Result, error) { return rt.callTool(ctx, call) })
 	return &Task{t: t, s: s}, nil
@@ -356,6 +350,55 @@ func (c *Catalog) runTask(ctx context.Context, rt *route, st *stripe, t *task, b
 	}
 	c.tasks.end(t, status, res, err)
 	t.cancel()
+	rt.removeTask(t)
+}
+
+// routeTasks are a route's tasks still working: its consumer's death
+// ends them (endTasks), with one after-death function for the route
+// rather than one per task, which a long-lived consumer would pile up.
+type routeTasks struct {
+	mu   sync.Mutex
+	set  map[*task]struct{}
+	dead bool
+}
+
+// addTask puts t among rt's working tasks; when rt's death has already
+// ended them, it ends t now.
+func (rt *route) addTask(t *task) {
+	rt.tasks.mu.Lock()
+	if !rt.tasks.dead {
+		if rt.tasks.set == nil {
+			rt.tasks.set = map[*task]struct{}{}
+		}
+		rt.tasks.set[t] = struct{}{}
+		rt.tasks.mu.Unlock()
+		return
+	}
+	rt.tasks.mu.Unlock()
+	rt.cat.tasks.end(t, TaskFailed, Result{}, deathError(rt.name, rt.ref))
+	t.cancel()
+}
+
+func (rt *route) removeTask(t *task) {
+	rt.tasks.mu.Lock()
+	delete(rt.tasks.set, t)
+	rt.tasks.mu.Unlock()
+}
+
+// endTasks ends the working tasks of rt, whose owner is dead: failed
+// with ErrRouteGone. Readers saw them failed already (taskStore.read);
+// this makes them terminal in the store, so that their records expire
+// and stop counting against the caps.
+func (rt *route) endTasks() {
+	rt.tasks.mu.Lock()
+	set := rt.tasks.set
+	rt.tasks.set, rt.tasks.dead = nil, true
+	rt.tasks.mu.Unlock()
+	for t := range set {
+		if rt.cat.tasks.end(t, TaskFailed, Result{}, deathError(rt.name, rt.ref)) {
+			t.cancel()
+		}
+	}
 }
 
 // deathError is a task's reason when the consumer of its tool died under
