@@ -45,7 +45,7 @@ type route struct {
 	// panicked is the first panic of a body, kept with its stack until
 	// the consumer's death logs it (stats.go); nil while none panicked.
 	panicked atomic.Pointer[panicRecord]
-	fleet    fleetHold // the name's claim beyond this catalog, if any
+	fleet    fleetHold  // the name's claim beyond this catalog, if any
 	tasks    routeTasks // its tasks still working (task.go)
 }
 
