@@ -225,6 +225,8 @@ func (s *Server) toolError(ctx context.Context, name string, err error, forwarde
 		return errorResult(fmt.Sprintf("tool %s failed: internal error", q)), nil
 	case errors.Is(err, catalog.ErrOverloaded):
 		return nil, overloaded(fmt.Sprintf("tool %s is overloaded; retry later", q))
+	case errors.Is(err, catalog.ErrTooManyTasks):
+		return nil, overloaded(fmt.Sprintf("tool %s: too many tasks held; retry later", q))
 	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("tool %s: request ended: %v", q, err)}
 	}

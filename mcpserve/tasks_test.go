@@ -195,3 +195,35 @@ func TestForwardedCallTakesNoTask(t *testing.T) {
 		t.Fatalf("forwarded: %v %v, want the call's result", res, rpcErr)
 	}
 }
+
+// At the task store's cap a call that would start a task gets -32029,
+// overloaded, and starts nothing.
+func TestTaskCapOnTheWire(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{MaxTasksPerCaller: 1})
+	release := make(chan struct{})
+	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: "job", TaskSupport: catalog.TaskOptional}, bindsec.Plan{Public: true},
+		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
+			return c.Detach(ctx, func(ctx context.Context) (catalog.Result, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return catalog.TextResult("done"), nil
+			})
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); _ = k.Stop(context.Background()) })
+	url := newFixture(t, cat, mcpserve.Options{}).http.URL
+	call := func() (map[string]any, map[string]any) {
+		_, res, rpcErr := taskCall(t, url, "tools/call", "job", map[string]any{"name": "job", "arguments": map[string]any{}}, true, "alice")
+		return res, rpcErr
+	}
+	if res, rpcErr := call(); rpcErr != nil || res["taskId"] == nil {
+		t.Fatalf("the first task: %v %v", res, rpcErr)
+	}
+	if res, rpcErr := call(); rpcErr["code"] != float64(-32029) {
+		t.Fatalf("beyond the cap: %v %v, want -32029", res, rpcErr)
+	}
+}
