@@ -198,27 +198,15 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 		return Result{}, c.refused(ctx, err)
 	}
 	defer rt.finish(ctx, s, &err)
-	if det != nil {
-		res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
-		if errors.Is(err, errDetached) && det.rest != nil {
-			return c.detached(ctx, rt, det, credential, ClientFrom(ctx))
-		}
-		if err != nil && round != nil {
-			return Result{}, rt.endRound(round, err)
-		}
-		if err == nil && rt.schemas.out != nil {
-			if err = rt.checkResult(&res); err != nil {
-				res = Result{}
-			}
-		}
-		return res, err
-	}
-	if rt.schemas.out == nil && round == nil {
+	if rt.schemas.out == nil && round == nil && det == nil {
 		// Returned as it comes: the result is copied no more than a direct
 		// call would copy it.
 		return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
 	}
 	res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
+	if det != nil && det.rest != nil && errors.Is(err, errDetached) {
+		return c.detached(ctx, rt, det, credential, ClientFrom(ctx))
+	}
 	if err != nil && round != nil {
 		return Result{}, rt.endRound(round, err)
 	}

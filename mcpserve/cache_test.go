@@ -45,26 +45,40 @@ func post2026(t *testing.T, url, method string, params map[string]any) map[strin
 }
 
 // send2026 sends one 2026-07-28 request, declaring caps, to url and
-// returns its HTTP status and its result or error.
+// returns its HTTP status and its result or error. Mcp-Name is the
+// params' name or URI.
 func send2026(t *testing.T, url, method string, params, caps map[string]any) (int, map[string]any, map[string]any) {
 	t.Helper()
 	if params == nil {
 		params = map[string]any{}
 	}
+	name, ok := params["name"].(string)
+	if !ok {
+		name, _ = params["uri"].(string)
+	}
+	return request2026(t, url, method, name, "", params, caps)
+}
+
+// request2026 sends one 2026-07-28 request, declaring caps, with name in
+// Mcp-Name (none when empty) and bearer as its token (none when empty),
+// and returns its HTTP status and its result or error.
+func request2026(t *testing.T, url, method, name, bearer string, params, caps map[string]any) (int, map[string]any, map[string]any) {
+	t.Helper()
 	params["_meta"] = map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    mcpserve.ProtocolStateless,
 		"io.modelcontextprotocol/clientCapabilities": caps,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "cache", "version": "1"},
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "test", "version": "1"},
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := map[string][]string{"MCP-Protocol-Version": {mcpserve.ProtocolStateless}, "Mcp-Method": {method}}
-	if name, ok := params["name"].(string); ok {
+	if name != "" {
 		h["Mcp-Name"] = []string{name}
-	} else if uri, ok := params["uri"].(string); ok {
-		h["Mcp-Name"] = []string{uri}
+	}
+	if bearer != "" {
+		h["Authorization"] = []string{"Bearer " + bearer}
 	}
 	status, got := rawPostBody(t, url, string(body), h)
 	// A JSON body, or the last data line of an event stream.

@@ -57,20 +57,7 @@ func callClient(req *mcp.CallToolRequest) *catalog.Client {
 			})
 		}
 	}
-	sampling, elicitation, roots := offers(ss)
-	if roots {
-		cl.ListRoots = func(ctx context.Context) ([]catalog.Root, error) { return listRoots(ctx, ss) }
-	}
-	if sampling {
-		cl.Sample = func(ctx context.Context, r catalog.SampleRequest) (catalog.SampleResult, error) {
-			return sample(ctx, ss, r)
-		}
-	}
-	if elicitation {
-		cl.Elicit = func(ctx context.Context, r catalog.ElicitRequest) (catalog.ElicitResult, error) {
-			return elicit(ctx, ss, r)
-		}
-	}
+	asks(cl, ss)
 	return cl
 }
 
@@ -81,11 +68,17 @@ func askClient(ss *mcp.ServerSession) *catalog.Client {
 	if ss == nil {
 		return nil
 	}
-	sampling, elicitation, roots := offers(ss)
-	if !sampling && !elicitation && !roots {
+	cl := &catalog.Client{}
+	if !asks(cl, ss) {
 		return nil
 	}
-	cl := &catalog.Client{}
+	return cl
+}
+
+// asks gives cl the questions ss's client offers to answer, and reports
+// whether it offers any.
+func asks(cl *catalog.Client, ss *mcp.ServerSession) bool {
+	sampling, elicitation, roots := offers(ss)
 	if roots {
 		cl.ListRoots = func(ctx context.Context) ([]catalog.Root, error) { return listRoots(ctx, ss) }
 	}
@@ -99,7 +92,7 @@ func askClient(ss *mcp.ServerSession) *catalog.Client {
 			return elicit(ctx, ss, r)
 		}
 	}
-	return cl
+	return sampling || elicitation || roots
 }
 
 // mcpLevel names level as MCP does: the highest of MCP's eight levels at

@@ -132,35 +132,15 @@ func memoryPipe(t *testing.T, cat *catalog.Catalog) mcp.Transport {
 // empty), and returns its result or error.
 func roundCall(t *testing.T, url, name, bearer string, responses map[string]any, state string) (map[string]any, map[string]any) {
 	t.Helper()
-	params := map[string]any{"name": name, "arguments": map[string]any{},
-		"_meta": map[string]any{
-			"io.modelcontextprotocol/protocolVersion":    mcpserve.ProtocolStateless,
-			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
-			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "rounds", "version": "1"},
-		}}
+	params := map[string]any{"name": name, "arguments": map[string]any{}}
 	if responses != nil {
 		params["inputResponses"] = responses
 	}
 	if state != "" {
 		params["requestState"] = state
 	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-	h := map[string][]string{"MCP-Protocol-Version": {mcpserve.ProtocolStateless}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {name}}
-	if bearer != "" {
-		h["Authorization"] = []string{"Bearer " + bearer}
-	}
-	_, got := rawPostBody(t, url, string(body), h)
-	if i := strings.LastIndex(got, "data: "); i >= 0 {
-		got = strings.TrimSpace(got[i+len("data: "):])
-	}
-	var msg struct {
-		Result map[string]any `json:"result"`
-		Error  map[string]any `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(got), &msg); err != nil {
-		t.Fatalf("%q is no JSON-RPC response (%v)", got, err)
-	}
-	return msg.Result, msg.Error
+	_, res, rpcErr := request2026(t, url, "tools/call", name, bearer, params, map[string]any{"elicitation": map[string]any{}})
+	return res, rpcErr
 }
 
 // firstRound calls name afresh and returns the state of its input_required

@@ -2,7 +2,6 @@ package mcpserve_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -23,28 +22,7 @@ func taskCall(t *testing.T, url, method, name string, params map[string]any, ext
 	if ext {
 		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 	}
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    mcpserve.ProtocolStateless,
-		"io.modelcontextprotocol/clientCapabilities": caps,
-		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks", "version": "1"},
-	}
-	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method, "params": params})
-	h := map[string][]string{"MCP-Protocol-Version": {mcpserve.ProtocolStateless}, "Mcp-Method": {method}, "Mcp-Name": {name}}
-	if bearer != "" {
-		h["Authorization"] = []string{"Bearer " + bearer}
-	}
-	status, got := rawPostBody(t, url, string(body), h)
-	if i := strings.LastIndex(got, "data: "); i >= 0 {
-		got = strings.TrimSpace(got[i+len("data: "):])
-	}
-	var msg struct {
-		Result map[string]any `json:"result"`
-		Error  map[string]any `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(got), &msg); err != nil {
-		t.Fatalf("%s: %q is no JSON-RPC response (%v)", method, got, err)
-	}
-	return status, msg.Result, msg.Error
+	return request2026(t, url, method, name, bearer, params, caps)
 }
 
 // Over the wire a task-supporting tool called by a client that
