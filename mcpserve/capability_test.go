@@ -34,6 +34,12 @@ func TestMissingCapability(t *testing.T) {
 		_, err := c.Elicit(ctx, catalog.ElicitRequest{Message: "name?"})
 		return catalog.Result{}, err
 	})
+	// A body that says it lacks a capability the request did declare
+	// (its own CapabilityError): its error, not -32021, which would tell
+	// the client it did not declare what it did.
+	start("says-missing", func(context.Context, catalog.Call) (catalog.Result, error) {
+		return catalog.Result{}, &catalog.CapabilityError{Tool: "says-missing", Capability: "sampling"}
+	})
 	start("does-without", func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
 		if _, err := c.Sample(ctx, catalog.SampleRequest{Messages: []catalog.SampleMessage{{Role: "user", Content: catalog.Content{Type: "text", Text: "hi"}}}, MaxTokens: 5}); err != nil {
 			return catalog.TextResult("did without"), nil
@@ -56,7 +62,11 @@ func TestMissingCapability(t *testing.T) {
 				t.Errorf("fast %v, %s declared: HTTP %d, result %v, error %v; want input_required", fast, capability, status, res, rpcErr)
 			}
 		}
-		res := post2026(t, url, "tools/call", map[string]any{"name": "does-without", "arguments": map[string]any{}})
+		status, res, rpcErr := send2026(t, url, "tools/call", map[string]any{"name": "says-missing", "arguments": map[string]any{}}, map[string]any{"sampling": map[string]any{}})
+		if status != http.StatusOK || rpcErr != nil || res["isError"] != true {
+			t.Errorf("fast %v, a body's own CapabilityError for a declared capability: HTTP %d, result %v, error %v; want its tool error", fast, status, res, rpcErr)
+		}
+		res = post2026(t, url, "tools/call", map[string]any{"name": "does-without", "arguments": map[string]any{}})
 		if res["isError"] == true || res["content"] == nil {
 			t.Errorf("fast %v: a body that does without sampling: %v", fast, res)
 		}
