@@ -82,3 +82,22 @@ func (rt *route) releaseFleet() {
 	}
 	rt.fleet.once.Do(rt.fleet.release)
 }
+
+// HolderState says where the replica that holds a task is, as a fleet's
+// view has it: the answer of package mcpserve's TaskHolders.Locate, which
+// package etcdfleet's Replica implements.
+type HolderState uint8
+
+// The states of a task's holder.
+const (
+	// HolderUnknown: the view cannot tell yet (it is behind the holder's
+	// membership, or hidden between sessions); ask again later.
+	HolderUnknown HolderState = iota
+	// HolderHere: this process holds the task.
+	HolderHere
+	// HolderLive: another replica holds it, and its lease is alive.
+	HolderLive
+	// HolderLost: the replica that held it is gone, its lease expired or
+	// revoked, or its process replaced: the task ended with it.
+	HolderLost
+)

@@ -25,6 +25,10 @@ type Record struct {
 	Kind     catalog.Kind  `json:"kind"`
 	Tool     *ToolDesc     `json:"tool,omitempty"`
 	Resource *ResourceDesc `json:"resource,omitempty"`
+	// Incarnation is set in a replica's membership record alone (Kind
+	// KindReplica; holder.go): the random name of the process that wrote
+	// it, the same across its sessions.
+	Incarnation string `json:"incarnation,omitempty"`
 	// MAC authenticates the rest, the key and the lease (base64url,
 	// unpadded): see the package doc's "What a replica trusts". Empty in
 	// the record a follower hands out, once checked.

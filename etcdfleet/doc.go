@@ -14,7 +14,15 @@
 //	<prefix>/prompts/<name>      for a prompt
 //	<prefix>/templates/<key>     for a resource template (its variables renamed)
 //
-// the name path-escaped, so that a URI's slashes stay in one segment. The
+// the name path-escaped, so that a URI's slashes stay in one segment.
+// Beside its claims, each replica keeps its membership,
+//
+//	<prefix>/replicas/<name>     the replica, its endpoint and incarnation
+//
+// put under its lease whenever a session opens: package mcpserve's tasks
+// across a fleet name their holder by it ([Replica.Stamp],
+// [Replica.Locate]), so that any replica can tell a holder that is alive
+// from one whose lease expired, even once it holds no claim. The
 // claim is one Txn that puts the key only if it does not exist
 // (CreateRevision == 0), attached to the replica's lease; the value
 // ([Record]) names the replica and the owner and describes the route. A

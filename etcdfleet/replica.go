@@ -35,9 +35,12 @@ type Replica struct {
 	pause      chan struct{}  // tests: hold the follower, then let it go on
 	undos      sync.WaitGroup // claims of unknown outcome being undone
 	trust      *trust         // what the follower believes (trust.go)
+	// incarnation names this process in its membership (holder.go).
+	incarnation string
 
 	mu      sync.Mutex
 	sess    *concurrency.Session // nil between sessions and once closed
+	member  member               // the membership sess put (holder.go)
 	ready   chan struct{}        // closed when sess is set
 	claims  map[*claim]struct{}  // the claims made under sess, not released
 	pending map[*claim]struct{}  // released under sess, delete not yet done
@@ -60,9 +63,11 @@ type Replica struct {
 // ErrUnavailable (wrapping ctx's error), with the client closed and nothing
 // granted or running; a bad Config gives ErrInvalidConfig before anything
 // is dialled, and credentials the cluster refuses give ErrAuthFailed.
-// Cost: three round trips (four with Config.Username): the watch the view
-// follows opens before the listing, so that it follows from the start. Close the Replica
-// when done.
+// Cost: four round trips (five with Config.Username): the watch the view
+// follows opens before the listing, so that it follows from the start, and
+// the session's lease is granted, then the replica's membership put under
+// it (holder.go); each later session costs the last two again. Close the
+// Replica when done.
 func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w", err)
@@ -76,7 +81,7 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Replica{trust: tr,
+	r := &Replica{trust: tr, incarnation: newIncarnation(),
 		cfg: cfg, cli: cli, ctx: rctx, cancel: cancel,
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
 		view: newView(), followDone: make(chan struct{}), pause: make(chan struct{}),
@@ -89,31 +94,38 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 		_ = cli.Close()
 		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
-	s, err := r.open(ctx)
+	s, m, err := r.open(ctx)
 	if err != nil {
 		wcancel()
 		cancel()
 		_ = cli.Close()
 		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
-	r.install(s)
+	r.install(s, m)
 	go r.supervise(s)
 	go r.follow(rev, wch, wcancel)
 	return r, nil
 }
 
-// open grants a lease within ctx and keeps it alive under r.ctx.
-func (r *Replica) open(ctx context.Context) (*concurrency.Session, error) {
+// open grants a lease within ctx, keeps it alive under r.ctx, and puts
+// the replica's membership under it.
+func (r *Replica) open(ctx context.Context) (*concurrency.Session, member, error) {
 	lease, err := r.cli.Grant(ctx, int64(r.cfg.TTL/time.Second))
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, member{}, unavailable(err)
 	}
 	s, err := concurrency.NewSession(r.cli, concurrency.WithLease(lease.ID), concurrency.WithContext(r.ctx))
 	if err != nil {
 		r.revoke(lease.ID)
-		return nil, unavailable(err)
+		return nil, member{}, unavailable(err)
 	}
-	return s, nil
+	rev, err := r.join(ctx, s)
+	if err != nil {
+		s.Orphan()
+		r.revoke(lease.ID)
+		return nil, member{}, err
+	}
+	return s, member{rev: rev}, nil
 }
 
 // unavailable marks a cluster that did not answer, keeping the cause.
@@ -129,14 +141,14 @@ func (r *Replica) revoke(id clientv3.LeaseID) {
 	}
 }
 
-// install makes s the current session.
-func (r *Replica) install(s *concurrency.Session) bool {
+// install makes s, with its membership m, the current session.
+func (r *Replica) install(s *concurrency.Session, m member) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return false
 	}
-	r.sess = s
+	r.sess, r.member = s, m
 	close(r.ready)
 	return true
 }
@@ -230,10 +242,10 @@ func (r *Replica) reopen() *concurrency.Session {
 	backoff := 10 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.OpTimeout)
-		s, err := r.open(ctx)
+		s, m, err := r.open(ctx)
 		cancel()
 		if err == nil {
-			if r.install(s) {
+			if r.install(s, m) {
 				return s
 			}
 			s.Orphan()

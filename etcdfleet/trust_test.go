@@ -219,11 +219,25 @@ func TestInvalidRecordsDropped(t *testing.T) {
 	add(prefix+"/elsewhere/x", etcdfleet.Record{Replica: "b", Kind: "tool", Tool: &etcdfleet.ToolDesc{Name: "x"}})
 	add(toolKey("a%2Fb"), etcdfleet.Record{Replica: "b", Kind: "tool", Tool: &etcdfleet.ToolDesc{Name: "a/b"}}) // not a tool name
 	add(toolKey("%61"), toolRecord("b", good, "a"))                                                             // not canonically escaped
+	member := func(key string, f func(*etcdfleet.Record)) {
+		rec := etcdfleet.Record{Replica: "m", Endpoint: good, Kind: etcdfleet.KindReplica, Incarnation: "inc"}
+		f(&rec)
+		add(key, rec)
+	}
+	member(prefix+"/replicas/m", func(r *etcdfleet.Record) { r.Incarnation = "" })
+	member(prefix+"/replicas/m", func(r *etcdfleet.Record) { r.Tool = &etcdfleet.ToolDesc{Name: "m"} })
+	member(prefix+"/replicas/other", func(r *etcdfleet.Record) {})
+	member(prefix+"/replicas/m", func(r *etcdfleet.Record) { r.Endpoint = "http://10.1.2.3:1/fleet" })
+	member(prefix+"/replicas/m", func(r *etcdfleet.Record) { r.Incarnation = strings.Repeat("i", 65) })
+	add(tool("incarnation", func(r *etcdfleet.Record) { r.Incarnation = "inc" }))
 	for _, c := range cases {
 		put(t, cli, c.key, etcdfleet.Seal(fleetToken, c.key, 0, c.rec))
 	}
-	// Valid: an IPv6 loopback, a host name in another case, no endpoint,
-	// no schema (listed as {"type":"object"}); and the control, last.
+	// Valid: a membership; an IPv6 loopback, a host name in another
+	// case, no endpoint, no schema (listed as {"type":"object"}); and the
+	// control, last.
+	okMember := prefix + "/replicas/ok"
+	put(t, cli, okMember, etcdfleet.Seal(fleetToken, okMember, 0, etcdfleet.Record{Replica: "ok", Endpoint: good, Kind: etcdfleet.KindReplica, Incarnation: "inc"}))
 	valid := map[string]string{"v6": "http://[::1]:1/fleet", "named": "https://PEER.example/x/fleet", "silent": "", "control": good}
 	for _, name := range []string{"v6", "named", "silent", "control"} {
 		rec := toolRecord("b", valid[name], name)
@@ -241,6 +255,9 @@ func TestInvalidRecordsDropped(t *testing.T) {
 		if _, ok := a.View().Holder(c.key); ok {
 			t.Errorf("invalid %s is in the view", c.key)
 		}
+	}
+	if rec, ok := a.View().Holder(okMember); !ok || rec.Incarnation != "inc" {
+		t.Errorf("a valid membership is not in the view: %+v, %v", rec, ok)
 	}
 	for _, tl := range a.Remote().Tools() {
 		if tl.Name == "silent" && string(tl.InputSchema) != `{"type":"object"}` {

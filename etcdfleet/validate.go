@@ -19,7 +19,8 @@ import (
 const DefaultPeerPath = "/fleet"
 
 // kinds maps a key's directory to the kind its records must name.
-var kinds = map[string]catalog.Kind{"tools": catalog.KindTool, "resources": catalog.KindResource, "prompts": catalog.KindPrompt, "templates": catalog.KindTemplate}
+var kinds = map[string]catalog.Kind{"tools": catalog.KindTool, "resources": catalog.KindResource, "prompts": catalog.KindPrompt, "templates": catalog.KindTemplate,
+	"replicas": KindReplica}
 
 // peers is the parsed Config.Peers: the hosts a record's endpoint may
 // name. Immutable once built.
@@ -168,7 +169,19 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 	if rec.Replica == "" || len(rec.Replica) > maxReplicaBytes || !printable(rec.Replica) {
 		return bad("a replica name that is not printable UTF-8 of at most %d bytes", maxReplicaBytes)
 	}
+	if (kind == KindReplica) != (rec.Incarnation != "") {
+		return bad("an incarnation in a record that is not a replica's membership, or none in one")
+	}
 	switch kind {
+	case KindReplica:
+		switch {
+		case rec.Tool != nil || rec.Resource != nil:
+			return bad("a membership with a descriptor")
+		case rec.Replica != name:
+			return bad("a membership under another replica's name")
+		case len(rec.Incarnation) > maxIncarnationBytes || !printable(rec.Incarnation):
+			return bad("an incarnation that is not printable UTF-8 of at most %d bytes", maxIncarnationBytes)
+		}
 	case catalog.KindTool:
 		t := rec.Tool
 		switch {

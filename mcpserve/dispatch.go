@@ -144,12 +144,14 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 		return nil, err
 	}
 	opts := []catalog.CallOption{catalog.WithClient(rd.client(cl))}
-	if rd != nil && declaresTasks(p.Meta) && !isForwarded(req.Extra) {
+	if rd != nil && declaresTasks(p.Meta) && (!isForwarded(req.Extra) || s.stampsTasks()) {
 		opts = append(opts, catalog.WithTasks()) // tasks.go
 	}
 	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, opts...)
 	if err == nil && res.Task != nil {
-		return &createTaskResult{info: res.Task.Info(), ttl: s.cat.TaskTTL()}, nil
+		info := res.Task.Info()
+		info.ID = s.wireTaskID(info, cred)
+		return &createTaskResult{info: info, ttl: s.cat.TaskTTL()}, nil
 	}
 	if err != nil {
 		if errors.Is(err, catalog.ErrTaskRequired) && namesCurrent(p.Meta) {

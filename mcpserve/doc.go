@@ -105,6 +105,15 @@
 // does not know) read, answer and end, with the credential that started
 // it alone. A task lives no longer than its consumer.
 //
+// Serving a fleet whose Peers implement TaskHolders (package etcdfleet's
+// Replica does), a task's ID names the replica that holds it, under a MAC
+// of the fleet's that binds the caller's credential: a call forwarded to
+// the holder may start a task, and tasks/* sent to any replica reach the
+// holder over the fleet hop, once. A holder whose lease stands but which
+// cannot be reached gives CodePeerUnavailable, retryable; once its lease
+// expired, its tasks read failed, reason replica_lost. An ID no replica
+// minted for the caller is unknown, and goes nowhere (fleettasks.go).
+//
 // # The fast path
 //
 // The hot methods (tools/call, tools/list,

@@ -128,6 +128,9 @@ func (d *fleetTokenDigest) matches(token string) bool {
 // fleet credential's digests. Set once by startFleet, read-only after.
 type fleetSide struct {
 	fwd *forwarder // forwards calls for routes held elsewhere
+	// tasks serves tasks across the fleet; nil when Peers is no
+	// TaskHolders (fleettasks.go).
+	tasks *taskIDs
 	// sdk is a stateless SDK handler over the Server's own mcp.Server:
 	// a forwarded call is served by the same middleware, catalog and
 	// tables of calls as a local one, one HTTP request each.
@@ -136,7 +139,7 @@ type fleetSide struct {
 	token    fleetTokenDigest   // the fleet credential's digest
 	previous []fleetTokenDigest // Fleet.PreviousTokens' digests, also accepted
 	// onForwarded, if set, is called with the method of every request
-	// forwarded here that the fast path serves (tests).
+	// forwarded here that the fast path or serveTasks serves (tests).
 	onForwarded func(method string)
 }
 
@@ -170,6 +173,7 @@ func (s *Server) startFleet(opts Options, log *slog.Logger) error {
 	}
 	fs := &fleetSide{
 		fwd:   newForwarder(f, s.maxResult, s.log),
+		tasks: newTaskIDs(f),
 		path:  orString(f.Path, DefaultFleetPath),
 		token: sha256.Sum256([]byte(f.Token)),
 		sdk: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
@@ -178,6 +182,7 @@ func (s *Server) startFleet(opts Options, log *slog.Logger) error {
 	for _, t := range f.PreviousTokens {
 		fs.previous = append(fs.previous, sha256.Sum256([]byte(t)))
 	}
+	fs.fwd.tasks = fs.tasks != nil
 	s.fleet = fs
 	return nil
 }
@@ -269,6 +274,16 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodPost {
 		body, ok := s.readBody(w, r)
 		if !ok {
+			return
+		}
+		if tasksRequest(r) {
+			// A tasks request for a task that names this replica as
+			// its holder (fleettasks.go).
+			defer putBuf(body)
+			if s.fleet.onForwarded != nil {
+				s.fleet.onForwarded(r.Header.Get(methodHeader))
+			}
+			s.serveTasks(w, r, body.Bytes(), forwardedCredential(&mcp.RequestExtra{Header: r.Header}), true)
 			return
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), nil, true); ok {

@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ type forwarder struct {
 	jar    http.CookieJar    // from Fleet.HTTPClient
 	whole  time.Duration     // Fleet.HTTPClient's Timeout
 	token  string
+	tasks  bool        // the holder may start a task (fleettasks.go)
 	self   endpointKey // this replica's advertised endpoint
 	isSelf bool        // self is set
 	begin  time.Duration
@@ -154,16 +156,29 @@ func (e *resultTooLarge) Error() string {
 // that cannot be reached gives CodePeerUnavailable. It returns errSelf for
 // this replica's own endpoint, and a *resultTooLarge for a response past
 // the body limit.
-func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw, cl *catalog.Client) (*mcp.CallToolResult, error) {
-	res := new(mcp.CallToolResult)
-	if err := f.forward(ctx, endpoint, cred, catalog.KindTool, p.Name, toolCall(p, cl), cl, res); err != nil {
-		return nil, err
+//
+// When the holder started a task, the result is nil and task is the
+// holder's CreateTaskResult, as it sent it.
+func (f *forwarder) callTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw, cl *catalog.Client) (res *mcp.CallToolResult, task json.RawMessage, err error) {
+	var ans toolAnswer
+	if err := f.forward(ctx, endpoint, cred, catalog.KindTool, p.Name, toolCall(p, cl, f.tasks), cl, &ans); err != nil {
+		return nil, nil, err
+	}
+	if ans.task != nil {
+		return nil, ans.task, nil
 	}
 	// The hop's own metadata (the holder's serverInfo, which a
 	// 2026-07-28 result carries) is not the caller's: this server adds
 	// its own where the caller's protocol has it.
-	delete(res.Meta, mcp.MetaKeyServerInfo)
-	return res, nil
+	delete(ans.call.Meta, mcp.MetaKeyServerInfo)
+	return &ans.call, nil, nil
+}
+
+// toolAnswer is a forwarded tools/call's result: the call's, or the
+// holder's CreateTaskResult when it started a task.
+type toolAnswer struct {
+	call mcp.CallToolResult
+	task json.RawMessage
 }
 
 // readResource forwards a resources/read like callTool.

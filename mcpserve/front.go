@@ -189,7 +189,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		if tasksRequest(r) {
 			// The SDK knows no tasks/* method: answered here (tasks.go).
 			defer putBuf(body)
-			s.serveTasks(w, r, body.Bytes())
+			s.serveTasks(w, r, body.Bytes(), bearer(r.Header), false)
 			return
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), sc, false); ok {

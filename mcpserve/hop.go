@@ -356,7 +356,10 @@ func forwardedRequest(r *http.Request) bool {
 // its progress to cl, and counts its result against the limit as a local
 // one's.
 func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.CallToolParamsRaw, cl *catalog.Client) (mcp.Result, error) {
-	res, err := s.fleet.fwd.callTool(ctx, endpoint, cred, p, cl)
+	res, task, err := s.fleet.fwd.callTool(ctx, endpoint, cred, p, cl)
+	if task != nil {
+		return &relayedTask{raw: task}, nil
+	}
 	// A 2025-11-25 session is asked the holder's questions mid-call here,
 	// and the call forwarded again with the answers (hoprounds.go).
 	for n := 0; err == nil && res.InputRequests != nil && !namesCurrent(p.Meta); n++ {
@@ -369,7 +372,10 @@ func (s *Server) forwardTool(ctx context.Context, endpoint, cred string, p *mcp.
 		}
 		retry := *p
 		retry.InputResponses, retry.RequestState = responses, res.RequestState
-		res, err = s.fleet.fwd.callTool(ctx, endpoint, cred, &retry, cl)
+		res, task, err = s.fleet.fwd.callTool(ctx, endpoint, cred, &retry, cl)
+		if task != nil {
+			return &relayedTask{raw: task}, nil
+		}
 	}
 	var big *resultTooLarge
 	switch {

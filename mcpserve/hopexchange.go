@@ -50,26 +50,27 @@ type hopRequest struct {
 }
 
 // toolCall is the hop request of a tools/call whose caller, if a
-// 2025-11-25 session, is cl.
-func toolCall(p *mcp.CallToolParamsRaw, cl *catalog.Client) hopRequest {
+// 2025-11-25 session, is cl. With tasks set the holder may start a task
+// for a caller that takes them (fleettasks.go).
+func toolCall(p *mcp.CallToolParamsRaw, cl *catalog.Client, tasks bool) hopRequest {
 	r := hopRequest{method: methodCallTool, name: p.Name, args: p.Arguments}
-	r.setRound(p.Meta, cl, p.InputResponses, p.RequestState)
+	r.setRound(p.Meta, cl, p.InputResponses, p.RequestState, tasks)
 	return r
 }
 
 // resourceRead is toolCall for a resources/read.
 func resourceRead(p *mcp.ReadResourceParams, cl *catalog.Client) hopRequest {
 	r := hopRequest{method: methodReadResource, name: p.URI}
-	r.setRound(p.Meta, cl, p.InputResponses, p.RequestState)
+	r.setRound(p.Meta, cl, p.InputResponses, p.RequestState, false)
 	return r
 }
 
 // setRound carries what the caller's request says of its rounds of input:
 // the client capabilities a 2026-07-28 caller declared, or those a
 // 2025-11-25 session's client cl offers (hoprounds.go), and a retry's
-// answers and state.
-func (r *hopRequest) setRound(meta mcp.Meta, cl *catalog.Client, responses mcp.InputResponseMap, state string) {
-	if r.caps = callerCaps(meta); r.caps == nil && !namesCurrent(meta) {
+// answers and state. The tasks extension is carried only with tasks set.
+func (r *hopRequest) setRound(meta mcp.Meta, cl *catalog.Client, responses mcp.InputResponseMap, state string, tasks bool) {
+	if r.caps = callerCaps(meta, tasks); r.caps == nil && !namesCurrent(meta) {
 		r.caps = sessionCaps(cl)
 	}
 	if r.caps == nil || state == "" {
@@ -95,8 +96,11 @@ func hopMeta(impl *mcp.Implementation) string {
 // callerCaps is the client capabilities a tools/call's _meta declares, for
 // the hop to declare in turn, so that the holder judges a body's need of
 // one (catalog.CapabilityError) as it would the caller's own request; nil
-// for a 2025 request, whose capabilities no hop can carry.
-func callerCaps(meta mcp.Meta) json.RawMessage {
+// for a 2025 request, whose capabilities no hop can carry. The tasks
+// extension goes only with tasks set: a replica that cannot serve tasks
+// across the fleet runs a forwarded call to its end, as for a client that
+// takes no tasks.
+func callerCaps(meta mcp.Meta, tasks bool) json.RawMessage {
 	if !namesCurrent(meta) {
 		return nil
 	}
@@ -105,10 +109,7 @@ func callerCaps(meta mcp.Meta) json.RawMessage {
 		return nil
 	}
 	if ext, ok := caps["extensions"].(map[string]any); ok {
-		if _, tasks := ext[extTasks]; tasks {
-			// A task lives on the replica that runs it, and tasks/get
-			// is not forwarded yet: through another replica the call
-			// runs to its end, as for a client that takes no tasks.
+		if _, declared := ext[extTasks]; declared && !tasks {
 			caps = maps.Clone(caps)
 			ext = maps.Clone(ext)
 			delete(ext, extTasks)
@@ -322,6 +323,15 @@ func decodeAnswer(msg hopMessage, res any) error {
 	}
 	var err error
 	switch r := res.(type) {
+	case *toolAnswer:
+		var rt struct {
+			ResultType string `json:"resultType"`
+		}
+		if _, perr := segjson.Parse(msg.Result, &rt, segjson.DontMatchCaseInsensitiveStructFields); perr == nil && rt.ResultType == "task" {
+			r.task = bytes.Clone(msg.Result)
+			return nil
+		}
+		err = decodeToolResult(msg.Result, &r.call)
 	case *mcp.CallToolResult:
 		err = decodeToolResult(msg.Result, r)
 	case *mcp.ReadResourceResult:

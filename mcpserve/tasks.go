@@ -56,7 +56,7 @@ func missingTasks(what string) error {
 // _meta the SDK and annotate set, and writes itself.
 type createTaskResult struct {
 	mcp.CallToolResult
-	info catalog.TaskInfo
+	info catalog.TaskInfo // its ID the wire's (wireTaskID)
 	ttl  time.Duration
 }
 
@@ -84,8 +84,9 @@ func tasksMethod(method string) bool {
 }
 
 // serveTasks answers a 2026-07-28 tasks/get, tasks/update or tasks/cancel
-// whose body is data.
-func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, data []byte) {
+// whose body is data, for the caller that presented cred; forwarded says
+// another replica sent it here (fleettasks.go).
+func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, data []byte, cred string, forwarded bool) {
 	var msg struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
@@ -116,25 +117,38 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, data []byte)
 		fail(&jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "header mismatch: Mcp-Name does not match the request's taskId"})
 		return
 	}
-	id, cred := *p.TaskID, bearer(r.Header)
+	id := *p.TaskID
 	unknown := invalidParams(fmt.Sprintf("%s: unknown task %s", msg.Method, quote.Name(id)), nil)
+	local := id
+	if strings.Contains(id, ".") {
+		// An ID that names its holder (fleettasks.go).
+		ft, ok := s.openTaskID(id, cred)
+		if !ok {
+			fail(unknown)
+			return
+		}
+		if s.tasksElsewhere(w, r, data, msg.Method, msg.ID, id, cred, ft, forwarded) {
+			return
+		}
+		local = ft.local
+	}
 	ack := map[string]any{"resultType": "complete"}
 	switch msg.Method {
 	case "tasks/get":
-		info, err := s.cat.GetTask(id, cred)
+		info, err := s.cat.GetTask(local, cred)
 		if err != nil {
 			fail(unknown)
 			return
 		}
-		writeRPC(w, msg.ID, s.detailedTask(info), nil)
+		writeRPC(w, msg.ID, s.detailedTask(info, id), nil)
 	case "tasks/cancel":
-		if err := s.cat.CancelTask(id, cred); err != nil {
+		if err := s.cat.CancelTask(local, cred); err != nil {
 			fail(unknown)
 			return
 		}
 		writeRPC(w, msg.ID, ack, nil)
 	case "tasks/update":
-		info, err := s.cat.GetTask(id, cred)
+		info, err := s.cat.GetTask(local, cred)
 		if err != nil {
 			fail(unknown)
 			return
@@ -144,7 +158,7 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, data []byte)
 			fail(invalidParams("tasks/update: "+err.Error(), nil))
 			return
 		}
-		if err := s.cat.UpdateTask(id, cred, answers); err != nil {
+		if err := s.cat.UpdateTask(local, cred, answers); err != nil {
 			fail(unknown)
 			return
 		}
@@ -152,9 +166,10 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, data []byte)
 	}
 }
 
-// detailedTask is tasks/get's result: the task, and its result, its
-// error or its open questions.
-func (s *Server) detailedTask(info catalog.TaskInfo) map[string]any {
+// detailedTask is tasks/get's result: the task, whose ID on the wire is
+// wireID, and its result, its error or its open questions.
+func (s *Server) detailedTask(info catalog.TaskInfo, wireID string) map[string]any {
+	info.ID = wireID
 	out := taskWire(info, s.cat.TaskTTL())
 	out["resultType"] = "complete"
 	switch info.Status {
