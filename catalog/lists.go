@@ -78,14 +78,26 @@ type Stats struct {
 	// live owners; PromptSlots and TemplateSlots their entries held
 	// against the caps.
 	Prompts, Templates, PromptSlots, TemplateSlots int
+	// Tasks is the task store as it holds now (task.go).
+	Tasks TaskCounts
+}
+
+// TaskCounts is what a catalog's task store holds: the tasks, working or
+// kept after their end until they expire, the most that one credential
+// holds, and the bytes of the results kept. They stay within
+// Config.MaxTasks, Config.MaxTasksPerCaller and Config.MaxTaskResultBytes.
+type TaskCounts struct {
+	Held, MostPerCaller int
+	ResultBytes         int64
 }
 
 // Stats returns a summary of the catalog.
 //
 // The counters are read one by one, not at one instant: under load the
 // snapshot may count a call or a death in one field that it misses in a
-// neighbouring one. It costs a listing of each kind and a pass over 16
-// small stripes.
+// neighbouring one. It costs a listing of each kind, a pass over 16
+// small stripes, and one over the credentials that hold tasks, under the
+// task store's lock.
 func (c *Catalog) Stats() Stats {
 	calls, deaths := c.counted()
 	return Stats{
@@ -102,5 +114,6 @@ func (c *Catalog) Stats() Stats {
 		Templates:     len(c.templates.reg.ListReady()),
 		PromptSlots:   c.prompts.reg.Len(),
 		TemplateSlots: c.templates.reg.Len(),
+		Tasks:         c.tasks.counts(),
 	}
 }

@@ -425,6 +425,18 @@ func (s *taskStore) add(t *task) error {
 	return nil
 }
 
+// counts reads what the store holds; expired tasks are dropped first.
+func (s *taskStore) counts() TaskCounts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweep(s.now())
+	n := TaskCounts{Held: len(s.byID), ResultBytes: s.bytes}
+	for _, k := range s.perCaller {
+		n.MostPerCaller = max(n.MostPerCaller, k)
+	}
+	return n
+}
+
 // remove takes out a task that never ran.
 func (s *taskStore) remove(t *task) {
 	s.mu.Lock()

@@ -219,6 +219,9 @@ func TestTaskBounds(t *testing.T) {
 	}
 	wait(t, a1)
 	wait(t, a2)
+	if got, want := c.Stats().Tasks, (catalog.TaskCounts{Held: 3, MostPerCaller: 2, ResultBytes: c.Stats().Tasks.ResultBytes}); got != want || got.ResultBytes <= 0 {
+		t.Fatalf("Stats().Tasks = %+v, want %+v with results counted", got, want)
+	}
 	advance(59 * time.Second)
 	if _, err := c.GetTask(a1.ID(), "alice"); err != nil {
 		t.Fatalf("before its TTL: %v", err)
@@ -226,6 +229,9 @@ func TestTaskBounds(t *testing.T) {
 	advance(2 * time.Second)
 	if _, err := c.GetTask(a1.ID(), "alice"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("after its TTL: %v", err)
+	}
+	if got := c.Stats().Tasks; got != (catalog.TaskCounts{}) {
+		t.Fatalf("Stats().Tasks once all expired = %+v, want none", got)
 	}
 	big.Store(true)
 	info := wait(t, startTask(t, c, "alice"))

@@ -216,6 +216,13 @@
 //     check fails when a read that began after the task's consumer was
 //     observed dead found the task still working: a task lives exactly as
 //     long as its consumer, by any of the four deaths.
+//  19. task_store_bounds: the catalog keeps tasks 500 ms after they end,
+//     and the run starts more than its task caps allow (TaskCap in all,
+//     TaskCapPerCaller for one credential, TaskResultBytes of results), so
+//     that starts are refused at the caps all along, as overloaded (most
+//     tasks come from the valid credential, so its cap binds first). Every
+//     sample of the catalog's Stats (the cap prober's) must find the store
+//     within all three.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

@@ -106,3 +106,22 @@ func TestCheckerTaskOutlivedConsumer(t *testing.T) {
 		})
 	}
 }
+
+// Invariant 19 fires for a store past any of its bounds, and only then.
+func TestCheckerTaskStoreBounds(t *testing.T) {
+	for _, tc := range []struct {
+		n          catalog.TaskCounts
+		violations int64
+	}{
+		{catalog.TaskCounts{Held: TaskCap, MostPerCaller: TaskCapPerCaller, ResultBytes: TaskResultBytes}, 0},
+		{catalog.TaskCounts{Held: TaskCap + 1}, 1},
+		{catalog.TaskCounts{Held: 1, MostPerCaller: TaskCapPerCaller + 1}, 1},
+		{catalog.TaskCounts{Held: 1, MostPerCaller: 1, ResultBytes: TaskResultBytes + 1}, 1},
+	} {
+		tl := &tally{}
+		checkTaskStore(tl, tc.n)
+		if c, v := tl.Checks(InvTaskStoreBounds), tl.Violations(InvTaskStoreBounds); c != 1 || v != tc.violations {
+			t.Errorf("%+v: %d checks, %d violations; want 1 and %d", tc.n, c, v, tc.violations)
+		}
+	}
+}

@@ -93,6 +93,13 @@ func Authenticator() bindsec.Authenticator {
 	})
 }
 
+// The task store's bounds in a run's catalog (invariant 19).
+const (
+	TaskCap          = 2048
+	TaskCapPerCaller = 768
+	TaskResultBytes  = 64 << 10
+)
+
 // NewCatalogSystem makes the catalog a run drives, with cfg's cap and
 // missing-plan mode and the loadgen's authenticator.
 func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
@@ -106,9 +113,10 @@ func NewCatalogSystem(cfg Config) (*CatalogSystem, error) {
 		// Tasks (invariant 18) end in a fraction of a millisecond,
 		// thousands a second, and their caller reads them at once: kept
 		// 500 ms, ample time for that read however the machine
-		// schedules it, their records stay far below these caps, and the
-		// live heap near its baseline (invariant 7).
-		MaxTasks: 1 << 20, MaxTasksPerCaller: 1 << 20, TaskTTL: 500 * time.Millisecond,
+		// schedules it. At full speed more are kept than these caps
+		// allow, so that starts are refused at them all along and
+		// invariant 19 judges the store at its bounds.
+		MaxTasks: TaskCap, MaxTasksPerCaller: TaskCapPerCaller, MaxTaskResultBytes: TaskResultBytes, TaskTTL: 500 * time.Millisecond,
 		// The run drops consumers on purpose, thousands of times: the
 		// catalog's warning for each would drown the report.
 		Logger: slog.New(slog.DiscardHandler),

@@ -25,7 +25,8 @@ const (
 	InvListedDeadOwner
 	InvRoundReachedOther
 	InvTaskOutlivedConsumer
-	numInvariants = int(InvTaskOutlivedConsumer)
+	InvTaskStoreBounds
+	numInvariants = int(InvTaskStoreBounds)
 )
 
 // Invariants lists every invariant in order.
@@ -34,7 +35,7 @@ var Invariants = []Invariant{
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
 	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch, InvResourceUpdate,
 	InvStopDrain, InvAfterDeathOrder, InvListingInstant, InvListedDeadOwner, InvRoundReachedOther,
-	InvTaskOutlivedConsumer,
+	InvTaskOutlivedConsumer, InvTaskStoreBounds,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -57,6 +58,7 @@ var invariantNames = [numInvariants + 1]string{
 	"listed_dead_owner",
 	"round_reached_other",
 	"task_outlived_consumer",
+	"task_store_bounds",
 }
 
 // String is the invariant's key in reports and JSON.

@@ -2,6 +2,7 @@ package inproc
 
 import (
 	"context"
+	"github.com/livereg/livereg/catalog"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -223,13 +224,29 @@ func sleepRand(rng *rand.Rand, most time.Duration) {
 	time.Sleep(time.Duration(rng.Int64N(int64(most))))
 }
 
-// prober checks the catalog's counts against each kind's cap every
-// interval.
+// prober checks the catalog's counts against each kind's cap, and its
+// task store against its bounds, every interval.
 func (w *world) prober(ctx context.Context, interval time.Duration) {
 	wait.Every(ctx, interval, func() {
 		st := w.sys.Stats()
 		for _, c := range w.capk {
 			c.sample(st)
 		}
+		checkTaskStore(w.t, st.Tasks)
 	})
+}
+
+// checkTaskStore is invariant 19: the task store holds no more tasks than
+// its caps, in all and for any one credential, and no more result bytes
+// than its budget, however many tasks the run starts.
+func checkTaskStore(t *tally, n catalog.TaskCounts) {
+	t.Check(InvTaskStoreBounds, 1)
+	switch {
+	case n.Held > TaskCap, n.Held < 0:
+		t.Violate(InvTaskStoreBounds, "the task store holds %d tasks; its cap is %d", n.Held, TaskCap)
+	case n.MostPerCaller > TaskCapPerCaller:
+		t.Violate(InvTaskStoreBounds, "one credential holds %d tasks; its cap is %d", n.MostPerCaller, TaskCapPerCaller)
+	case n.ResultBytes > TaskResultBytes || n.ResultBytes < 0:
+		t.Violate(InvTaskStoreBounds, "the task store keeps %d bytes of results; its budget is %d", n.ResultBytes, TaskResultBytes)
+	}
 }

@@ -43,7 +43,7 @@ func classify(err error) outcome {
 		return outcomeGone
 	case catalog.Denied(err):
 		return outcomeDenied
-	case errors.Is(err, catalog.ErrOverloaded):
+	case errors.Is(err, catalog.ErrOverloaded), errors.Is(err, catalog.ErrTooManyTasks):
 		return outcomeOverloaded
 	case errors.Is(err, catalog.ErrRoutePanicked):
 		return outcomePanicked
