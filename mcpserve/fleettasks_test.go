@@ -54,7 +54,7 @@ func (p *taskPeers) Locate(stamp string) (string, catalog.HolderState) {
 
 // taskReplica starts a fleet replica named name whose Peers serve tasks
 // across the fleet through tbl.
-func taskReplica(t *testing.T, name string, tbl *holderTable) *replica {
+func taskReplica(t testing.TB, name string, tbl *holderTable) *replica {
 	return newReplica(t, func(o *mcpserve.Options) {
 		o.Fleet.Peers = &taskPeers{Peers: o.Fleet.Peers, self: name, tbl: tbl}
 	})
@@ -62,7 +62,7 @@ func taskReplica(t *testing.T, name string, tbl *holderTable) *replica {
 
 // startJob starts on cat a public tool that runs as a task when its
 // caller takes one, and ends when release is closed or sent to.
-func startJob(t *testing.T, cat *catalog.Catalog, name string, release <-chan struct{}) {
+func startJob(t testing.TB, cat *catalog.Catalog, name string, release <-chan struct{}) {
 	t.Helper()
 	k, err := cat.StartTool(context.Background(), catalog.Tool{Name: name, TaskSupport: catalog.TaskOptional}, bindsec.Plan{Public: true},
 		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {

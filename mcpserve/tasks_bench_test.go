@@ -95,3 +95,74 @@ func BenchmarkTaskGet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTaskGetForwarded is BenchmarkTaskGet across the fleet hop,
+// over loopback HTTP: a tasks/get of a running task held by replica B,
+// sent to replica A, beside a tools/call of a trivial tool B holds, sent
+// to A. Both cross the hop once; the first should cost no more.
+func BenchmarkTaskGetForwarded(b *testing.B) {
+	tbl := &holderTable{}
+	a, bb := taskReplica(b, "a", tbl), taskReplica(b, "b", tbl)
+	tbl.set("b", bb.fleet, catalog.HolderLive)
+	release := make(chan struct{})
+	defer close(release)
+	startJob(b, bb.cat, "job", release)
+	k, err := bb.cat.StartTool(context.Background(), catalog.Tool{Name: "echo"}, bindsec.Plan{Public: true},
+		func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.TextResult("ok"), nil })
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer k.Stop(context.Background())
+	a.peers.set(string(catalog.KindTool), "job", bb.fleet)
+	a.peers.set(string(catalog.KindTool), "echo", bb.fleet)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"io.modelcontextprotocol/clientInfo":{"name":"b","version":"1"}}`
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	defer hc.CloseIdleConnections()
+	post := func(method, name, params string) (int, []byte) {
+		req, err := http.NewRequest(http.MethodPost, a.url, bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{`+params+`,`+meta+`}}`)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", method)
+		req.Header.Set("Mcp-Name", name)
+		req.Header.Set("Authorization", "Bearer "+goodToken)
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, body
+	}
+	_, body := post("tools/call", "job", `"name":"job","arguments":{}`)
+	var created struct {
+		Result struct {
+			TaskID string `json:"taskId"`
+		} `json:"result"`
+	}
+	if i := bytes.LastIndex(body, []byte("data: ")); i >= 0 {
+		body = body[i+len("data: "):]
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(body), &created); err != nil || created.Result.TaskID == "" {
+		b.Fatalf("no task: %s", body)
+	}
+	id := created.Result.TaskID
+	for _, op := range []struct{ name, method, target, params string }{
+		{"tasks-get", "tasks/get", id, `"taskId":"` + id + `"`},
+		{"call-trivial", "tools/call", "echo", `"name":"echo","arguments":{}`},
+	} {
+		b.Run(op.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if code, body := post(op.method, op.target, op.params); code != http.StatusOK {
+						b.Fatalf("answered %d %.300s", code, body)
+					}
+				}
+			})
+		})
+	}
+}

@@ -236,6 +236,7 @@ type callArgs struct {
 	Cred  string `json:"cred,omitempty"`
 	Via   int    `json:"via,omitempty"`
 	Panic uint64 `json:"panic,omitempty"`
+	Task  uint64 `json:"task,omitempty"` // run as a task (tasks.go): its nonce
 }
 
 // bodyChecker checks invariants 3 and 6 from inside every route body.

@@ -36,6 +36,9 @@ type Config struct {
 	// etcd during the run, which no replica may list or follow
 	// (invariant 8).
 	Forge bool
+	// Taskers are goroutines that call tools as tasks through random
+	// replicas and read them through the others (invariants 9 and 10).
+	Taskers int
 }
 
 // DefaultConfig is sized for a 2-core machine.
@@ -44,12 +47,12 @@ func DefaultConfig() Config {
 		Common: cli.Common{Duration: 10 * time.Second, Consumers: 8, Resolvers: 4, Names: 8, Hold: 50 * time.Millisecond},
 		Fleet:  3, TTL: time.Second, ChaosEvery: time.Second,
 		ConvergeBound: 100 * time.Millisecond, FreeSlack: 500 * time.Millisecond,
-		Forge: true,
+		Forge: true, Taskers: 2,
 	}
 }
 
 // UsageLine is printed with every flag error.
-const UsageLine = "usage: loadgen -fleet N [-duration 10s] [-etcd URL[,URL...]] [-fleet-ttl 1s] [-chaos-every 1s] [-consumers N] [-resolvers N] [-names K] [-hold D] [-seed N] [-forge=false] [-json FILE]"
+const UsageLine = "usage: loadgen -fleet N [-duration 10s] [-etcd URL[,URL...]] [-fleet-ttl 1s] [-chaos-every 1s] [-consumers N] [-resolvers N] [-names K] [-hold D] [-seed N] [-taskers N] [-forge=false] [-json FILE]"
 
 // FleetArg finds -fleet N (or --fleet, or -fleet=N) in args, as cmd/loadgen
 // dispatches on it: ok reports whether the flag is there, n is its value
@@ -100,6 +103,7 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	etcd := fs.String("etcd", "", "`URL[,URL...]` of a real etcd cluster; empty runs an embedded single-node etcd in a temporary directory")
 	fs.DurationVar(&cfg.TTL, "fleet-ttl", cfg.TTL, "every replica's lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.DurationVar(&cfg.ChaosEvery, "chaos-every", cfg.ChaosEvery, "time between one replica failure's end and the next, in turn a revoked lease, a crash and a cut from etcd (the last two take a TTL or more); 0 for none")
+	fs.IntVar(&cfg.Taskers, "taskers", cfg.Taskers, "goroutines that call tools as tasks through random replicas and read each task through the others until it ends")
 	fs.BoolVar(&cfg.Forge, "forge", cfg.Forge, "write forged records (unsigned, altered, copied, invalid) into etcd during the run, pointing at a trap listener, and check that no replica lists or follows them")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -138,6 +142,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-fleet-ttl %v: want whole seconds, at least 1s", c.TTL)
 	case c.ChaosEvery < 0:
 		return fmt.Errorf("-chaos-every %v: want 0 or more", c.ChaosEvery)
+	case c.Taskers < 0 || c.Taskers > 1024:
+		return fmt.Errorf("-taskers %d: want 0 to 1024", c.Taskers)
 	}
 	for _, ep := range c.Etcd {
 		u, err := url.Parse(ep)

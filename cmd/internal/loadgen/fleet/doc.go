@@ -31,7 +31,12 @@
 // goroutines call tools/call and tools/list through random replicas'
 // clients; a call for a route another replica holds is forwarded there.
 // Every call carries the loadgen's clock reading, its credential and the
-// replica it was sent to, so that the body can judge it.
+// replica it was sent to, so that the body can judge it. Tasker
+// goroutines (-taskers) call tools as clients of 2026-07-28 that take
+// tasks, through a random replica: the body notes its consumer, then
+// detaches, and the rest answers with its consumer's tag and the task's
+// nonce 2 ms later (one task in four, 300 ms later). The tasker reads the
+// task through replicas other than its holder until it ends.
 //
 // A chaos goroutine makes one failure at a time, on a random replica,
 // -chaos-every after the last one ended, in turn:
@@ -144,6 +149,14 @@
 //     believed by every replica, so this invariant fails until replicas
 //     check a MAC on every record (issue 25); a run's report says how many
 //     of the genuine records the forger copied carried one.
+//  9. task_outlived_consumer: a tasks/get through a replica other than
+//     the task's holder, begun after the task's consumer was observed
+//     dead, read the task working: a task ends with its consumer, read
+//     from anywhere.
+//  10. task_answered_by_other: a completed task's result is not the
+//     answer its own consumer's body gave for it (another task's, or
+//     another consumer's); or a task read failed with replica_lost while
+//     its holder was up.
 //
 // Errors that no invariant names but that a correct fleet never produces
 // (a consumer that dies with nobody ending it and no session lost, a

@@ -258,6 +258,25 @@ func (f *fleet) pick(rng *rand.Rand) *replica {
 	return nil
 }
 
+// pickOther picks an up replica other than not, or not itself when it is
+// the only one up; nil when none is.
+func (f *fleet) pickOther(rng *rand.Rand, not *replica) *replica {
+	n := len(f.slots)
+	start := rng.IntN(n)
+	var fallback *replica
+	for i := range n {
+		r := f.slots[(start+i)%n].Load()
+		switch {
+		case r == nil || r.down.Load():
+		case r == not:
+			fallback = r
+		default:
+			return r
+		}
+	}
+	return fallback
+}
+
 // byEndpoint returns the instance that advertised the fleet endpoint ep.
 func (f *fleet) byEndpoint(ep string) *replica {
 	f.mu.Lock()

@@ -46,6 +46,16 @@ type Report struct {
 	LateStops    int64            `json:"late_stops"`
 	Deaths       map[string]int64 `json:"deaths"`
 	CallOutcomes map[string]int64 `json:"call_outcomes"`
+	// Tasks counts the tasks the taskers started and how they ended, as
+	// read through replicas other than the holder, and the retryable
+	// peer_unavailable answers those reads got (tasks.go).
+	Tasks struct {
+		Started     int64 `json:"started"`
+		Completed   int64 `json:"completed"`
+		FailedGone  int64 `json:"failed_consumer_died"`
+		FailedLost  int64 `json:"failed_replica_lost"`
+		Unavailable int64 `json:"retryable_unavailable_reads"`
+	} `json:"tasks"`
 
 	Crashes       int64 `json:"crashes"`
 	SessionLosses struct {
@@ -127,6 +137,9 @@ func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled ti
 	for o := range numOutcomes {
 		r.CallOutcomes[o.String()] = w.outcomes[o].Load()
 	}
+	tb := &w.tasks
+	r.Tasks.Started, r.Tasks.Completed, r.Tasks.FailedGone, r.Tasks.FailedLost, r.Tasks.Unavailable =
+		tb.started.Load(), tb.completed.Load(), tb.failedGone.Load(), tb.failedLost.Load(), tb.unavailable.Load()
 	r.Crashes = w.crashes.Load()
 	r.SessionLosses.Revoked, r.SessionLosses.Cut = w.revokeLosses.Load(), w.cutLosses.Load()
 	w.f.mu.Lock()
@@ -182,6 +195,8 @@ func (r *Report) WriteText(out io.Writer) {
 		r.Claims, r.Starts, r.ClaimsPerSec, r.Duplicates, r.Refused, r.LateStops)
 	fmt.Fprintf(out, "deaths: %s\n", report.Counts(r.Deaths, shapeNames[:]))
 	fmt.Fprintf(out, "call outcomes: %s\n", report.Counts(r.CallOutcomes, outcomeNames[:]))
+	fmt.Fprintf(out, "tasks read through other replicas: %d started, %d completed, %d failed as their consumer died, %d failed as their replica was lost; %d retryable unavailable reads\n",
+		r.Tasks.Started, r.Tasks.Completed, r.Tasks.FailedGone, r.Tasks.FailedLost, r.Tasks.Unavailable)
 	fmt.Fprintf(out, "failures: %d crashes, %d leases revoked, %d cuts from etcd; %d sessions lost in all\n",
 		r.Crashes, r.SessionLosses.Revoked, r.SessionLosses.Cut, r.SessionLosses.Observed)
 	free := make([]string, len(r.CrashFreeNs))

@@ -153,6 +153,9 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	for i := range cfg.Resolvers {
 		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.resolver(ctx, i, stopResolvers) })
 	}
+	for i := range cfg.Taskers {
+		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.tasker(ctx, i, stopResolvers) })
+	}
 	for i := range cfg.Consumers {
 		plan.Consumers = append(plan.Consumers, func() { w.consumer(i) })
 	}

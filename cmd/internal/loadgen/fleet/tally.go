@@ -26,7 +26,9 @@ const (
 	InvLostSessionClaimLives
 	InvForgedListed
 	InvForgedFollowed
-	numInvariants = int(InvForgedFollowed)
+	InvTaskOutlivedConsumer
+	InvTaskAnsweredByOther
+	numInvariants = int(InvTaskAnsweredByOther)
 )
 
 // Invariants lists every invariant in report order.
@@ -35,6 +37,7 @@ var Invariants = []Invariant{
 	InvListingConvergence, InvCrashedNamesFreed,
 	InvLocalBodyAfterDeath, InvLocalBodyAfterStop, InvUnauthenticatedBody,
 	InvLostSessionClaimLives, InvForgedListed, InvForgedFollowed,
+	InvTaskOutlivedConsumer, InvTaskAnsweredByOther,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -51,6 +54,8 @@ var invariantNames = [numInvariants + 1]string{
 	"lost_session_claim_lives",
 	"forged_listed",
 	"forged_followed",
+	"task_outlived_consumer",
+	"task_answered_by_other",
 }
 
 // String is the invariant's key in reports and JSON.
@@ -62,7 +67,7 @@ func (i Invariant) String() string { return invariantNames[i] }
 // credentials) are all number 6, and both of forged records number 8.
 func (i Invariant) Number() int { return invariantNumbers[i] }
 
-var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7, 8, 8}
+var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7, 8, 8, 9, 10}
 
 // tally counts checks and violations per invariant, and errors that no
 // invariant names but that a correct fleet does not produce; beside them,

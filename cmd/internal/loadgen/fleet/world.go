@@ -72,6 +72,7 @@ type world struct {
 	crash   crashChecker
 	lost    lostClaimChecker
 	fg      *forger // nil unless Config.Forge
+	tasks   taskBook
 
 	pause    chan struct{} // closed when churn stops
 	pausing  atomic.Bool
@@ -139,7 +140,7 @@ var inputSchema = json.RawMessage(`{"type":"object"}`)
 // handler is rec's route body: it runs the body-side checks, panics when
 // asked to, and answers with its owner's tag.
 func (w *world) handler(rec *record) catalog.ToolHandler {
-	return func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+	return func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
 		var a callArgs
 		if err := json.Unmarshal(c.Arguments, &a); err != nil {
 			return catalog.ErrorResult("fleetload: bad arguments"), nil
@@ -147,6 +148,13 @@ func (w *world) handler(rec *record) catalog.ToolHandler {
 		w.body.bodyRan(rec, a, c.Principal)
 		if a.Panic != 0 && a.Panic == rec.id {
 			panic("fleetload: deliberate panic in the route body")
+		}
+		if a.Task != 0 {
+			w.tasks.bodyRan(a.Task, rec)
+			return c.Detach(ctx, func(context.Context) (catalog.Result, error) {
+				time.Sleep(taskHold(a.Task)) // heedless of its consumer's death, as many bodies are
+				return catalog.TextResult(taskResult(rec, a.Task)), nil
+			})
 		}
 		return catalog.TextResult(rec.tag), nil
 	}
@@ -160,7 +168,7 @@ func (w *world) start(r *replica, ns *nameState, public bool) (*held, error) {
 	life, cancel := context.WithCancel(context.Background())
 	lost, before := r.rep.SessionsLost(), r.rep.Lease()
 	t0 := time.Now()
-	k, err := r.cat.StartTool(life, catalog.Tool{Name: ns.name, Title: rec.tag, Description: "fleet loadgen tool", InputSchema: inputSchema},
+	k, err := r.cat.StartTool(life, catalog.Tool{Name: ns.name, Title: rec.tag, Description: "fleet loadgen tool", InputSchema: inputSchema, TaskSupport: catalog.TaskOptional},
 		bearer.Plan(rec.public), w.handler(rec))
 	w.lat.Record(opStart, time.Since(t0))
 	w.starts.Add(1)
