@@ -85,8 +85,10 @@ func (rt *route) retire() {
 		h.beforeRetire(rt.name)
 	}
 	rt.side.reg.UnregisterOwned(rt.name, rt.ref)
-	rt.releaseFleet()
+	// The tasks end before the fleet claim is released, which may wait
+	// on the network: their watchers hear the death at once.
 	rt.endTasks()
+	rt.releaseFleet()
 	// Signal even when a listing or a lookup reclaimed the entry first:
 	// that reclaim moved the version but signalled nobody. A spurious
 	// wake-up costs a version comparison.

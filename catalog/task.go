@@ -25,7 +25,9 @@ import (
 // reads failed at once, with ErrRouteGone and the death's cause, whatever
 // its body does afterwards; nothing a successor of the same name does ever
 // reaches it. A task is seen only with the credential that started it:
-// with another it is not found, exactly like an unknown ID.
+// with another it is not found, exactly like an unknown ID. A watcher
+// hears its every change, its death included, without polling
+// (WatchTask, taskwatch.go).
 //
 // The store of tasks is bounded: Config.MaxTasks in all and
 // Config.MaxTasksPerCaller for one credential (the retained results of
@@ -127,12 +129,20 @@ type task struct {
 	asked   []InputRequest
 	answers map[string]InputResponse
 	wake    chan struct{}
+	// changed is closed at the task's next change, for its watchers
+	// (taskwatch.go); nil while nobody watches.
+	changed chan struct{}
 }
 
 // info reads t.
 func (t *task) info() TaskInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.infoLocked()
+}
+
+// infoLocked reads t; t.mu is held.
+func (t *task) infoLocked() TaskInfo {
 	info := TaskInfo{ID: t.id, Tool: t.tool, Status: t.status, Result: t.res, Err: t.err,
 		Created: t.created, Updated: t.updated, Expires: t.expires}
 	if t.status == TaskInputRequired {
@@ -225,8 +235,10 @@ func (s *taskStore) drop(t *task) {
 }
 
 // end ends t with status, res and err, if it is still working; a result
-// that does not fit the budget fails it instead. It reports whether t
-// ended now.
+// that does not fit the budget fails it instead. Once its consumer is dead
+// any end but a failure is the death's failure: the death is its end,
+// though its body returned, or a CancelTask came, before the after-death
+// function (endTasks) ran. It reports whether t ended now.
 func (s *taskStore) end(t *task, status TaskStatus, res Result, err error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -235,6 +247,9 @@ func (s *taskStore) end(t *task, status TaskStatus, res Result, err error) bool 
 	if t.status != TaskWorking && t.status != TaskInputRequired {
 		t.mu.Unlock()
 		return false
+	}
+	if status != TaskFailed && !t.ref.Alive() {
+		status, res, err = TaskFailed, Result{}, deathError(t.tool, t.ref)
 	}
 	t.asked, t.answers = nil, nil
 	if status == TaskCompleted {
@@ -248,6 +263,7 @@ func (s *taskStore) end(t *task, status TaskStatus, res Result, err error) bool 
 	}
 	t.status, t.res, t.err = status, res, err
 	t.updated, t.expires = now, now.Add(s.ttl)
+	t.changedLocked()
 	t.mu.Unlock()
 	close(t.done)
 	s.ended = append(s.ended, t)

@@ -46,13 +46,14 @@ func (a *taskAsk) ask(ctx context.Context, reqs []InputRequest) ([]InputResponse
 			return nil, fmt.Errorf("catalog: task %s ended while it asked: %w", t.id, context.Canceled)
 		}
 		out := make([]InputResponse, len(reqs))
-		missing := false
+		missing, asked := false, false
 		for i := range reqs {
 			ans, ok := t.answers[reqs[i].Key]
 			if !ok || !reqs[i].answers(ans) {
 				missing = true
 				if !slices.ContainsFunc(t.asked, func(q InputRequest) bool { return q.Key == reqs[i].Key }) {
 					t.asked = append(t.asked, reqs[i])
+					asked = true
 				}
 				continue
 			}
@@ -65,6 +66,10 @@ func (a *taskAsk) ask(ctx context.Context, reqs []InputRequest) ([]InputResponse
 		}
 		if t.status != TaskInputRequired {
 			t.status, t.updated = TaskInputRequired, a.s.now()
+			asked = true
+		}
+		if asked {
+			t.changedLocked()
 		}
 		if t.wake == nil {
 			t.wake = make(chan struct{})
@@ -111,6 +116,9 @@ func (c *Catalog) UpdateTask(id, credential string, answers map[string]InputResp
 			continue
 		}
 		open = append(open, q)
+	}
+	if len(open) < len(t.asked) {
+		t.changedLocked() // an answer closed a question
 	}
 	t.asked = open
 	t.updated = s.now()

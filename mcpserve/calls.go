@@ -73,6 +73,9 @@ type httpRequest struct {
 	// slot is the session slot the request reserved, if it may create a
 	// session; the session its initialize creates claims it.
 	slot *slot
+	// tasks is the task part of a subscriptions/listen (tasknotify.go);
+	// nil for any other request.
+	tasks *taskListen
 }
 
 // sessionCalls is what the server knows of one session.
@@ -101,9 +104,9 @@ func newCalls(stateless bool) *calls {
 
 // openRequest registers an HTTP request and returns the number to put in
 // requestHeader and the function to call when the request has ended.
-func (c *calls) openRequest(ctx context.Context, principal string, cl client, sl *slot) (string, func()) {
+func (c *calls) openRequest(ctx context.Context, principal string, cl client, sl *slot, lt *taskListen) (string, func()) {
 	id := strconv.FormatUint(c.next.Add(1), 36)
-	c.requests.Store(id, &httpRequest{ctx: ctx, principal: principal, client: cl, slot: sl})
+	c.requests.Store(id, &httpRequest{ctx: ctx, principal: principal, client: cl, slot: sl, tasks: lt})
 	return id, func() { c.requests.Delete(id) }
 }
 

@@ -27,8 +27,9 @@
 //     an MCP result, and a catalog error a JSON-RPC error or a tool
 //     result with isError;
 //   - notifications and streams (notify.go, subscribe.go, subindex.go,
-//     listenstreams.go): list_changed coalesced per [Options.NotifyWindow],
-//     resources/updated to subscribers, subscriptions/listen streams;
+//     listenstreams.go, tasknotify.go): list_changed coalesced per
+//     [Options.NotifyWindow], resources/updated to subscribers,
+//     subscriptions/listen streams, task status notifications;
 //   - the HTTP front (front.go, exposure.go, sessionslots.go, shares.go,
 //     screen.go, hygiene.go, redact.go, timeouts.go, httpserve.go):
 //     exposure and credentials, session binding and slots, per-client
@@ -103,7 +104,10 @@
 // CreateTaskResult, and the rest runs as a catalog task, which tasks/get,
 // tasks/update and tasks/cancel (answered by the front, which the SDK
 // does not know) read, answer and end, with the credential that started
-// it alone. A task lives no longer than its consumer.
+// it alone. A task lives no longer than its consumer. A subscriptions/listen
+// that names tasks (its filter's taskIds) hears each change of those the
+// same credential can read as notifications/tasks, until each ends, its
+// consumer's death included.
 //
 // Serving a fleet whose Peers implement TaskHolders (package etcdfleet's
 // Replica does), a task's ID names the replica that holds it, under a MAC

@@ -107,3 +107,6 @@ func OnFastPath(s *Server, id string) bool {
 	sc, ok := s.calls.sessionByID(id)
 	return ok && sc.fast.version.Load() != nil
 }
+
+// MaxListenTaskIDs is how many task IDs one listen stream looks at.
+const MaxListenTaskIDs = maxListenTaskIDs

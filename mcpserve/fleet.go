@@ -294,7 +294,7 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
 		if !s.screen(w, r, body.Bytes()) {
 			return
 		}
-		n, done := s.calls.openRequest(r.Context(), "", s.clientOf(r, ""), nil)
+		n, done := s.calls.openRequest(r.Context(), "", s.clientOf(r, ""), nil, nil)
 		defer done()
 		r.Header.Set(requestHeader, n)
 	}

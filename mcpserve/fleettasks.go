@@ -300,3 +300,22 @@ func (r *relayedTask) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(w)
 }
+
+// localTaskID returns the catalog ID of the task the client names id, for
+// the caller that presented credential, when this replica holds it: a
+// plain catalog ID, or one that names this replica as its holder. ok is
+// false for a task another replica holds, or one no replica minted for
+// this caller.
+func (s *Server) localTaskID(id, credential string) (string, bool) {
+	if !strings.Contains(id, ".") {
+		return id, true
+	}
+	ft, ok := s.openTaskID(id, credential)
+	if !ok {
+		return "", false
+	}
+	if _, where := s.fleet.tasks.holders.Locate(ft.stamp); where != catalog.HolderHere {
+		return "", false
+	}
+	return ft.local, true
+}

@@ -276,3 +276,34 @@ func countTasks(srv *mcpserve.Server) *atomic.Int64 {
 	})
 	return &n
 }
+
+// A listen stream hears a task only on the replica that holds it: there
+// the task's fleet ID is acknowledged and its changes are sent under that
+// ID; another replica leaves it out of the acknowledgement (its client
+// polls).
+func TestTaskListenAcrossTheFleet(t *testing.T) {
+	tbl := &holderTable{}
+	a, b := taskReplica(t, "a", tbl), taskReplica(t, "b", tbl)
+	tbl.set("a", a.fleet, catalog.HolderLive)
+	tbl.set("b", b.fleet, catalog.HolderLive)
+	release := make(chan struct{})
+	startJob(t, b.cat, "job", release)
+	a.peers.set(string(catalog.KindTool), "job", b.fleet)
+	id := taskOn(t, a.url, "job", goodToken)
+
+	elsewhere := openListen(t, a.url, goodToken, map[string]any{"taskIds": []string{id}}, true)
+	if ids := elsewhere.acked(t); len(ids) != 0 {
+		t.Fatalf("a replica that does not hold the task acknowledged %v", ids)
+	}
+	ls := openListen(t, b.url, goodToken, map[string]any{"taskIds": []string{id}}, true)
+	if ids := ls.acked(t); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("the holder acknowledged %v, want the task's fleet ID", ids)
+	}
+	if got := taskStatus(t, ls.next(t, "the task as it reads"), id); got != "working" {
+		t.Fatalf("first notification: %s, want working", got)
+	}
+	close(release)
+	if got := taskStatus(t, ls.next(t, "the task's end"), id); got != "completed" {
+		t.Fatalf("then: %s, want completed", got)
+	}
+}

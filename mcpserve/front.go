@@ -108,6 +108,10 @@ func (s *Server) front(exposed bool) http.Handler {
 //   - refuses a POST that MCP does not allow and the SDK would serve: a
 //     JSON-RPC batch, an id that would not survive a round trip, an
 //     overlong method (screen: 400 with -32600 or -32601);
+//   - answers tasks/get, tasks/update and tasks/cancel itself (tasks.go),
+//     and reads the taskIds of a subscriptions/listen, which the SDK
+//     drops, refusing them without the tasks extension (400, -32021;
+//     tasknotify.go);
 //   - numbers each POST in requestHeader, so that a call's context ends
 //     with the request that carried it;
 //   - bounds what the SDK echoes of a request it refuses (echoBound).
@@ -165,6 +169,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		// Unbound sessions: anyone may end one, as the SDK allows.
 		sc.cancel(errSessionEnded)
 	}
+	var lt *taskListen
 	if r.Method == http.MethodPost {
 		cl := s.clientOf(r, principal)
 		var sl *slot
@@ -202,12 +207,27 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		if !s.screen(w, r, body.Bytes()) {
 			return
 		}
-		n, done := s.calls.openRequest(r.Context(), principal, cl, sl)
+		if listenRequestHTTP(r) {
+			// The SDK drops a listen's taskIds: read here (tasknotify.go).
+			var ok bool
+			if lt, ok = s.listenTasks(w, r, body.Bytes()); !ok {
+				putBuf(body)
+				return
+			}
+		}
+		n, done := s.calls.openRequest(r.Context(), principal, cl, sl, lt)
 		defer done()
 		r.Header.Set(requestHeader, n)
 	}
 	eb := &echoBound{ResponseWriter: w}
 	defer eb.finish()
+	if lt != nil {
+		// The task watcher writes on the stream beside the SDK.
+		lt.out = &eventWriter{ResponseWriter: eb}
+		defer lt.out.end()
+		sdk.ServeHTTP(lt.out, r)
+		return
+	}
 	sdk.ServeHTTP(eb, r)
 }
 

@@ -130,6 +130,9 @@ func (s *Server) receiveListen(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, s.refuseListen(err)
 		}
 		defer done()
+		if lt := s.requestTasks(req); lt != nil {
+			return s.serveTaskListen(lctx, lt, next, method, req)
+		}
 		return next(lctx, method, req)
 	}
 }

@@ -186,6 +186,7 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	srv.AddReceivingMiddleware(s.receiveListen)
 	// Last, so outermost: it sees every request first and every error last.
 	srv.AddReceivingMiddleware(s.hygiene)
+	srv.AddSendingMiddleware(s.sendListenAck)
 	s.http.sdk = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, hopts)
 	if !hopts.Stateless {
 		s.http.current = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{

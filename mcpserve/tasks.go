@@ -28,7 +28,10 @@ import (
 // the caller's credential alone, as the catalog rules (catalog/task.go);
 // an unknown task and another credential's get the same -32602. The SDK
 // does not know the tasks/* methods, so the front answers them before
-// the SDK sees them (serveTasks).
+// the SDK sees them (serveTasks). A client that would rather not poll
+// names its tasks in a subscriptions/listen's filter (taskIds) and hears
+// each change as notifications/tasks, the same DetailedTask, its
+// consumer's death included (tasknotify.go).
 
 // extTasks is the extension's identifier.
 const extTasks = "io.modelcontextprotocol/tasks"
@@ -140,7 +143,9 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, data []byte,
 			fail(unknown)
 			return
 		}
-		writeRPC(w, msg.ID, s.detailedTask(info, id), nil)
+		res := s.detailedTask(info, id)
+		res["resultType"] = "complete"
+		writeRPC(w, msg.ID, res, nil)
 	case "tasks/cancel":
 		if err := s.cat.CancelTask(local, cred); err != nil {
 			fail(unknown)
@@ -166,12 +171,12 @@ func (s *Server) serveTasks(w http.ResponseWriter, r *http.Request, data []byte,
 	}
 }
 
-// detailedTask is tasks/get's result: the task, whose ID on the wire is
-// wireID, and its result, its error or its open questions.
+// detailedTask is a task as tasks/get's result (less its resultType) and
+// notifications/tasks carry it: the task, whose ID on the wire is wireID,
+// and its result, its error or its open questions.
 func (s *Server) detailedTask(info catalog.TaskInfo, wireID string) map[string]any {
 	info.ID = wireID
 	out := taskWire(info, s.cat.TaskTTL())
-	out["resultType"] = "complete"
 	switch info.Status {
 	case catalog.TaskCompleted:
 		if info.Err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -122,7 +123,7 @@ func TestTaskFailsWithItsConsumerOnTheWire(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	started := make(chan struct{}, 1)
-	_, err := cat.StartTool(ctx, catalog.Tool{Name: "job", TaskSupport: catalog.TaskOptional}, bindsec.Plan{Public: true},
+	k, err := cat.StartTool(ctx, catalog.Tool{Name: "job", TaskSupport: catalog.TaskOptional}, bindsec.Plan{Public: true},
 		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
 			return c.Detach(ctx, func(context.Context) (catalog.Result, error) {
 				started <- struct{}{}
@@ -140,6 +141,9 @@ func TestTaskFailsWithItsConsumerOnTheWire(t *testing.T) {
 		t.Fatalf("no task: %v", res)
 	}
 	<-started
+	// Until here the consumer must not be dropped: a collection would
+	// kill it (the drop path) before the call, and fail the test.
+	runtime.KeepAlive(k)
 	cancel() // the consumer dies by its context
 	for range 200 {
 		if _, err := cat.CallTool(context.Background(), "job", nil, ""); err != nil {
