@@ -33,6 +33,32 @@ type Remote interface {
 	Watch(f func())
 }
 
+// A RemoteSurface is a Remote that also lists the prompts and resource
+// templates the other replicas hold (package etcdfleet's Replica.Remote
+// is one). It is an interface of its own, which a catalog finds on its
+// Remote by a type assertion in New, so that a Remote of tools and
+// resources alone keeps compiling and behaving as it did.
+//
+// A catalog whose Remote is one merges it into the listings and pages of
+// Prompts and Templates, their Versions, Version and Changes (Watch
+// reports these changes too). Its ReadResource then matches a URI against
+// the fleet's templates as well as its own, so that every replica answers
+// a URI the same way: see ReadResource and ElsewhereError.
+//
+// The methods obey Remote's rules. Prompts returns a slice sorted by
+// name, Templates one sorted by TemplateKey (the order of a catalog's
+// template listing), each template valid (TemplateKey accepts it). The
+// catalog parses the templates once per TemplatesVersion.
+type RemoteSurface interface {
+	Remote
+	Prompts() []Prompt
+	Templates() []ResourceTemplate
+	// PromptsVersion and TemplatesVersion grow with every change to the
+	// matching listing.
+	PromptsVersion() uint64
+	TemplatesVersion() uint64
+}
+
 // merged caches one merged listing, keyed by the local listing it was made
 // from (its first element's address and its length) and the remote
 // version: while neither changes, listing reuses it without allocating.
@@ -84,5 +110,16 @@ func merge[T any](local []T, version uint64, remote func() []T, cache *atomic.Po
 
 func toolName(t *Tool) string        { return t.Name }
 func resourceURI(r *Resource) string { return r.URI }
-func toolOf(rt *route) Tool          { return rt.tool }
-func resourceOf(rt *route) Resource  { return rt.resource }
+func promptNameOf(p *Prompt) string  { return p.Name }
+
+// templateSortKey is a template's key, the sort key of template listings.
+// A template whose key cannot be made (none that a catalog or a
+// RemoteSurface lists) sorts by its own text.
+func templateSortKey(t *ResourceTemplate) string {
+	if key, err := TemplateKey(t.URITemplate); err == nil {
+		return key
+	}
+	return t.URITemplate
+}
+func toolOf(rt *route) Tool         { return rt.tool }
+func resourceOf(rt *route) Resource { return rt.resource }
