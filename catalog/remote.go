@@ -10,6 +10,9 @@ import "sync/atomic"
 // replica moves this catalog's listings too, and a server built on it
 // sends list_changed.
 //
+// A Remote that is also a RemoteSurface lists prompts and resource
+// templates too.
+//
 // A Remote may list this replica's own routes as well: a name held here is
 // listed once, as the local route describes it. The catalog does not
 // forward calls: a call for a route held only elsewhere gets ErrNotFound,

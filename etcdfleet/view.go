@@ -15,8 +15,9 @@ import (
 // records the fleet signed that are valid routes. While the replica is
 // between sessions (from the loss of one until a listing under the next)
 // the view is hidden: it lists nothing and holds no claim. All methods are
-// safe for concurrent use; listings are sorted and cached, so an unchanged
-// view lists in O(1) without allocating.
+// safe for concurrent use; listings (Tools, Resources, Prompts, Templates)
+// are sorted and cached, so an unchanged view lists in O(1) without
+// allocating.
 type View struct {
 	mu      sync.Mutex
 	recs    map[string]Record // by key
