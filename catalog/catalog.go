@@ -48,8 +48,9 @@ type Config struct {
 	// its consumer starts (see Claimer). nil: the catalog is all there is.
 	Claimer Claimer
 	// Remote, if set, lists the routes other replicas hold, and the
-	// catalog's listings show them too (see Remote). nil: they list this
-	// catalog's routes only.
+	// catalog's listings show them too (see Remote; a RemoteSurface lists
+	// prompts and templates too). nil: they list this catalog's routes
+	// only.
 	Remote Remote
 	// MaxURIBytes bounds the URI of a read (ReadResource), of an owner lookup
 	// (ResourceOwner, which subscriptions use) and of a template
@@ -95,6 +96,8 @@ type Catalog struct {
 	beforeUnindex func()
 	claimer       Claimer
 	remote        Remote
+	surface       RemoteSurface // remote, when it is one; nil otherwise
+	fleetTpl      fleetTemplates
 	log           *slog.Logger
 	counts        counters
 	maxURI        int // Config.MaxURIBytes resolved; -1 for none
@@ -127,6 +130,7 @@ func New(cfg Config) (*Catalog, error) {
 		return nil, fmt.Errorf("%w: missing-plan mode %v", ErrInvalidConfig, cfg.MissingPlan)
 	}
 	c := &Catalog{auth: cfg.Authenticator, claimer: cfg.Claimer, remote: cfg.Remote, log: loggerOr(cfg.Logger), maxURI: maxURI(cfg.MaxURIBytes), missing: cfg.MissingPlan}
+	c.surface, _ = cfg.Remote.(RemoteSurface)
 	c.counts.calls = new([callStripes]callStripe)
 	c.nonce = newNonce()
 	var err error

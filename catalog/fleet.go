@@ -46,10 +46,14 @@ type Claim struct {
 	// consumer alive, and calling it again, or after the death, does
 	// nothing.
 	Kill func()
-	// Tool describes a tool route, Resource a resource route: what another
-	// replica needs to list the route.
+	// Tool describes a tool route, Resource a resource route, Prompt a
+	// prompt route and Template a resource template route (the one of
+	// Kind; the others are zero): what another replica needs to list the
+	// route.
 	Tool     Tool
 	Resource Resource
+	Prompt   Prompt
+	Template ResourceTemplate
 }
 
 // fleetHold is a route's fleet claim; the zero value holds none.
@@ -64,7 +68,17 @@ func (c *Catalog) claim(ctx context.Context, rt *route) error {
 	if c.claimer == nil {
 		return nil
 	}
-	cl := Claim{Kind: rt.side.kind, Name: rt.name, Owner: rt.ref, Kill: rt.release, Tool: rt.tool, Resource: rt.resource}
+	cl := Claim{Kind: rt.side.kind, Name: rt.name, Owner: rt.ref, Kill: rt.release}
+	switch {
+	case rt.prompt != nil:
+		cl.Prompt = rt.prompt.prompt
+	case rt.template != nil:
+		cl.Template = rt.template.tpl
+	case rt.side.kind == KindTool:
+		cl.Tool = rt.tool
+	default:
+		cl.Resource = rt.resource
+	}
 	rel, err := c.claimer.Claim(ctx, cl)
 	if err != nil {
 		return err

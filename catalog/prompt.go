@@ -88,6 +88,39 @@ func promptName(name string) error {
 	return nil
 }
 
+// checkArguments is StartPrompt's rule for a prompt's arguments: each
+// has a name, and no two the same.
+func checkArguments(args []PromptArgument) error {
+	seen := make(map[string]bool, len(args))
+	for i, a := range args {
+		switch {
+		case a.Name == "":
+			return fmt.Errorf("%w: argument %d has no name", ErrInvalidRoute, i)
+		case seen[a.Name]:
+			return fmt.Errorf("%w: two arguments named %s", ErrInvalidRoute, quote.Name(a.Name))
+		}
+		seen[a.Name] = true
+	}
+	return nil
+}
+
+// CheckPrompt reports whether StartPrompt would accept p's name and
+// arguments: ErrInvalidName for a name the prompt side refuses (empty,
+// over 256 bytes, invalid UTF-8, a space or a control character),
+// ErrInvalidRoute for an argument without a name or two of one name. A
+// fleet's replicas (package etcdfleet) hold another's prompt records to
+// the rule a local start applies. It quotes nothing beyond quote.Name's
+// bound.
+func CheckPrompt(p Prompt) error {
+	if p.Name == "" || len(p.Name) > maxPromptNameLen || !utf8.ValidString(p.Name) {
+		return fmt.Errorf("%w: a prompt name of %d bytes, or not UTF-8", ErrInvalidName, len(p.Name))
+	}
+	if err := promptName(p.Name); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidName, err)
+	}
+	return checkArguments(p.Arguments)
+}
+
 // promptRoute is what a prompt route needs beyond its route entry.
 type promptRoute struct {
 	prompt   Prompt
@@ -112,15 +145,8 @@ func (c *Catalog) StartPrompt(ctx context.Context, p Prompt, plan bindsec.Plan, 
 	if c.promptView.off {
 		return fail(fmt.Errorf("%w: this catalog holds no prompts", ErrCapReached))
 	}
-	seen := make(map[string]bool, len(p.Arguments))
-	for i, a := range p.Arguments {
-		switch {
-		case a.Name == "":
-			return fail(fmt.Errorf("%w: argument %d has no name", ErrInvalidRoute, i))
-		case seen[a.Name]:
-			return fail(fmt.Errorf("%w: two arguments named %q", ErrInvalidRoute, a.Name))
-		}
-		seen[a.Name] = true
+	if err := checkArguments(p.Arguments); err != nil {
+		return fail(err)
 	}
 	p.Arguments = append([]PromptArgument(nil), p.Arguments...)
 	ext := &promptRoute{prompt: p, get: h}

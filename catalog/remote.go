@@ -10,6 +10,9 @@ import "sync/atomic"
 // replica moves this catalog's listings too, and a server built on it
 // sends list_changed.
 //
+// A Remote that is also a RemoteSurface lists prompts and resource
+// templates too.
+//
 // A Remote may list this replica's own routes as well: a name held here is
 // listed once, as the local route describes it. The catalog does not
 // forward calls: a call for a route held only elsewhere gets ErrNotFound,
@@ -31,6 +34,32 @@ type Remote interface {
 	// listing, once its version has grown. The catalog calls it once, from
 	// New; f does not block.
 	Watch(f func())
+}
+
+// A RemoteSurface is a Remote that also lists the prompts and resource
+// templates the other replicas hold (package etcdfleet's Replica.Remote
+// is one). It is an interface of its own, which a catalog finds on its
+// Remote by a type assertion in New, so that a Remote of tools and
+// resources alone keeps compiling and behaving as it did.
+//
+// A catalog whose Remote is one merges it into the listings and pages of
+// Prompts and Templates, their Versions, Version and Changes (Watch
+// reports these changes too). Its ReadResource then matches a URI against
+// the fleet's templates as well as its own, so that every replica answers
+// a URI the same way: see ReadResource and ElsewhereError.
+//
+// The methods obey Remote's rules. Prompts returns a slice sorted by
+// name, Templates one sorted by TemplateKey (the order of a catalog's
+// template listing), each template valid (TemplateKey accepts it). The
+// catalog parses the templates once per TemplatesVersion.
+type RemoteSurface interface {
+	Remote
+	Prompts() []Prompt
+	Templates() []ResourceTemplate
+	// PromptsVersion and TemplatesVersion grow with every change to the
+	// matching listing.
+	PromptsVersion() uint64
+	TemplatesVersion() uint64
 }
 
 // merged caches one merged listing, keyed by the local listing it was made
@@ -84,5 +113,16 @@ func merge[T any](local []T, version uint64, remote func() []T, cache *atomic.Po
 
 func toolName(t *Tool) string        { return t.Name }
 func resourceURI(r *Resource) string { return r.URI }
-func toolOf(rt *route) Tool          { return rt.tool }
-func resourceOf(rt *route) Resource  { return rt.resource }
+func promptNameOf(p *Prompt) string  { return p.Name }
+
+// templateSortKey is a template's key, the sort key of template listings.
+// A template whose key cannot be made (none that a catalog or a
+// RemoteSurface lists) sorts by its own text.
+func templateSortKey(t *ResourceTemplate) string {
+	if key, err := TemplateKey(t.URITemplate); err == nil {
+		return key
+	}
+	return t.URITemplate
+}
+func toolOf(rt *route) Tool         { return rt.tool }
+func resourceOf(rt *route) Resource { return rt.resource }

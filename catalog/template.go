@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"iter"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -158,6 +160,24 @@ func literalBytes(raw string) int {
 	return n
 }
 
+// TemplateKey returns the name under which a resource template with URI
+// template uriTemplate is registered, and claimed across a fleet: the
+// template with every variable named "_" ("files://{_}/{?_,_}" for
+// "files://{dir}/{?q,n}"), so that two templates that differ only in
+// their variable names have one key. It fails, with ErrInvalidName, for
+// a template StartResourceTemplate refuses: one that is not RFC 6570, or
+// whose scheme is not literal. It costs a parse of the template.
+func TemplateKey(uriTemplate string) (string, error) {
+	key, tmpl, err := parseTemplate(uriTemplate)
+	if err != nil {
+		return "", err
+	}
+	if _, err := rawTemplate(uriTemplate, tmpl); err != nil {
+		return "", fmt.Errorf("%w: not an RFC 6570 template: %w", ErrInvalidName, err)
+	}
+	return key, nil
+}
+
 // templateKey is the template side's name rule: its names are the keys
 // parseTemplate makes, which parse as templates themselves.
 func templateKey(name string) error {
@@ -246,6 +266,17 @@ func (c *Catalog) StartResourceTemplate(ctx context.Context, t ResourceTemplate,
 // sent in Read.RawVars; one that decodes to a NUL byte or invalid UTF-8
 // is refused with ErrInvalidArguments unless the template sets
 // AllowRawBytes.
+//
+// With a RemoteSurface, the rule is the fleet's: a fixed resource of uri
+// on any replica wins, and otherwise the most specific of all the
+// templates that match it, this catalog's and the Remote's, by the same
+// order. A URI that another replica's route wins gets an *ElsewhereError
+// (ErrNotFound, naming that route, for a server to forward the read to);
+// so every replica whose listing is the same sends a URI to the same
+// route. It costs, beyond a local read, a search of the Remote's
+// resources when a local template matches, and the match of the
+// Remote's templates whose prefix uri has that are more specific than
+// the local winner.
 func (c *Catalog) ReadResource(ctx context.Context, uri, credential string, opts ...CallOption) (Contents, error) {
 	if err := c.checkURI(uri); err != nil {
 		return Contents{}, c.refused(ctx, err)
@@ -257,6 +288,11 @@ func (c *Catalog) ReadResource(ctx context.Context, uri, credential string, opts
 		return c.readRoute(ctx, rt, Read{URI: uri}, credential, opts)
 	}
 	tr, vars := c.index.match(c, uri)
+	if c.surface != nil {
+		if err := c.servedElsewhere(uri, tr); err != nil {
+			return Contents{}, c.refused(ctx, c.roundGone(KindResource, uri, err, opts))
+		}
+	}
 	if tr == nil {
 		return Contents{}, c.refused(ctx, c.roundGone(KindResource, uri, &unknownError{"resource", uri}, opts))
 	}
@@ -313,8 +349,13 @@ func (x *templateIndex) remove(t *templateRoute) {
 }
 
 func (x *templateIndex) rebuild() {
+	x.snap.Store(newTemplateSnap(maps.Keys(x.all)))
+}
+
+// newTemplateSnap indexes the templates all yields.
+func newTemplateSnap(all iter.Seq[*templateRoute]) *templateSnap {
 	s := &templateSnap{byPrefix: make(map[string][]*templateRoute)}
-	for t := range x.all {
+	for t := range all {
 		if _, ok := s.byPrefix[t.prefix]; !ok {
 			s.lens = append(s.lens, len(t.prefix))
 		}
@@ -330,7 +371,7 @@ func (x *templateIndex) rebuild() {
 			return 1
 		})
 	}
-	x.snap.Store(s)
+	return s
 }
 
 // size returns the templates indexed, dead ones not yet removed included.
@@ -349,7 +390,25 @@ func (x *templateIndex) match(c *Catalog, uri string) (*templateRoute, map[strin
 	if s == nil {
 		return nil, nil
 	}
-	var best *templateRoute
+	// The registry before the route: the index holds a route from before
+	// its start has set it up, and the registry hands out only a ready
+	// route of a live owner, its lookup ordered after the start that made
+	// it ready.
+	best, vals := s.match(uri, nil, func(t *templateRoute) bool {
+		rt, _, ok := c.templates.reg.Lookup(t.key)
+		return ok && rt == t.rt
+	})
+	if best == nil {
+		return nil, nil
+	}
+	return best, values(vals)
+}
+
+// match returns the best template of s that is better than than (nil: any
+// template), that usable accepts and that matches uri, and the values it
+// matched; than and nil values when there is none.
+func (s *templateSnap) match(uri string, than *templateRoute, usable func(*templateRoute) bool) (*templateRoute, uritemplate.Values) {
+	best := than
 	var vals uritemplate.Values
 	for _, n := range s.lens {
 		if n > len(uri) {
@@ -359,14 +418,7 @@ func (x *templateIndex) match(c *Catalog, uri string) (*templateRoute, map[strin
 			if best != nil && !t.better(best) {
 				break // the rest of the group is worse still
 			}
-			if !t.mayMatch(uri) {
-				continue
-			}
-			// The registry before the route: the index holds a route from
-			// before its start has set it up, and the registry hands out
-			// only a ready route of a live owner, its lookup ordered after
-			// the start that made it ready.
-			if rt, _, ok := c.templates.reg.Lookup(t.key); !ok || rt != t.rt {
+			if !t.mayMatch(uri) || !usable(t) {
 				continue
 			}
 			v := t.tmpl.Match(uri)
@@ -377,8 +429,5 @@ func (x *templateIndex) match(c *Catalog, uri string) (*templateRoute, map[strin
 			break
 		}
 	}
-	if best == nil {
-		return nil, nil
-	}
-	return best, values(vals)
+	return best, vals
 }

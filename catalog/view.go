@@ -21,8 +21,9 @@ type lister[T any] struct {
 	key  func(*T) string // the sort key of a kind a Remote lists; nil for others
 	off  bool            // Config turned the kind off (a negative cap)
 	proj atomic.Pointer[projection[T]]
-	// With a Remote, for tools and resources: the fleet's listing of the
-	// kind and its version; nil for a catalog without one.
+	// With a Remote, for tools and resources (and with a RemoteSurface,
+	// prompts and templates): the fleet's listing of the kind and its
+	// version; nil for a catalog without one.
 	remote        func() []T
 	remoteVersion func() uint64
 	merged        atomic.Pointer[merged[T]]
@@ -35,7 +36,7 @@ type lister[T any] struct {
 //
 // With a Remote, a listing of tools or resources is the fleet's: the
 // Remote's merged in, under the same sharing rule while neither side
-// changes.
+// changes; with a RemoteSurface, so is a listing of prompts or templates.
 func (v View[T]) List() []T {
 	l := v.l
 	local := project(l.s.reg.ListReady(), &l.proj, l.desc)
@@ -91,14 +92,23 @@ func (c *Catalog) Templates() View[ResourceTemplate] {
 }
 
 // initViews binds each kind's lister to its side and, for tools and
-// resources, to the Remote, if any.
+// resources, to the Remote, if any; for prompts and templates, to the
+// RemoteSurface, if the Remote is one.
 func (c *Catalog) initViews(promptsOff, templatesOff bool) {
 	c.toolView = lister[Tool]{s: &c.tools, desc: toolOf, key: toolName}
 	c.resourceView = lister[Resource]{s: &c.resources, desc: resourceOf, key: resourceURI}
-	c.promptView = lister[Prompt]{s: &c.prompts, desc: promptDesc, off: promptsOff}
-	c.templateView = lister[ResourceTemplate]{s: &c.templates, desc: templateDesc, off: templatesOff}
+	c.promptView = lister[Prompt]{s: &c.prompts, desc: promptDesc, key: promptNameOf, off: promptsOff}
+	c.templateView = lister[ResourceTemplate]{s: &c.templates, desc: templateDesc, key: templateSortKey, off: templatesOff}
 	if r := c.remote; r != nil {
 		c.toolView.remote, c.toolView.remoteVersion = r.Tools, r.ToolsVersion
 		c.resourceView.remote, c.resourceView.remoteVersion = r.Resources, r.ResourcesVersion
+	}
+	// A kind Config turned off lists nothing, the fleet's included: the
+	// server does not advertise it.
+	if r := c.surface; r != nil && !promptsOff {
+		c.promptView.remote, c.promptView.remoteVersion = r.Prompts, r.PromptsVersion
+	}
+	if r := c.surface; r != nil && !templatesOff {
+		c.templateView.remote, c.templateView.remoteVersion = r.Templates, r.TemplatesVersion
 	}
 }

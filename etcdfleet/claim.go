@@ -25,6 +25,8 @@ type Record struct {
 	Kind     catalog.Kind  `json:"kind"`
 	Tool     *ToolDesc     `json:"tool,omitempty"`
 	Resource *ResourceDesc `json:"resource,omitempty"`
+	Prompt   *PromptDesc   `json:"prompt,omitempty"`
+	Template *TemplateDesc `json:"template,omitempty"`
 	// Incarnation is set in a replica's membership record alone (Kind
 	// KindReplica; holder.go): the random name of the process that wrote
 	// it, the same across its sessions.
@@ -48,6 +50,32 @@ type ToolDesc struct {
 type ResourceDesc struct {
 	URI         string `json:"uri"`
 	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	MIMEType    string `json:"mimeType,omitempty"`
+}
+
+// PromptDesc is a prompt route as a claim records it.
+type PromptDesc struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	Arguments   []PromptArgDesc `json:"arguments,omitempty"`
+}
+
+// PromptArgDesc is one argument of a prompt as a claim records it.
+type PromptArgDesc struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// TemplateDesc is a resource template route as a claim records it. Its
+// key's name is the template's catalog.TemplateKey.
+type TemplateDesc struct {
+	URITemplate string `json:"uriTemplate"`
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	MIMEType    string `json:"mimeType,omitempty"`
 }
@@ -180,9 +208,6 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (func(), error) {
 
 func (r *Replica) record(cl catalog.Claim) Record {
 	rec := Record{Replica: r.cfg.Replica, Endpoint: r.cfg.Advertise, Owner: cl.Owner.ID(), Kind: catalog.Kind(cl.Kind)}
-	// Prompts and templates are claimed, so that their names are one
-	// namespace fleet-wide, but carry no description: the View lists
-	// tools and fixed resources only.
 	switch rec.Kind {
 	case catalog.KindTool:
 		t := cl.Tool
@@ -190,6 +215,15 @@ func (r *Replica) record(cl catalog.Claim) Record {
 	case catalog.KindResource:
 		d := cl.Resource
 		rec.Resource = &ResourceDesc{URI: d.URI, Name: d.Name, Description: d.Description, MIMEType: d.MIMEType}
+	case catalog.KindPrompt:
+		p := cl.Prompt
+		rec.Prompt = &PromptDesc{Name: p.Name, Title: p.Title, Description: p.Description}
+		for _, a := range p.Arguments {
+			rec.Prompt.Arguments = append(rec.Prompt.Arguments, PromptArgDesc{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		}
+	case catalog.KindTemplate:
+		t := cl.Template
+		rec.Template = &TemplateDesc{URITemplate: t.URITemplate, Name: t.Name, Title: t.Title, Description: t.Description, MIMEType: t.MIMEType}
 	}
 	return rec
 }

@@ -112,14 +112,18 @@
 // it delivered anything. The view is read-only and eventually consistent:
 // a claim or release shows in it once the watch delivers it.
 //
-// [Replica.Remote] is the view as a [catalog.Remote]: set it as the
-// catalog's Config.Remote, and the catalog's listings, pages, Version and
-// Changes are the fleet's, so that a server built on it (package mcpserve)
-// lists every replica's routes and sends list_changed when a consumer on
-// another replica starts, stops or dies. A call is served only where the
-// route's consumer runs; with Config.Advertise set, each claim records the
+// [Replica.Remote] is the view as a [catalog.Remote] and a
+// [catalog.RemoteSurface]: set it as the catalog's Config.Remote, and the
+// catalog's listings of tools, resources, prompts and templates, its pages,
+// Version and Changes are the fleet's, so that a server built on it
+// (package mcpserve) lists every replica's routes and sends list_changed
+// when a consumer on another replica starts, stops or dies; its
+// ReadResource then sends a URI to the fleet's most specific template
+// (see catalog.ElsewhereError). A call is served only where the route's
+// consumer runs; with Config.Advertise set, each claim records the
 // replica's internal endpoint, and [Replica.Peer] locates a route's holder
-// for package mcpserve's Fleet, which forwards calls there.
+// for package mcpserve's Fleet, which forwards tools/call, resources/read,
+// prompts/get and completion/complete there.
 //
 // [Replica.Close] leaves the fleet: it kills the consumers that hold claims
 // and revokes the lease, freeing all their names in one revision.
@@ -159,8 +163,11 @@
 // another key or put again without its lease) is dropped.
 //
 // Validated records. A signed record must also be a valid route for its
-// key: its kind is its directory's, its descriptor names the key's name,
-// a tool name passes the rules a local start applies, a tool's input
+// key: its kind is its directory's, it carries that kind's descriptor
+// alone, which names the key's name, a tool name passes the rules a local
+// start applies, and so do a prompt's name and arguments
+// (catalog.CheckPrompt) and a template's URI template, whose key
+// (catalog.TemplateKey) must be the key's name; a tool's input
 // schema is a JSON object of "type": "object" (MCP requires it, and a
 // client may refuse a whole listing over one that is not) and its output
 // schema a JSON object; its endpoint, if any, is http or https, ends in

@@ -3,12 +3,14 @@ package etcdfleet_test
 import (
 	"cmp"
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/mcpserve"
 )
@@ -156,5 +158,76 @@ func drain(ch chan struct{}) {
 		default:
 			return
 		}
+	}
+}
+
+// promptListed and templateListed report whether c's catalog lists the
+// prompt name or the URI template tpl.
+func promptListed(c *catalog.Catalog, name string) bool {
+	return slices.ContainsFunc(c.Prompts().List(), func(p catalog.Prompt) bool { return p.Name == name })
+}
+
+func templateListed(c *catalog.Catalog, tpl string) bool {
+	return slices.ContainsFunc(c.Templates().List(), func(t catalog.ResourceTemplate) bool { return t.URITemplate == tpl })
+}
+
+// A prompt and a template started on one replica are listed on another,
+// as their consumer describes them, and leave its listings when their
+// consumers stop; their versions and the catalog's Changes move.
+func TestCatalogListsFleetPromptsAndTemplates(t *testing.T) {
+	ep := startEtcd(t)
+	a, b := newReplica(t, ep, "a"), newReplica(t, ep, "b")
+	ctx, life := ctxFor(t), lifeFor(t)
+	pv, tv := a.cat.Prompts().Version(), a.cat.Templates().Version()
+
+	p, err := b.cat.StartPrompt(life, catalog.Prompt{Name: "brief", Title: "Brief", Description: "d",
+		Arguments: []catalog.PromptArgument{{Name: "topic", Description: "what", Required: true}}}, bindsec.Plan{Public: true}, sayPrompt("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.keep(p)
+	tm, err := b.cat.StartResourceTemplate(life, catalog.ResourceTemplate{URITemplate: "notes://b/{id}", Name: "notes", MIMEType: "text/plain"},
+		bindsec.Plan{Public: true}, sayRead("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.keep(tm)
+	waitListed(t, a.cat, "b's prompt and template listed on a", func() bool {
+		return promptListed(a.cat, "brief") && templateListed(a.cat, "notes://b/{id}")
+	})
+	if got := a.cat.Prompts().List(); !reflect.DeepEqual(got, b.cat.Prompts().List()) {
+		t.Errorf("a lists the prompt as %+v; b as %+v", got, b.cat.Prompts().List())
+	}
+	if got := a.cat.Templates().List(); len(got) != 1 || got[0].Name != "notes" || got[0].MIMEType != "text/plain" {
+		t.Errorf("a lists the templates %+v", got)
+	}
+	if a.cat.Prompts().Version() <= pv || a.cat.Templates().Version() <= tv {
+		t.Errorf("versions did not move: prompts %d then %d, templates %d then %d", pv, a.cat.Prompts().Version(), tv, a.cat.Templates().Version())
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitListed(t, a.cat, "b's prompt and template gone from a", func() bool {
+		return !promptListed(a.cat, "brief") && !templateListed(a.cat, "notes://b/{id}")
+	})
+}
+
+// sayPrompt is a prompt handler that says which replica ran it, and
+// with what topic.
+func sayPrompt(replica string) catalog.PromptHandler {
+	return func(_ context.Context, g catalog.PromptGet) (catalog.PromptResult, error) {
+		return catalog.PromptResult{Description: "from " + replica, Messages: []catalog.PromptMessage{
+			{Role: "user", Content: catalog.Content{Type: catalog.TypeText, Text: replica + ": " + g.Arguments["topic"]}},
+		}}, nil
+	}
+}
+
+// sayRead is a template reader that says which replica read the URI.
+func sayRead(replica string) catalog.ResourceReader {
+	return func(_ context.Context, r catalog.Read) (catalog.Contents, error) {
+		return catalog.Contents{Text: replica + " read " + r.URI}, nil
 	}
 }

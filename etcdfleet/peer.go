@@ -3,7 +3,8 @@ package etcdfleet
 import "github.com/livereg/livereg/catalog"
 
 // Peer returns the internal endpoint of the replica that holds kind's name
-// (catalog.KindTool or catalog.KindResource), as the View has it: the
+// (a tool's or prompt's name, a resource's URI, a template's key: the
+// names Key takes), as the View has it: the
 // endpoint that replica advertised (Config.Advertise) in its claim. ok is
 // false when the View holds no claim on the name, when this replica holds
 // it (a local route is served locally, never forwarded back), when the

@@ -141,10 +141,12 @@ func normalEndpoint(ep string) string {
 
 // validRecord checks that rec is a valid route for key under prefix: the
 // key names a kind's directory and a name in canonical escaping, rec's
-// kind is that directory's, its descriptor is that kind's and names the
-// key's name, a tool name and a resource URI pass the rules a local start
-// applies (shardreg.ToolName, shardreg.ResourceURI), a tool's schemas are
-// JSON objects, and its endpoint passes checkPeerEndpoint. Errors wrap
+// kind is that directory's, its descriptor is that kind's alone and names
+// the key's name, a tool name, a resource URI, a prompt and a template
+// pass the rules a local start applies (shardreg.ToolName,
+// shardreg.ResourceURI, catalog.CheckPrompt, catalog.TemplateKey), a
+// tool's schemas are JSON objects, and its endpoint passes
+// checkPeerEndpoint. Errors wrap
 // errInvalidRecord and quote nothing the record holds beyond truncation.
 func validRecord(prefix, key string, rec Record, peerPath string, p peers) error {
 	bad := func(format string, args ...any) error {
@@ -175,7 +177,7 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 	switch kind {
 	case KindReplica:
 		switch {
-		case rec.Tool != nil || rec.Resource != nil:
+		case rec.descriptors() != 0:
 			return bad("a membership with a descriptor")
 		case rec.Replica != name:
 			return bad("a membership under another replica's name")
@@ -185,7 +187,7 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 	case catalog.KindTool:
 		t := rec.Tool
 		switch {
-		case t == nil || rec.Resource != nil:
+		case t == nil || rec.descriptors() != 1:
 			return bad("a tool key without a tool descriptor alone")
 		case t.Name != name:
 			return bad("a tool descriptor for another name than its key's")
@@ -202,7 +204,7 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 	case catalog.KindResource:
 		d := rec.Resource
 		switch {
-		case d == nil || rec.Tool != nil:
+		case d == nil || rec.descriptors() != 1:
 			return bad("a resource key without a resource descriptor alone")
 		case d.URI != name:
 			return bad("a resource descriptor for another URI than its key's")
@@ -210,14 +212,72 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 		if err := shardreg.ResourceURI(name); err != nil {
 			return bad("resource URI: not absolute")
 		}
-	default:
-		// Prompts and templates are claimed for their names alone.
-		if rec.Tool != nil || rec.Resource != nil {
-			return bad("a %s key with a descriptor", kind)
+	case catalog.KindPrompt:
+		if err := validPrompt(name, rec); err != nil {
+			return bad("%w", err)
+		}
+	case catalog.KindTemplate:
+		if err := validTemplate(name, rec); err != nil {
+			return bad("%w", err)
 		}
 	}
 	if err := checkPeerEndpoint(rec.Endpoint, peerPath, p); err != nil {
 		return bad("%w", err)
+	}
+	return nil
+}
+
+// descriptors counts the descriptors rec carries: a route's record has
+// exactly one, its kind's; a membership none.
+func (rec *Record) descriptors() int {
+	n := 0
+	for _, set := range []bool{rec.Tool != nil, rec.Resource != nil, rec.Prompt != nil, rec.Template != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+// validPrompt checks a prompt key's record: its descriptor alone, for the
+// key's name, which StartPrompt would accept (catalog.CheckPrompt: the
+// name, and arguments each named, no two alike).
+func validPrompt(name string, rec Record) error {
+	p := rec.Prompt
+	switch {
+	case p == nil || rec.descriptors() != 1:
+		return errors.New("a prompt key without a prompt descriptor alone")
+	case p.Name != name:
+		return errors.New("a prompt descriptor for another name than its key's")
+	}
+	args := make([]catalog.PromptArgument, len(p.Arguments))
+	for i, a := range p.Arguments {
+		args[i] = catalog.PromptArgument{Name: a.Name}
+	}
+	if err := catalog.CheckPrompt(catalog.Prompt{Name: p.Name, Arguments: args}); err != nil {
+		return fmt.Errorf("prompt: %w", err)
+	}
+	return nil
+}
+
+// validTemplate checks a template key's record: its descriptor alone,
+// whose URI template StartResourceTemplate would accept and whose key
+// (catalog.TemplateKey) is the key's name, so that one template has one
+// key fleet-wide.
+func validTemplate(name string, rec Record) error {
+	d := rec.Template
+	switch {
+	case d == nil || rec.descriptors() != 1:
+		return errors.New("a template key without a template descriptor alone")
+	case len(d.URITemplate) > shardreg.MaxNameLen:
+		return errors.New("a URI template that is too long")
+	}
+	key, err := catalog.TemplateKey(d.URITemplate)
+	switch {
+	case err != nil:
+		return errors.New("a URI template a local start would refuse")
+	case key != name:
+		return errors.New("a template descriptor for another key than its key's")
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/livereg/livereg/catalog"
 )
 
 // View is a replica's read-only view of the fleet's claims, every
@@ -13,8 +15,9 @@ import (
 // records the fleet signed that are valid routes. While the replica is
 // between sessions (from the loss of one until a listing under the next)
 // the view is hidden: it lists nothing and holds no claim. All methods are
-// safe for concurrent use; listings are sorted and cached, so an unchanged
-// view lists in O(1) without allocating.
+// safe for concurrent use; listings (Tools, Resources, Prompts, Templates)
+// are sorted and cached, so an unchanged view lists in O(1) without
+// allocating.
 type View struct {
 	mu      sync.Mutex
 	recs    map[string]Record // by key
@@ -23,12 +26,16 @@ type View struct {
 	hidden  bool              // between sessions: list and hold nothing
 	hides   uint64            // how many times it was hidden
 	res     []ResourceDesc
+	prompts []PromptDesc
+	tmpls   []TemplateDesc
 	watch   []func() // called after every change; see Watch
 	version atomic.Uint64
-	// toolsVersion and resourcesVersion grow with the changes to their
-	// own listing, for a catalog that merges the view (Replica.Remote).
-	toolsVersion, resourcesVersion atomic.Uint64
-	changed                        atomic.Pointer[chan struct{}]
+	// toolsVersion, resourcesVersion, promptsVersion and templatesVersion
+	// grow with the changes to their own listing, for a catalog that
+	// merges the view (Replica.Remote).
+	toolsVersion, resourcesVersion   atomic.Uint64
+	promptsVersion, templatesVersion atomic.Uint64
+	changed                          atomic.Pointer[chan struct{}]
 }
 
 func newView() *View {
@@ -72,6 +79,52 @@ func (v *View) Resources() []ResourceDesc {
 	return v.res
 }
 
+// Prompts returns the fleet's claimed prompts, sorted by name. The slice
+// is shared: do not modify it.
+func (v *View) Prompts() []PromptDesc {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.prompts == nil {
+		v.prompts = []PromptDesc{}
+		for _, rec := range v.shown() {
+			if rec.Prompt != nil {
+				v.prompts = append(v.prompts, *rec.Prompt)
+			}
+		}
+		slices.SortFunc(v.prompts, func(a, b PromptDesc) int { return strings.Compare(a.Name, b.Name) })
+	}
+	return v.prompts
+}
+
+// Templates returns the fleet's claimed resource templates, sorted by key
+// (catalog.TemplateKey, the order of a catalog's template listing). The
+// slice is shared: do not modify it. Rebuilding it after a change costs
+// a parse of every template.
+func (v *View) Templates() []TemplateDesc {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.tmpls == nil {
+		type keyed struct {
+			key string
+			d   TemplateDesc
+		}
+		var ks []keyed
+		for _, rec := range v.shown() {
+			if rec.Template != nil {
+				// The follower checked that it has a key.
+				key, _ := catalog.TemplateKey(rec.Template.URITemplate)
+				ks = append(ks, keyed{key, *rec.Template})
+			}
+		}
+		slices.SortFunc(ks, func(a, b keyed) int { return strings.Compare(a.key, b.key) })
+		v.tmpls = make([]TemplateDesc, len(ks))
+		for i, k := range ks {
+			v.tmpls[i] = k.d
+		}
+	}
+	return v.tmpls
+}
+
 // Holder returns the record of the claim on key, if the view has one: a
 // record the fleet signed, valid for key, and none while the view is
 // hidden.
@@ -100,12 +153,11 @@ func (v *View) hide() {
 	v.hides++
 	was := v.hidden
 	v.hidden = true
-	v.tools, v.res = nil, nil
+	v.stale()
 	watch := v.watch
 	v.mu.Unlock()
 	if !was {
-		v.toolsVersion.Add(1)
-		v.resourcesVersion.Add(1)
+		v.allVersions()
 		v.notify(watch)
 	}
 }
@@ -156,21 +208,22 @@ func (v *View) reset(recs map[string]Record, rev int64, show bool, gen uint64) {
 	if show && v.hides == gen {
 		v.hidden = false
 	}
-	v.tools, v.res = nil, nil
+	v.stale()
 	watch := v.watch
 	v.mu.Unlock()
-	v.toolsVersion.Add(1)
-	v.resourcesVersion.Add(1)
+	v.allVersions()
 	v.notify(watch)
 }
 
 // apply applies one watch response's events, already decoded: a nil
 // record deletes its key.
 func (v *View) apply(puts map[string]*Record, rev int64) {
-	var tools, resources bool // which listings change
+	var tools, resources, prompts, templates bool // which listings change
 	touch := func(rec Record) {
 		tools = tools || rec.Tool != nil
 		resources = resources || rec.Resource != nil
+		prompts = prompts || rec.Prompt != nil
+		templates = templates || rec.Template != nil
 	}
 	v.mu.Lock()
 	for k, rec := range puts {
@@ -185,16 +238,31 @@ func (v *View) apply(puts map[string]*Record, rev int64) {
 		}
 	}
 	v.rev = rev
-	v.tools, v.res = nil, nil
+	v.stale()
 	watch := v.watch
 	v.mu.Unlock()
-	if tools {
-		v.toolsVersion.Add(1)
-	}
-	if resources {
-		v.resourcesVersion.Add(1)
+	for _, k := range []struct {
+		changed bool
+		version *atomic.Uint64
+	}{{tools, &v.toolsVersion}, {resources, &v.resourcesVersion}, {prompts, &v.promptsVersion}, {templates, &v.templatesVersion}} {
+		if k.changed {
+			k.version.Add(1)
+		}
 	}
 	v.notify(watch)
+}
+
+// stale drops the cached listings. v.mu is held.
+func (v *View) stale() {
+	v.tools, v.res, v.prompts, v.tmpls = nil, nil, nil, nil
+}
+
+// allVersions grows every kind's version: the whole view changed.
+func (v *View) allVersions() {
+	v.toolsVersion.Add(1)
+	v.resourcesVersion.Add(1)
+	v.promptsVersion.Add(1)
+	v.templatesVersion.Add(1)
 }
 
 // notify announces a change, after the per-kind versions grew: to

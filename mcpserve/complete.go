@@ -49,7 +49,14 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Re
 		return nil, invalidParams(fmt.Sprintf("completion/complete: unknown ref type %s", quote.Name(p.Ref.Type)), nil)
 	}
 	if err != nil {
-		return nil, s.completeError(ctx, what, err)
+		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
+			if kind, name, ok := s.completionRef(p.Ref); ok {
+				if ep, ok := s.fleet.fwd.peers.Peer(kind, name); ok {
+					return s.forwardComplete(ctx, ep, cred, kind, name, what, p)
+				}
+			}
+		}
+		return nil, s.completeError(ctx, what, err, isForwarded(req.Extra))
 	}
 	values := c.Values
 	if values == nil {
@@ -60,9 +67,13 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Re
 
 // completeError maps a completion's failure onto the wire. A route whose
 // owner died, before the lookup or between it and the admission, answers
-// as an unknown one.
-func (s *Server) completeError(ctx context.Context, what string, err error) error {
+// as an unknown one; one that a completion forwarded here (forwarded
+// set) names is gone, as a tool is: -32602 route_gone, retryable.
+func (s *Server) completeError(ctx context.Context, what string, err error, forwarded bool) error {
 	switch {
+	case forwarded && (errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone)):
+		return invalidParams(what+" is gone: its consumer stopped before the completion reached it",
+			map[string]any{"reason": "route_gone", "retryable": true})
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "completion/complete "+what)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "completion failed: internal error"}

@@ -254,7 +254,13 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	c, err := s.cat.ReadResource(ctx, p.URI, cred, opts...)
 	if err != nil {
 		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
-			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindResource, p.URI); ok {
+			// A fixed resource of the URI, or, by the catalog's fleet
+			// rule, the template that wins it (catalog.ElsewhereError).
+			kind, name := catalog.KindResource, p.URI
+			if ee := (*catalog.ElsewhereError)(nil); errors.As(err, &ee) {
+				kind, name = ee.Kind, ee.Name
+			}
+			if ep, ok := s.fleet.fwd.peers.Peer(kind, name); ok {
 				return s.forwardResource(ctx, ep, cred, p, asks)
 			}
 		}

@@ -168,8 +168,9 @@
 //
 // # Serving a fleet
 //
-// With [Options.Fleet], a tools/call or resources/read for a route that
-// [Fleet.Peers] places on another replica is forwarded there, one
+// With [Options.Fleet], a tools/call, resources/read, prompts/get or
+// completion/complete for a route that [Fleet.Peers] places on another
+// replica is forwarded there, one
 // pooled keep-alive POST of a stateless request that the holder's fast
 // path answers; the holder serves it through its own catalog, under its
 // live owner's plan, judged by the original caller's credential, and its
@@ -183,8 +184,10 @@
 // caller gets the holder's input_required result, and its retry, through
 // any replica, is judged there; a 2025-11-25 session is asked each round's
 // questions mid-call by the replica it is on, which forwards the call
-// again with the answers. Prompts, templates, completions and
-// subscriptions are not forwarded.
+// again with the answers. A templated read goes to the template that wins
+// its URI fleet-wide (the catalog's rule over the fleet's listing, see
+// catalog.ElsewhereError), so that every replica answers a URI alike.
+// Subscriptions are not forwarded.
 //
 // # Concurrency
 //

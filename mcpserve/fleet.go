@@ -48,9 +48,9 @@ const CodePeerUnavailable int64 = -32030
 const callerHeader = "Livereg-Fleet-Caller"
 
 // Fleet makes a Server one of many replicas that serve one catalog (see
-// the package doc's "Serving a fleet"): a tools/call or resources/read for
-// a route that another replica's consumer holds is forwarded to that
-// replica, which serves it through its own catalog, with the caller's
+// the package doc's "Serving a fleet"): a tools/call, resources/read,
+// prompts/get or completion/complete for a route that another replica's
+// consumer holds is forwarded to that replica, which serves it through its own catalog, with the caller's
 // credential, under its live owner's plan.
 type Fleet struct {
 	// Peers locates the replica that holds a route. package etcdfleet's
@@ -106,11 +106,14 @@ type Fleet struct {
 // Peers locates routes held by other replicas.
 type Peers interface {
 	// Peer returns the fleet endpoint of the replica, other than this
-	// one, that holds the route of kind (catalog.KindTool or
-	// catalog.KindResource) and name,
-	// and false when no other replica is known to. It is called on
-	// every call for a route this replica does not hold, concurrently,
-	// and must not block.
+	// one, that holds the route of kind and name, and false when no other
+	// replica is known to: a tool (catalog.KindTool) or a prompt
+	// (catalog.KindPrompt) by its name, a fixed resource
+	// (catalog.KindResource) by its URI, a resource template
+	// (catalog.KindTemplate) by its key (catalog.TemplateKey), the names
+	// a catalog claims (catalog.Claim). It is called on every request
+	// for a route this replica does not hold, concurrently, and must not
+	// block.
 	Peer(kind catalog.Kind, name string) (endpoint string, ok bool)
 }
 

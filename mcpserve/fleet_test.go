@@ -60,8 +60,14 @@ var fleetAuth = bindsec.NewStaticTokens(map[string]bindsec.Principal{
 // newReplica starts a replica; tune, if given, changes its options.
 func newReplica(t testing.TB, tune ...func(*mcpserve.Options)) *replica {
 	t.Helper()
+	return newReplicaOf(t, catalog.Config{Authenticator: fleetAuth}, tune...)
+}
+
+// newReplicaOf starts a replica whose catalog has cfg.
+func newReplicaOf(t testing.TB, cfg catalog.Config, tune ...func(*mcpserve.Options)) *replica {
+	t.Helper()
 	r := &replica{peers: &peerMap{}, served: make(chan error, 1), accepted: &atomic.Int64{}}
-	r.cat = newCatalog(t, catalog.Config{Authenticator: fleetAuth})
+	r.cat = newCatalog(t, cfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

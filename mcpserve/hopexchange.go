@@ -39,9 +39,12 @@ import (
 
 // hopRequest is the request a forward sends.
 type hopRequest struct {
-	method string          // methodCallTool or methodReadResource
-	name   string          // the tool's name or the resource's URI
+	method string          // methodCallTool, methodReadResource, methodGetPrompt or methodComplete
+	name   string          // the tool's or prompt's name, the resource's URI; what a completion completes, for the log
 	args   json.RawMessage // a tool's arguments as the caller sent them; nil for none
+	// fields are the params of a prompts/get or a completion/complete,
+	// encoded without their braces (forwardsurface.go).
+	fields []byte
 	caps   json.RawMessage // the client capabilities a 2026-07-28 caller declared; nil for none
 	// A 2026-07-28 caller's retry of a call that asked for input: its
 	// answers and the requestState, which the holder judges.
@@ -128,7 +131,7 @@ func callerCaps(meta mcp.Meta, tasks bool) json.RawMessage {
 // The body is the request's own, not a pooled buffer: the HTTP client
 // may still read it after the response has come.
 func (f *forwarder) encode(r hopRequest, progress, logs bool) []byte {
-	b := bytes.NewBuffer(make([]byte, 0, 224+len(f.meta)+len(r.name)+len(r.args)+len(r.caps)+len(r.responses)+len(r.state)))
+	b := bytes.NewBuffer(make([]byte, 0, 224+len(f.meta)+len(r.name)+len(r.args)+len(r.fields)+len(r.caps)+len(r.responses)+len(r.state)))
 	b.WriteString(`{"jsonrpc":"2.0","id":` + hopID + `,"method":"`)
 	b.WriteString(r.method)
 	if r.method == methodCallTool {
@@ -138,9 +141,12 @@ func (f *forwarder) encode(r hopRequest, progress, logs bool) []byte {
 			b.WriteString(`,"arguments":`)
 			b.Write(r.args)
 		}
-	} else {
+	} else if r.method == methodReadResource {
 		b.WriteString(`","params":{"uri":`)
 		_ = encodeTo(b, r.name)
+	} else {
+		b.WriteString(`","params":{`)
+		b.Write(r.fields)
 	}
 	if r.state != "" {
 		if r.responses != nil {
@@ -215,7 +221,10 @@ func (f *forwarder) exchange(ctx context.Context, pc *peerClient, r hopRequest, 
 	h["Accept"] = []string{"application/json, text/event-stream"}
 	h[protocolHeader] = []string{ProtocolStateless}
 	h[methodHeader] = []string{r.method}
-	h[nameHeader] = []string{r.name}
+	if r.method != methodComplete {
+		// A completion names no route in Mcp-Name.
+		h[nameHeader] = []string{r.name}
+	}
 	resp, err := pc.hc.Do(req)
 	if err != nil {
 		return err

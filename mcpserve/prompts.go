@@ -51,11 +51,17 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		return nil, err
 	}
 	var opts []catalog.CallOption
-	if cl := rd.client(askClient(req.Session)); cl != nil {
+	asks := askClient(req.Session)
+	if cl := rd.client(asks); cl != nil {
 		opts = append(opts, catalog.WithClient(cl))
 	}
 	res, err := s.cat.GetPrompt(ctx, p.Name, p.Arguments, cred, opts...)
 	if err != nil {
+		if s.fleet != nil && errors.Is(err, catalog.ErrNotFound) && !isForwarded(req.Extra) {
+			if ep, ok := s.fleet.fwd.peers.Peer(catalog.KindPrompt, p.Name); ok {
+				return s.forwardPrompt(ctx, ep, cred, p, asks)
+			}
+		}
 		if ir := (*catalog.InputRequiredError)(nil); rd != nil && errors.As(err, &ir) {
 			reqs, state, err := s.inputRequired(rd, ir)
 			if err != nil {
@@ -66,10 +72,10 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		if ce := (*catalog.CapabilityError)(nil); errors.As(err, &ce) && namesCurrent(p.Meta) && !declares(p.Meta, ce.Capability) {
 			return nil, missingCapability(p.Name, ce.Capability)
 		}
-		if gone := rd.goneError("prompt", err); gone != nil {
+		if gone := rd.goneError("prompt", err); gone != nil && !isForwarded(req.Extra) {
 			return nil, gone
 		}
-		return nil, s.promptError(ctx, p.Name, err)
+		return nil, s.promptError(ctx, p.Name, err, isForwarded(req.Extra))
 	}
 	q := quote.Name(p.Name)
 	out := &mcp.GetPromptResult{Description: res.Description, Messages: make([]*mcp.PromptMessage, len(res.Messages))}
@@ -84,19 +90,32 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		size += toolResultSize(catalog.Result{Content: []catalog.Content{m.Content}})
 	}
 	if n, over := s.overLimit(size); over {
-		s.log.Warn("mcpserve: prompt over the size limit; not sent", "prompt", q, "bytes", n, "limit", s.maxResult)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
-			Message: fmt.Sprintf("prompt %s: its messages of %d bytes exceed this server's limit of %d bytes", q, n, s.maxResult)}
+		return nil, s.promptTooLarge(p.Name, n, false)
 	}
 	return out, nil
 }
 
+// promptTooLarge is the answer to a prompts/get whose messages of n bytes
+// (of more than n, with more set: a forwarded answer cut short) are over
+// the limit, local or forwarded alike.
+func (s *Server) promptTooLarge(name string, n int64, more bool) error {
+	s.log.Warn("mcpserve: prompt over the size limit; not sent", "prompt", quote.Name(name), "bytes", n, "more", more, "limit", s.maxResult)
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+		Message: fmt.Sprintf("prompt %s: its messages of %s exceed this server's limit of %d bytes", quote.Name(name), bytesOf(n, more), s.maxResult)}
+}
+
 // promptError maps a prompts/get failure onto the wire. A prompt whose
 // owner died between the lookup and the admission answers as an unknown
-// one: -32602, with nothing that tells the two apart.
-func (s *Server) promptError(ctx context.Context, name string, err error) error {
+// one: -32602, with nothing that tells the two apart. A prompt forwarded
+// here (forwarded set) that is not here is gone, as a tool is: the
+// replica that forwarded it saw this one hold it, and the caller gets the
+// -32602 route_gone error, retryable, from it.
+func (s *Server) promptError(ctx context.Context, name string, err error, forwarded bool) error {
 	q := quote.Name(name)
 	switch {
+	case forwarded && (errors.Is(err, catalog.ErrNotFound) || errors.Is(err, catalog.ErrRouteGone)):
+		return invalidParams(fmt.Sprintf("prompt %s is gone: its consumer stopped before the request reached it", q),
+			map[string]any{"reason": "route_gone", "retryable": true})
 	case errors.Is(err, catalog.ErrNotFound), errors.Is(err, catalog.ErrRouteGone):
 		return invalidParams(fmt.Sprintf("unknown prompt %s", q), nil)
 	case errors.Is(err, catalog.ErrInvalidArguments):
@@ -137,6 +156,9 @@ func (s *Server) receiveSurface(ctx context.Context, method string, req mcp.Requ
 	case methodGetPrompt:
 		if r, ok := req.(*mcp.GetPromptRequest); ok {
 			defer s.note.poke()
+			if isForwarded(r.Extra) {
+				s.beginHop(ctx, r.Extra)
+			}
 			ctx, end := s.calls.start(ctx, req)
 			defer end()
 			res, err = s.getPrompt(ctx, r)
@@ -151,6 +173,9 @@ func (s *Server) receiveSurface(ctx context.Context, method string, req mcp.Requ
 	case methodComplete:
 		if r, ok := req.(*mcp.CompleteRequest); ok {
 			defer s.note.poke()
+			if isForwarded(r.Extra) {
+				s.beginHop(ctx, r.Extra)
+			}
 			ctx, end := s.calls.start(ctx, req)
 			defer end()
 			res, err = s.complete(ctx, r)
