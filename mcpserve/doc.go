@@ -37,7 +37,8 @@
 //     redaction of session IDs, server timeouts, serving and shutdown;
 //   - the fleet hop (fleet.go, forward.go, hop.go): forwarding a call to
 //     the replica that holds its route, and answering calls forwarded
-//     here;
+//     here; subscriptions to another replica's resources (fleetsubs.go,
+//     fleetstream.go, fleetsubcheck.go);
 //   - the fast path (fastpath.go, fastwrite.go): see below.
 //
 // # Errors on the wire
@@ -183,8 +184,17 @@
 // caller gets the holder's input_required result, and its retry, through
 // any replica, is judged there; a 2025-11-25 session is asked each round's
 // questions mid-call by the replica it is on, which forwards the call
-// again with the answers. Prompts, templates, completions and
-// subscriptions are not forwarded.
+// again with the answers.
+// A subscription (resources/subscribe, or a subscriptions/listen's
+// resourceSubscriptions) to a fixed resource that Fleet.Peers places on
+// another replica is followed there: one subscriptions/listen stream per
+// peer carries every URI this replica's clients follow on it, and each
+// update it carries reaches them as a local one. The subscribe fails with
+// [CodePeerUnavailable] (retryable) when the peer cannot be reached. The
+// subscription follows the resource to another holder, here or on another
+// replica, and is dropped, its subscribers told once, when no replica
+// serves it. Prompts, templates and completions are not forwarded, nor
+// subscriptions to a template's URIs.
 //
 // # Concurrency
 //
