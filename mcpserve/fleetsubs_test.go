@@ -282,6 +282,9 @@ func TestFleetSubscriptionFollowsHolder(t *testing.T) {
 	if err := ua.Updated(); err != nil {
 		t.Fatal(err)
 	}
+	// An update of the URI in flight on A's stream (which still carries
+	// v) is not delivered either.
+	b.srv.RelayFrom(a.fleet, "test://moves")
 	if err := va.Updated(); err != nil {
 		t.Fatal(err)
 	}
