@@ -37,7 +37,8 @@
 //     redaction of session IDs, server timeouts, serving and shutdown;
 //   - the fleet hop (fleet.go, forward.go, hop.go): forwarding a call to
 //     the replica that holds its route, and answering calls forwarded
-//     here;
+//     here; subscriptions to another replica's resources (fleetsubs.go,
+//     fleetstream.go, fleetsubcheck.go);
 //   - the fast path (fastpath.go, fastwrite.go): see below.
 //
 // # Errors on the wire
@@ -187,7 +188,15 @@
 // again with the answers. A templated read goes to the template that wins
 // its URI fleet-wide (the catalog's rule over the fleet's listing, see
 // catalog.ElsewhereError), so that every replica answers a URI alike.
-// Subscriptions are not forwarded.
+// A subscription (resources/subscribe, or a subscriptions/listen's
+// resourceSubscriptions) to a fixed resource that Fleet.Peers places on
+// another replica is followed there: one subscriptions/listen stream per
+// peer carries every URI this replica's clients follow on it, and each
+// update it carries reaches them as a local one. The subscribe fails with
+// [CodePeerUnavailable] (retryable) when the peer cannot be reached. The
+// subscription follows the resource to another holder, here or on another
+// replica, and is dropped, its subscribers told once, when no replica
+// serves it. Subscriptions to a template's URIs are not forwarded.
 //
 // # Concurrency
 //

@@ -130,6 +130,14 @@ func (s *Server) receiveListen(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, s.refuseListen(err)
 		}
 		defer done()
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && isForwarded(req.GetExtra()) {
+			// Another replica's stream of its subscriptions here
+			// (fleetsubs.go): the table ends it when it drops one of
+			// its URIs.
+			var end context.CancelCauseFunc
+			lctx, end = context.WithCancelCause(lctx)
+			defer s.subs.trackPeerStream(ss, end)()
+		}
 		if lt := s.requestTasks(req); lt != nil {
 			return s.serveTaskListen(lctx, lt, next, method, req)
 		}

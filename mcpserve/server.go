@@ -182,6 +182,9 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 	if err := s.startFleet(opts, sdkLog); err != nil {
 		return nil, err
 	}
+	if s.fleet != nil {
+		subs.fleet = newFleetSubs(subs, opts.Fleet, s.fleet.fwd, log)
+	}
 	srv.AddReceivingMiddleware(s.receive)
 	srv.AddReceivingMiddleware(s.receiveListen)
 	// Last, so outermost: it sees every request first and every error last.

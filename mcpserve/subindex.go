@@ -1,6 +1,7 @@
 package mcpserve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -103,10 +104,17 @@ func (t *subscriptions) admitLocked(req *mcp.SubscribeRequest, held int) error {
 	if !known && ix.clientOf != nil {
 		cl = ix.clientOf(req)
 	}
+	// Another replica's stream carries every URI its clients follow
+	// here, each within that replica's own caps: it counts against
+	// MaxSubscriptions alone.
+	_, fromPeer := t.fleetStreams[ss]
+	if fromPeer {
+		cl = client{}
+	}
 	var reason string
 	var limit int64
 	switch {
-	case ix.perSession > 0 && int64(held) >= ix.perSession:
+	case !fromPeer && ix.perSession > 0 && int64(held) >= ix.perSession:
 		reason, limit = reasonSession, ix.perSession
 	case !ix.shares.take(cl):
 		reason, limit = reasonShare, ix.shares.perClient
@@ -185,11 +193,26 @@ func (t *subscriptions) ownerDied(o owner.Ref) {
 // rechecker runs recheck each time an owner's death asks, until close: a
 // goroutine of its own, so that a re-check holds up neither the
 // notifier's list_changed nor run's updates.
+//
+// In a fleet it also re-resolves the URIs other replicas serve
+// (recheckRemote): those a peer refused, at once, and all of them one
+// grace period after each change of the catalog's view, which a Remote's
+// change (a consumer started or gone on any replica) is.
 func (t *subscriptions) rechecker() {
+	var changes <-chan struct{}
+	var remote <-chan struct{}
+	if t.fleet != nil {
+		changes, remote = t.cat.Changes(), t.fleet.wake
+	}
 	for {
 		select {
 		case <-t.ix.wake:
 			t.recheck()
+		case <-changes:
+			changes = t.cat.Changes()
+			t.fleet.viewChanged(t.ix.grace)
+		case <-remote:
+			t.recheckRemote()
 		case <-t.stop:
 			return
 		}
@@ -206,6 +229,7 @@ func (t *subscriptions) recheck() {
 		uri      string
 		was, now owner.Ref
 		ok       bool
+		ep       string // the replica that serves it, when none here does
 	}
 	t.mu.Lock()
 	var looks []look
@@ -225,13 +249,13 @@ func (t *subscriptions) recheck() {
 		}
 		t.ix.lookups.Add(1)
 		looks[i].now, looks[i].ok = t.cat.ResourceOwner(looks[i].uri)
-	}
-	type gone struct {
-		uri      string
-		sessions []*mcp.ServerSession
+		if !looks[i].ok {
+			looks[i].ep, _ = t.fleet.locate(looks[i].uri)
+		}
 	}
 	var dead []gone
 	var moved []string
+	var ended []context.CancelCauseFunc
 	// The SDK's table changes too, from the moment a URI leaves this one
 	// until its subscribers are told and forgotten there: held all along,
 	// so that no subscribe, and no successor's update, lands between the
@@ -242,19 +266,28 @@ func (t *subscriptions) recheck() {
 	t.mu.Lock()
 	for _, l := range looks {
 		us := t.byURI[l.uri]
-		if us == nil || !us.owner.Same(l.was) {
+		if us == nil || us.peer != nil || !us.owner.Same(l.was) {
 			continue // unsubscribed meanwhile, or a subscribe found the successor
 		}
-		if !l.ok {
-			g := gone{uri: l.uri}
-			for ss := range us.sessions {
-				g.sessions = append(g.sessions, ss)
-				delete(t.bySession[ss], l.uri)
-				t.releaseLocked(ss)
+		if !l.ok && l.ep != "" {
+			// Another replica serves it now: the subscription follows,
+			// but not another replica's stream, which crosses one hop
+			// at most; that one ends, and its replica re-resolves.
+			if g, end := t.dropStreamsLocked(l.uri, us); len(end) > 0 {
+				dead, ended = append(dead, g), append(ended, end...)
 			}
-			delete(t.byURI, l.uri)
-			t.unindexLocked(l.uri, l.was)
-			dead = append(dead, g)
+			if t.byURI[l.uri] != nil {
+				// Told once the new holder's stream acknowledged it
+				// (fleetsubs.go).
+				t.unfileLocked(l.uri, us)
+				t.fileLocked(l.uri, us, owner.Ref{}, l.ep)
+				us.peer.moved[l.uri] = struct{}{}
+			}
+			continue
+		}
+		if !l.ok {
+			g, end := t.dropLocked(l.uri, us)
+			dead, ended = append(dead, g), append(ended, end...)
 			continue
 		}
 		if l.now.Same(l.was) {
@@ -266,6 +299,57 @@ func (t *subscriptions) recheck() {
 		moved = append(moved, l.uri)
 	}
 	t.mu.Unlock()
+	t.tellDropped(dead, moved, ended)
+}
+
+// gone is a URI dropped from some of its sessions, or all.
+type gone struct {
+	uri      string
+	sessions []*mcp.ServerSession
+}
+
+// dropLocked drops uri and all its subscribers from this table, and
+// returns them, with the cancels of the streams other replicas opened
+// here that followed it: such a stream ends, so that its replica hears
+// of the drop (it re-resolves the URI when it opens the stream again).
+func (t *subscriptions) dropLocked(uri string, us *uriSubs) (gone, []context.CancelCauseFunc) {
+	g := gone{uri: uri}
+	var ended []context.CancelCauseFunc
+	for ss := range us.sessions {
+		g.sessions = append(g.sessions, ss)
+		delete(t.bySession[ss], uri)
+		t.releaseLocked(ss)
+		if end := t.fleetStreams[ss]; end != nil {
+			ended = append(ended, end)
+		}
+	}
+	delete(t.byURI, uri)
+	t.unfileLocked(uri, us)
+	return g, ended
+}
+
+// dropStreamsLocked drops the streams of other replicas from following
+// uri, as dropLocked does; the rest of its subscribers stay.
+func (t *subscriptions) dropStreamsLocked(uri string, us *uriSubs) (gone, []context.CancelCauseFunc) {
+	g := gone{uri: uri}
+	var ended []context.CancelCauseFunc
+	for ss := range us.sessions {
+		if end := t.fleetStreams[ss]; end != nil {
+			g.sessions = append(g.sessions, ss)
+			ended = append(ended, end)
+		}
+	}
+	for _, ss := range g.sessions {
+		t.forgetLocked(ss, uri)
+	}
+	return g, ended
+}
+
+// tellDropped tells the subscribers of the URIs that moved, and those
+// dropped, that they were updated, forgets the dropped in the SDK's
+// table, and ends the streams of other replicas that followed them. Call
+// with t.sdk held and t.mu not.
+func (t *subscriptions) tellDropped(dead []gone, moved []string, ended []context.CancelCauseFunc) {
 	if h := testHookRecheckDropped; h != nil && len(dead) > 0 {
 		h()
 	}
@@ -273,9 +357,15 @@ func (t *subscriptions) recheck() {
 		t.send(uri)
 	}
 	for _, g := range dead {
+		if len(g.sessions) == 0 {
+			continue
+		}
 		t.send(g.uri)
 		for _, ss := range g.sessions {
 			t.sdkForget(ss, g.uri)
 		}
+	}
+	for _, end := range ended {
+		end(errSubscriptionDropped)
 	}
 }

@@ -41,6 +41,12 @@ type subscriptions struct {
 	bySession map[*mcp.ServerSession]map[string]struct{}
 	pending   map[string]struct{} // updates published, not sent yet
 	ix        subIndex            // caps and the index by owner (subindex.go)
+	// fleet holds the streams to the peers that serve subscribed URIs
+	// this replica does not (fleetsubs.go); nil without Options.Fleet.
+	fleet *fleetSubs
+	// fleetStreams are the subscriptions/listen streams other replicas
+	// opened here, each with the cancel that ends it (fleetsubs.go).
+	fleetStreams map[*mcp.ServerSession]context.CancelCauseFunc
 
 	kick         chan struct{}
 	stop, done   chan struct{}
@@ -54,7 +60,8 @@ type subscriptions struct {
 }
 
 type uriSubs struct {
-	owner    owner.Ref // the owner of the route that served the URI last we looked
+	owner    owner.Ref   // the owner of the route that served the URI last we looked
+	peer     *peerStream // the stream of the replica that serves it; nil when served here
 	sessions map[*mcp.ServerSession]struct{}
 }
 
@@ -65,12 +72,13 @@ type internalKey struct{}
 func newSubscriptions(cat *catalog.Catalog, log *slog.Logger) *subscriptions {
 	t := &subscriptions{
 		cat: cat, log: log,
-		byURI:     make(map[string]*uriSubs),
-		bySession: make(map[*mcp.ServerSession]map[string]struct{}),
-		pending:   make(map[string]struct{}),
-		kick:      make(chan struct{}, 1),
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
+		byURI:        make(map[string]*uriSubs),
+		bySession:    make(map[*mcp.ServerSession]map[string]struct{}),
+		pending:      make(map[string]struct{}),
+		fleetStreams: make(map[*mcp.ServerSession]context.CancelCauseFunc),
+		kick:         make(chan struct{}, 1),
+		stop:         make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	t.ix.init()
 	return t
@@ -96,37 +104,55 @@ func (t *subscriptions) close() {
 	if t.stopUpdating != nil {
 		<-t.done
 	}
+	t.fleet.close()
 }
 
 // subscribe is the SDK's SubscribeHandler: a URI that no live route
 // serves (a fixed resource or a template that matches it) is refused
 // with the specification's resource-not-found error, and a new URI beyond
 // the caps (subindex.go) with CodeOverloaded; then nothing is recorded.
-func (t *subscriptions) subscribe(_ context.Context, req *mcp.SubscribeRequest) error {
+// In a fleet, a URI served by another replica is followed there, over
+// that replica's stream (fleetsubs.go): subscribe returns once the
+// stream carries it, or fails with CodePeerUnavailable and records
+// nothing. A stream another replica opened here is never followed
+// elsewhere: a subscription crosses one hop at most.
+func (t *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
 	o, ok := t.cat.ResourceOwner(uri)
+	var ep string
 	if !ok {
-		return mcp.ResourceNotFoundError(uri)
+		t.mu.Lock()
+		_, fromPeer := t.fleetStreams[req.Session]
+		t.mu.Unlock()
+		if fromPeer {
+			return mcp.ResourceNotFoundError(uri)
+		}
+		if ep, ok = t.fleet.locate(uri); !ok {
+			return mcp.ResourceNotFoundError(uri)
+		}
 	}
 	t.mu.Lock()
 	uris := t.bySession[req.Session]
-	if _, has := uris[uri]; !has {
+	_, had := uris[uri]
+	if !had {
 		if err := t.admitLocked(req, len(uris)); err != nil {
 			t.mu.Unlock()
 			return err
 		}
 	}
 	us := t.byURI[uri]
-	if us == nil {
-		us = &uriSubs{owner: o, sessions: make(map[*mcp.ServerSession]struct{})}
+	switch {
+	case us == nil:
+		us = &uriSubs{sessions: make(map[*mcp.ServerSession]struct{})}
 		t.byURI[uri] = us
-		t.indexLocked(uri, o)
-	} else if !us.owner.Same(o) {
-		// A successor serves it now: file it under the owner whose death
-		// matters.
-		t.unindexLocked(uri, us.owner)
-		us.owner = o
-		t.indexLocked(uri, o)
+		t.fileLocked(uri, us, o, ep)
+	case ep == "" && (us.peer != nil || !us.owner.Same(o)),
+		ep != "" && (us.peer == nil || us.peer.endpoint != ep):
+		// A successor serves it now, here or on another replica: file it
+		// under the owner whose death matters, or the stream that
+		// carries it.
+		t.unfileLocked(uri, us)
+		t.fileLocked(uri, us, o, ep)
 	}
 	us.sessions[req.Session] = struct{}{}
 	if uris == nil {
@@ -135,11 +161,47 @@ func (t *subscriptions) subscribe(_ context.Context, req *mcp.SubscribeRequest) 
 		go t.watch(req.Session)
 	}
 	uris[uri] = struct{}{}
+	ps, seq := us.peer, uint64(0)
+	if ps != nil {
+		seq = ps.seq
+	}
 	t.mu.Unlock()
+	if ps != nil {
+		if err := t.fleet.await(ctx, ps, uri, seq); err != nil {
+			if !had {
+				t.mu.Lock()
+				t.forgetLocked(req.Session, uri)
+				t.mu.Unlock()
+			}
+			return err
+		}
+	}
 	if t.recorded != nil {
 		t.recorded(req.Session, uri)
 	}
 	return nil
+}
+
+// fileLocked files us, newly subscribed or moved, under the owner o that
+// serves uri here, or with ep set, under the stream to the replica at ep.
+func (t *subscriptions) fileLocked(uri string, us *uriSubs, o owner.Ref, ep string) {
+	if ep != "" {
+		us.owner = owner.Ref{}
+		us.peer = t.fleet.fileLocked(uri, ep)
+		return
+	}
+	us.owner, us.peer = o, nil
+	t.indexLocked(uri, o)
+}
+
+// unfileLocked undoes fileLocked.
+func (t *subscriptions) unfileLocked(uri string, us *uriSubs) {
+	if us.peer != nil {
+		t.fleet.unfileLocked(uri, us.peer)
+		us.peer = nil
+		return
+	}
+	t.unindexLocked(uri, us.owner)
 }
 
 // unsubscribe is the SDK's UnsubscribeHandler. Unsubscribing from a URI
@@ -162,7 +224,7 @@ func (t *subscriptions) forgetLocked(ss *mcp.ServerSession, uri string) {
 		}
 		if len(us.sessions) == 0 {
 			delete(t.byURI, uri)
-			t.unindexLocked(uri, us.owner)
+			t.unfileLocked(uri, us)
 		}
 	}
 	if uris := t.bySession[ss]; uris != nil {
@@ -178,6 +240,15 @@ func (t *subscriptions) forgetLocked(ss *mcp.ServerSession, uri string) {
 // in between; then the SDK's entry is removed too and the client is told
 // the resource is not found, since it would never hear of it.
 func (t *subscriptions) subscribeChecked(ctx context.Context, method string, req *mcp.SubscribeRequest) (mcp.Result, error) {
+	if req.Params != nil {
+		// A URI another replica serves: its stream is made to carry it
+		// first, so that the wait holds up no other subscribe.
+		release, err := t.fleet.prepare(ctx, req.Params.URI, req.Session)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+	}
 	t.sdk.Lock()
 	defer t.sdk.Unlock()
 	res, err := t.next(ctx, method, req)

@@ -32,3 +32,15 @@ func (s *Server) SetSubscribeRecorded(f func(uri string, unsubscribe func())) {
 		})
 	}
 }
+
+// RelayFrom hands s's table an update of uri as if read from its stream
+// to the peer at endpoint: what a stream still open, or a read in flight,
+// may deliver after the URI left it.
+func (s *Server) RelayFrom(endpoint, uri string) {
+	s.subs.mu.Lock()
+	ps := s.subs.fleet.streams[endpoint]
+	s.subs.mu.Unlock()
+	if ps != nil {
+		s.subs.relay(ps, uri)
+	}
+}
