@@ -106,7 +106,7 @@ bench-wire: $(BENCHSTAT)
 $(BENCHSTAT):
 	$(GO) install golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 
-.PHONY: serve conformance conformance-fleet
+.PHONY: serve conformance conformance-fleet conformance-forwarder
 
 ## serve: builds bin/livereg-mcp and runs it with its demo consumers,
 ## streamable HTTP at http://127.0.0.1:8931/mcp, until Ctrl-C. Flags go in
@@ -133,6 +133,12 @@ conformance:
 ## three minutes.
 conformance-fleet:
 	LIVEREG_MCP_FLEET=1 scripts/conformance.sh
+
+## conformance-forwarder: the same suite through a replica that serves no
+## fixture: another replica of its fleet holds them all, and every scenario
+## crosses the fleet hop (LIVEREG_MCP_FLEET=forwarder). About three minutes.
+conformance-forwarder:
+	LIVEREG_MCP_FLEET=forwarder scripts/conformance.sh
 
 .PHONY: loadgen loadgen-smoke loadgen-fleet-smoke
 

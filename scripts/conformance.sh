@@ -7,6 +7,9 @@
 # 0.2.0-alpha.12: MCP 2026-07-28, 2025-11-25 and the tasks extension); version 0.1.16 runs its 32.
 # LIVEREG_MCP_FLAGS adds flags to the server's command line (for example -stateless).
 # LIVEREG_MCP_FLEET=1 runs it as a replica that has joined a fleet, over an etcd it embeds.
+# LIVEREG_MCP_FLEET=forwarder runs two replicas: a holder that serves every fixture (and embeds the
+# etcd), and a front that joins it and serves none; the suite runs against the front, so that every
+# fixture is listed and reached across the fleet hop.
 # Needs Go and Node (>= 20) with npm. The package is installed once into $MCP_CONFORMANCE_HOME
 # (default ~/.cache/mcp-conformance) from the npm registry, exactly as ../shared/tools/mcp-conformance
 # does: version 0.1.16 declares Node >= 22 but runs its server scenarios on Node 20; the one import
@@ -52,35 +55,54 @@ fi
 
 work=$(mktemp -d)
 pid=
+holder=
 cleanup() {
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
-  fi
+  for p in $pid $holder; do
+    if kill -0 "$p" 2>/dev/null; then
+      kill -TERM "$p" 2>/dev/null || true
+      wait "$p" 2>/dev/null || true
+    fi
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
 
+# await FILE PID LOG: waits up to 30 s for the server PID to write its URL into FILE.
+await() {
+  for _ in $(seq 1 300); do
+    [ -s "$1" ] && return 0
+    kill -0 "$2" 2>/dev/null || { echo "conformance: the server exited:" >&2; cat "$3" >&2; exit 2; }
+    sleep 0.1
+  done
+  echo "conformance: the server did not start in 30s" >&2; cat "$3" >&2; exit 2
+}
+
 (cd cmd && go build -o "$work/livereg-mcp" ./livereg-mcp)
 # A fleet of one: the etcd's data in the work directory, its client port picked by the kernel.
 fleet=()
+fixtures=(-conformance)
 if [ -n "${LIVEREG_MCP_FLEET:-}" ]; then
   fleet=(-etcd-embedded "$work/etcd" -etcd-listen http://127.0.0.1:0 -replica conformance)
   LIVEREG_FLEET_TOKEN=${LIVEREG_FLEET_TOKEN:-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')}
   export LIVEREG_FLEET_TOKEN
 fi
+if [ "${LIVEREG_MCP_FLEET:-}" = forwarder ]; then
+  # The holder: every fixture, and the fleet's etcd, whose URL it logs.
+  "$work/livereg-mcp" -conformance "${fleet[@]}" -addr 127.0.0.1:0 -url-file "$work/holder-url" 2>"$work/holder.log" &
+  holder=$!
+  await "$work/holder-url" "$holder" "$work/holder.log"
+  etcd=$(grep -o 'client_url=[^ ]*' "$work/holder.log" | head -n 1 | cut -d= -f2)
+  [ -n "$etcd" ] || { echo "conformance: the holder logged no etcd URL" >&2; cat "$work/holder.log" >&2; exit 2; }
+  fleet=(-etcd "$etcd" -replica front)
+  fixtures=()
+fi
 # Port 0: the kernel picks a free port; the server writes its URL once it listens.
 # shellcheck disable=SC2086 # LIVEREG_MCP_FLAGS is split into flags on purpose
-"$work/livereg-mcp" -conformance ${fleet[@]+"${fleet[@]}"} ${LIVEREG_MCP_FLAGS:-} -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &
+"$work/livereg-mcp" ${fixtures[@]+"${fixtures[@]}"} ${fleet[@]+"${fleet[@]}"} ${LIVEREG_MCP_FLAGS:-} -addr 127.0.0.1:0 -url-file "$work/url" 2>"$work/server.log" &
 pid=$!
-for _ in $(seq 1 300); do
-  [ -s "$work/url" ] && break
-  kill -0 "$pid" 2>/dev/null || { echo "conformance: the server exited:" >&2; cat "$work/server.log" >&2; exit 2; }
-  sleep 0.1
-done
-[ -s "$work/url" ] || { echo "conformance: the server did not start in 30s" >&2; cat "$work/server.log" >&2; exit 2; }
+await "$work/url" "$pid" "$work/server.log"
 url=$(cat "$work/url")
-echo "conformance: livereg-mcp -conformance ${fleet[@]+${fleet[*]} }${LIVEREG_MCP_FLAGS:+$LIVEREG_MCP_FLAGS }at $url"
+echo "conformance: livereg-mcp ${fixtures[@]+${fixtures[*]} }${fleet[@]+${fleet[*]} }${LIVEREG_MCP_FLAGS:+$LIVEREG_MCP_FLAGS }at $url${holder:+ (every fixture on a holder replica at $(cat "$work/holder-url"))}"
 
 failed=0
 for s in "${scenarios[@]}"; do
@@ -94,11 +116,13 @@ for s in "${scenarios[@]}"; do
 done
 echo "$(( ${#scenarios[@]} - failed )) passed, $failed failed"
 
-kill -TERM "$pid"
-if ! wait "$pid"; then
-  echo "conformance: the server did not shut down cleanly:" >&2
-  tail -n 20 "$work/server.log" >&2
-  failed=$((failed + 1))
-fi
-pid=
+for p in $pid $holder; do
+  kill -TERM "$p"
+  if ! wait "$p"; then
+    echo "conformance: a server did not shut down cleanly:" >&2
+    tail -n 20 "$work/server.log" >&2
+    failed=$((failed + 1))
+  fi
+done
+pid= holder=
 [ "$failed" -eq 0 ]
