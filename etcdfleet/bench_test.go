@@ -105,10 +105,14 @@ func BenchmarkKindsSeenRemotely(b *testing.B) {
 					k   *catalog.Consumer
 					err error
 				)
-				listed := func() bool { return slices.ContainsFunc(v.Prompts(), func(d etcdfleet.PromptDesc) bool { return d.Name == "p" }) }
+				listed := func() bool {
+					return slices.ContainsFunc(v.Prompts(), func(d etcdfleet.PromptDesc) bool { return d.Name == "p" })
+				}
 				if kind == "prompt" {
 					k, err = a.cat.StartPrompt(ctx, catalog.Prompt{Name: "p"}, bindsec.Plan{Public: true},
-						func(context.Context, catalog.PromptGet) (catalog.PromptResult, error) { return catalog.PromptResult{}, nil })
+						func(context.Context, catalog.PromptGet) (catalog.PromptResult, error) {
+							return catalog.PromptResult{}, nil
+						})
 				} else {
 					listed = func() bool {
 						return slices.ContainsFunc(v.Templates(), func(d etcdfleet.TemplateDesc) bool { return d.URITemplate == "bench://{id}" })
