@@ -22,7 +22,9 @@ func resourceListed(c *catalog.Catalog, uri string) bool {
 func (s *served) startWatched(t *testing.T, ctx context.Context, uri string) *catalog.Consumer {
 	t.Helper()
 	k, err := s.cat.StartResource(ctx, catalog.Resource{URI: uri, Name: "watched"}, bindsec.Plan{Public: true},
-		func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{Text: "now"}, nil })
+		func(context.Context, catalog.Read) (catalog.Contents, error) {
+			return catalog.Contents{Text: "now"}, nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
