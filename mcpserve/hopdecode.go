@@ -8,14 +8,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A holder's result is decoded here into the SDK's types, with the decoder
-// the fast path reads requests with, rather than by the SDK's own
-// UnmarshalJSON, which allocates a 32 KiB read buffer for every value it
-// decodes (nearly half of what a forward allocated). What this decoder
-// does not know it leaves to the SDK's: a content type other than the five
-// a tool result has, and a result that asks for input (2026-07-28's
-// input_required), with its result type, input requests and request
-// state. TestForwardMatchesLocal holds the two to the same answers.
+// A holder's result (a tool call's, a read's, a prompt's) is decoded here
+// into the SDK's types, with the decoder the fast path reads requests
+// with, rather than by the SDK's own UnmarshalJSON, which allocates a
+// 32 KiB read buffer for every value it decodes (nearly half of what a
+// forward allocated). What this decoder does not know it leaves to the
+// SDK's: a content type other than the five a tool result has, and a
+// result that asks for input (2026-07-28's input_required), with its
+// result type, input requests and request state. TestForwardMatchesLocal
+// and TestHopDecodersMatchSDK hold the two to the same answers.
 
 // hopContent is one content block of a tool result, as the SDK's
 // wireContent reads the five types a tool result has.
@@ -111,5 +112,38 @@ func decodeReadResult(data []byte, res *mcp.ReadResourceResult) error {
 	if len(res.Meta) == 0 {
 		res.Meta = nil
 	}
+	return nil
+}
+
+// hopPromptMessage is one message of a prompts/get result.
+type hopPromptMessage struct {
+	Role    mcp.Role   `json:"role"`
+	Content hopContent `json:"content"`
+}
+
+// decodePromptResult decodes a prompts/get result into res.
+func decodePromptResult(data []byte, res *mcp.GetPromptResult) error {
+	var w struct {
+		Meta        mcp.Meta           `json:"_meta"`
+		Description string             `json:"description"`
+		Messages    []hopPromptMessage `json:"messages"`
+		asksInput
+	}
+	w.Meta = metaFor(data)
+	if _, err := segjson.Parse(data, &w, segjson.DontMatchCaseInsensitiveStructFields); err != nil || w.asksInput.any() || w.Messages == nil {
+		return json.Unmarshal(data, res)
+	}
+	if len(w.Meta) == 0 {
+		w.Meta = nil
+	}
+	msgs := make([]*mcp.PromptMessage, len(w.Messages))
+	for i := range w.Messages {
+		c := w.Messages[i].Content.content()
+		if c == nil {
+			return json.Unmarshal(data, res)
+		}
+		msgs[i] = &mcp.PromptMessage{Role: w.Messages[i].Role, Content: c}
+	}
+	*res = mcp.GetPromptResult{Meta: w.Meta, Description: w.Description, Messages: msgs}
 	return nil
 }

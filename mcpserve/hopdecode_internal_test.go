@@ -36,6 +36,23 @@ func TestHopDecodersMatchSDK(t *testing.T) {
 			t.Errorf("tool result %s:\n got %#v, %v\nwant %#v, %v", data, got, gerr, want, werr)
 		}
 	}
+	prompts := []string{
+		`{"messages":[]}`,
+		`{"description":"d","messages":[{"role":"user","content":{"type":"text","text":"hi <&>"}},{"role":"assistant","content":{"type":"text","text":"a","annotations":{"priority":0.5},"_meta":{"k":1}}}],"_meta":{"m":"v"}}`,
+		`{"messages":[{"role":"user","content":{"type":"image","data":"AAEC","mimeType":"image/png"}},{"role":"user","content":{"type":"audio","data":"UklGRg==","mimeType":"audio/wav"}}]}`,
+		`{"messages":[{"role":"user","content":{"type":"resource","resource":{"uri":"x://a","mimeType":"text/plain","text":"t"}}},{"role":"user","content":{"type":"resource_link","uri":"x://l","name":"l"}}]}`,
+		// Left to the SDK's.
+		`{"messages":[{"role":"user","content":{"type":"tool_use","id":"u","name":"n","input":{}}}]}`,
+		`{"messages":[],"resultType":"input_required","requestState":"s"}`,
+	}
+	for _, data := range prompts {
+		var want, got mcp.GetPromptResult
+		werr := json.Unmarshal([]byte(data), &want)
+		gerr := decodePromptResult([]byte(data), &got)
+		if (werr == nil) != (gerr == nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("prompt result %s:\n got %#v, %v\nwant %#v, %v", data, got, gerr, want, werr)
+		}
+	}
 	reads := []string{
 		`{"contents":[{"uri":"x://a","mimeType":"text/plain","text":"t"}],"ttlMs":0,"cacheScope":"public"}`,
 		`{"contents":[{"uri":"x://b","blob":"AAEC","_meta":{"k":"v"}}],"_meta":{"m":1},"ttlMs":5000,"cacheScope":"private"}`,

@@ -345,6 +345,8 @@ func decodeAnswer(msg hopMessage, res any) error {
 		err = decodeToolResult(msg.Result, r)
 	case *mcp.ReadResourceResult:
 		err = decodeReadResult(msg.Result, r)
+	case *mcp.GetPromptResult:
+		err = decodePromptResult(msg.Result, r)
 	default:
 		err = json.Unmarshal(msg.Result, res)
 	}
