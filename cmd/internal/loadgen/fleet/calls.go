@@ -78,20 +78,31 @@ func (w *world) resolver(ctx context.Context, index int, stop <-chan struct{}) {
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
-		if rng.IntN(100) < 10 {
+		switch roll := rng.IntN(100); {
+		case roll < 10:
 			w.list(ctx, r)
+			continue
+		case roll < 20:
+			w.surfaceGet(ctx, r, w.pickSurf(rng, surfPrompt))
+			continue
+		case roll < 30:
+			w.surfaceGet(ctx, r, w.pickSurf(rng, surfTemplate))
+			continue
+		case roll < 38:
+			w.call(ctx, r, 0, w.names[rng.IntN(len(w.names))].name, w.prog.nonce.Add(1))
 			continue
 		}
 		ci := 0
 		if rng.IntN(100) < 20 {
 			ci = 1
 		}
-		w.call(ctx, r, ci, w.names[rng.IntN(len(w.names))].name)
+		w.call(ctx, r, ci, w.names[rng.IntN(len(w.names))].name, 0)
 	}
 }
 
-// call calls name through r's client of credential class ci.
-func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
+// call calls name through r's client of credential class ci; with
+// progress set, as the progress call of that nonce (progress.go).
+func (w *world) call(ctx context.Context, r *replica, ci int, name string, progress uint64) {
 	cs := r.clients[ci]
 	if cs == nil {
 		return // crashed meanwhile
@@ -104,9 +115,13 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 	if located {
 		holder = w.holderAt(name, peer)
 	}
-	a := callArgs{Seq: w.tick(), Cred: creds[ci], Via: r.id}
+	a := callArgs{Seq: w.tick(), Cred: creds[ci], Via: r.id, Progress: progress}
+	params := &mcp.CallToolParams{Name: name, Arguments: a}
+	if progress != 0 {
+		params.SetProgressToken(progressToken(progress))
+	}
 	t0 := time.Now()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
+	res, err := cs.CallTool(ctx, params)
 	d := time.Since(t0)
 	// A replica that loses its session hides the fleet's routes until it
 	// has listed them under the next: a call through it in that time may
@@ -124,6 +139,12 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string) {
 		o = outcomeReplicaDown
 	}
 	w.outcomes[o].Add(1)
+	if progress != 0 {
+		w.prog.outcomes[o].Add(1)
+		if o == outcomeOK {
+			w.judgeProgress(progress, r, text)
+		}
+	}
 	if holder != nil {
 		w.forward.answered(holder, r, a.Seq, creds[ci], o, text, hidden, func() string {
 			ep, ok := r.rep.Peer(catalog.KindTool, name)
@@ -234,6 +255,9 @@ func (w *world) listings() [][]string {
 		for i, t := range tools {
 			l[i] = t.Name + "=" + t.Title
 		}
+		// Prompts and templates converge by the same bound (invariant 4).
+		l = append(l, surfaceListings(r)...)
+		sortStrings(l)
 		out = append(out, l)
 	}
 	return out

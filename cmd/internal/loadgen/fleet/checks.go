@@ -237,6 +237,9 @@ type callArgs struct {
 	Via   int    `json:"via,omitempty"`
 	Panic uint64 `json:"panic,omitempty"`
 	Task  uint64 `json:"task,omitempty"` // run as a task (tasks.go): its nonce
+	// Progress, when set, has the body report progress (progress.go): the
+	// call's nonce.
+	Progress uint64 `json:"progress,omitempty"`
 }
 
 // bodyChecker checks invariants 3 and 6 from inside every route body.

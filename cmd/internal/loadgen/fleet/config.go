@@ -39,6 +39,11 @@ type Config struct {
 	// Taskers are goroutines that call tools as tasks through random
 	// replicas and read them through the others (invariants 9 and 10).
 	Taskers int
+	// SurfaceConsumers start prompt, resource template and fixed resource
+	// consumers; Subscribers subscribe to the fixed resources through
+	// other replicas (invariant 11).
+	SurfaceConsumers int
+	Subscribers      int
 }
 
 // DefaultConfig is sized for a 2-core machine.
@@ -47,12 +52,12 @@ func DefaultConfig() Config {
 		Common: cli.Common{Duration: 10 * time.Second, Consumers: 8, Resolvers: 4, Names: 8, Hold: 50 * time.Millisecond},
 		Fleet:  3, TTL: time.Second, ChaosEvery: time.Second,
 		ConvergeBound: 100 * time.Millisecond, FreeSlack: 500 * time.Millisecond,
-		Forge: true, Taskers: 2,
+		Forge: true, Taskers: 2, SurfaceConsumers: 4, Subscribers: 2,
 	}
 }
 
 // UsageLine is printed with every flag error.
-const UsageLine = "usage: loadgen -fleet N [-duration 10s] [-etcd URL[,URL...]] [-fleet-ttl 1s] [-chaos-every 1s] [-consumers N] [-resolvers N] [-names K] [-hold D] [-seed N] [-taskers N] [-forge=false] [-json FILE]"
+const UsageLine = "usage: loadgen -fleet N [-duration 10s] [-etcd URL[,URL...]] [-fleet-ttl 1s] [-chaos-every 1s] [-consumers N] [-resolvers N] [-names K] [-hold D] [-seed N] [-taskers N] [-surface N] [-subscribers N] [-forge=false] [-json FILE]"
 
 // FleetArg finds -fleet N (or --fleet, or -fleet=N) in args, as cmd/loadgen
 // dispatches on it: ok reports whether the flag is there, n is its value
@@ -104,6 +109,8 @@ func ParseArgs(args []string, w io.Writer) (Config, error) {
 	fs.DurationVar(&cfg.TTL, "fleet-ttl", cfg.TTL, "every replica's lease TTL, whole seconds: how long a crashed replica's names stay claimed")
 	fs.DurationVar(&cfg.ChaosEvery, "chaos-every", cfg.ChaosEvery, "time between one replica failure's end and the next, in turn a revoked lease, a crash and a cut from etcd (the last two take a TTL or more); 0 for none")
 	fs.IntVar(&cfg.Taskers, "taskers", cfg.Taskers, "goroutines that call tools as tasks through random replicas and read each task through the others until it ends")
+	fs.IntVar(&cfg.SurfaceConsumers, "surface", cfg.SurfaceConsumers, "goroutines that start prompt, resource template and fixed resource consumers on random replicas and end them by a death shape")
+	fs.IntVar(&cfg.Subscribers, "subscribers", cfg.Subscribers, "goroutines that subscribe, through another replica, to fixed resources that publish updates")
 	fs.BoolVar(&cfg.Forge, "forge", cfg.Forge, "write forged records (unsigned, altered, copied, invalid) into etcd during the run, pointing at a trap listener, and check that no replica lists or follows them")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -144,6 +151,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("-chaos-every %v: want 0 or more", c.ChaosEvery)
 	case c.Taskers < 0 || c.Taskers > 1024:
 		return fmt.Errorf("-taskers %d: want 0 to 1024", c.Taskers)
+	case c.SurfaceConsumers < 0 || c.SurfaceConsumers > 1024:
+		return fmt.Errorf("-surface %d: want 0 to 1024", c.SurfaceConsumers)
+	case c.Subscribers < 0 || c.Subscribers > 1024:
+		return fmt.Errorf("-subscribers %d: want 0 to 1024", c.Subscribers)
 	}
 	for _, ep := range c.Etcd {
 		u, err := url.Parse(ep)

@@ -38,6 +38,21 @@
 // nonce 2 ms later (one task in four, 300 ms later). The tasker reads the
 // task through replicas other than its holder until it ends.
 //
+// Surface consumer goroutines (-surface) start prompt, resource template
+// and fixed resource consumers on random replicas, on three names of
+// each kind shared by the fleet, and end them by the same four shapes. A
+// fixed resource publishes an update (Consumer.Updated) every 5 ms while
+// held, and once more after its death was observed (not a dropped one,
+// whose handle is gone). Resolvers also get prompts (prompts/get) and read
+// templated URIs (resources/read) through random replicas, forwarded when
+// another replica holds them: the arguments or the URI carry the clock
+// reading, the credential and the replica called, and the body answers
+// with its consumer's tag, as a tool's does; and one call in twelve asks
+// for progress, which the body reports, 1, 2 and 3 of 3, before it
+// answers. Subscriber goroutines (-subscribers) open a session on a
+// replica other than the one that holds a fixed resource of the pool,
+// subscribe to it there, and listen for 100 to 500 ms.
+//
 // A chaos goroutine makes one failure at a time, on a random replica,
 // -chaos-every after the last one ended, in turn:
 //   - a revoked lease: the replica's lease is revoked from the run's own
@@ -112,9 +127,10 @@
 //     another body's answer, a denial the plan does not call for). Its
 //     lease gone, or an answer from the called replica's own consumer of
 //     the name whose lease is gone, makes the case inconclusive.
-//  4. listing_convergence: once churn stops, every replica's tool listing
-//     is the same within 100 ms, and then, within the TTL and 2 s (a
-//     crashed replica's claims expire), the live consumers' routes.
+//  4. listing_convergence: once churn stops, every replica's tool, prompt
+//     and template listing (one list of the three) is the same within
+//     100 ms, and then, within the TTL and 2 s (a crashed replica's claims
+//     expire), the live consumers' routes.
 //  5. crashed_names_freed: before each crash a probe consumer starts on the
 //     replica, on a name of its own; from the crash on, another replica
 //     starts the name every 2 ms until it succeeds, which must happen
@@ -157,6 +173,27 @@
 //     answer its own consumer's body gave for it (another task's, or
 //     another consumer's); or a task read failed with replica_lost while
 //     its holder was up.
+//  11. update_after_death: an Updated call of a fixed resource consumer,
+//     begun after its death was observed, returned nil rather than
+//     ErrDeadOwner; or a subscriber on a replica other than the holder
+//     heard an update of a URI whose only publishes before it came from
+//     such calls. What a subscriber hears cannot be traced to one publish
+//     (the server coalesces updates, and tells subscribers once, with no
+//     publish, when a subscription moves, is dropped or its stream is
+//     reopened), so the subscriber asks only for a cause: a publish on
+//     the URI, begun before the update was heard, by a consumer not
+//     observed dead by then. An update with no publish before it at all
+//     is inconclusive. This side is weak by design: once a live consumer
+//     has published on a URI, every later update of it has a cause; the
+//     publisher's side is what catches a dead consumer's update.
+//  12. notification_order: a call with a progress token, answered by the
+//     body that reported 1, 2 and 3, local or forwarded: the caller's SDK
+//     client (its ProgressNotificationHandler, which may run after
+//     CallTool returns) heard the reports in the order made, each once,
+//     and all of them within 2 s of the result; and the body had a Client
+//     to report to. It reads the client's handler, not the wire: that the
+//     reports precede the result on the wire is not checked. A report that
+//     failed in the body makes the count inconclusive.
 //
 // Errors that no invariant names but that a correct fleet never produces
 // (a consumer that dies with nobody ending it and no session lost, a
@@ -175,7 +212,10 @@
 // forger wrote, by kind, whether the genuine records it copied were
 // signed, and the requests its trap received (how many carried the fleet
 // token, how many a caller's credential); and checks, inconclusive cases
-// and violations per invariant. Exit codes, the verdict and the latency
+// and violations per invariant; and the surface's counts: starts and
+// claims by kind, prompt gets and templated reads by outcome, updates
+// published, refused and heard, subscriptions, and progress calls by
+// outcome. Exit codes, the verdict and the latency
 // figures are computed as in the in-process world, by the subpackages of
 // cmd/internal/loadgen both worlds share.
 package fleet

@@ -86,6 +86,8 @@ type fleet struct {
 	// server's Fleet.Peers: tests plant faults with them.
 	claimer func(*etcdfleet.Replica) catalog.Claimer
 	peers   func(*etcdfleet.Replica) mcpserve.Peers
+	// prog hears every client's progress notifications (progress.go).
+	prog *progressBook
 
 	nextID atomic.Int64
 	slots  []atomicReplica
@@ -152,7 +154,8 @@ func (f *fleet) newReplica(ctx context.Context, slot int) (*replica, error) {
 	r.endpoint = base + "/mcp"
 	r.tr = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 30 * time.Second}
 	for i, cred := range creds {
-		client := mcp.NewClient(&mcp.Implementation{Name: "livereg-loadgen-fleet", Version: "dev"}, &mcp.ClientOptions{Logger: discard})
+		client := mcp.NewClient(&mcp.Implementation{Name: "livereg-loadgen-fleet", Version: "dev"},
+			&mcp.ClientOptions{Logger: discard, ProgressNotificationHandler: f.prog.hear})
 		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{
 			Endpoint:             r.endpoint,
 			HTTPClient:           &http.Client{Transport: bearer.Transport{Next: r.tr, Token: tokenOf(cred)}},

@@ -57,6 +57,11 @@ type Report struct {
 		Unavailable int64 `json:"retryable_unavailable_reads"`
 	} `json:"tasks"`
 
+	// Surface counts the other kinds of route: starts and claims by kind,
+	// prompt gets and templated reads by outcome, resource updates, and
+	// progress calls (surface.go, subs.go, progress.go).
+	Surface SurfaceReport `json:"surface"`
+
 	Crashes       int64 `json:"crashes"`
 	SessionLosses struct {
 		Revoked  int64 `json:"revoked"`
@@ -101,6 +106,36 @@ type ForgeReport struct {
 	TrapCallerCred int64 `json:"trap_caller_credential"`
 }
 
+// SurfaceReport is the prompts', templates', resources' and progress
+// calls' part of a Report.
+type SurfaceReport struct {
+	Starts        map[string]int64 `json:"starts"` // by kind
+	Claims        map[string]int64 `json:"claims"` // starts that claimed, by kind
+	PromptGets    map[string]int64 `json:"prompt_gets"`
+	TemplateReads map[string]int64 `json:"template_reads"`
+	// Updates: Published counts the Updated calls of live consumers that
+	// succeeded, Refused those that got ErrDeadOwner as their consumer
+	// died meanwhile, LateRefused the calls made after the death was
+	// observed that got it; Heard the updates subscribers heard, through
+	// Subscribed subscriptions (SubscribeFailed more were refused or
+	// failed).
+	Updates struct {
+		Published       int64 `json:"published"`
+		Refused         int64 `json:"refused_dying"`
+		LateRefused     int64 `json:"late_refused"`
+		Heard           int64 `json:"heard"`
+		Subscribed      int64 `json:"subscribed"`
+		SubscribeFailed int64 `json:"subscribe_failed"`
+	} `json:"updates"`
+	// Progress counts the progress calls by outcome; Judged those answered
+	// by the body that reported, Forwarded of them those forwarded,
+	// Unjudged those answered otherwise.
+	Progress  map[string]int64 `json:"progress_calls"`
+	Judged    int64            `json:"progress_judged"`
+	Forwarded int64            `json:"progress_forwarded"`
+	Unjudged  int64            `json:"progress_unjudged"`
+}
+
 // Verdict is what decides how the run ends: its violations and unexpected
 // errors, and whether a signal cut it short.
 func (r *Report) Verdict() report.Verdict { return r.Findings.Verdict(r.Head) }
@@ -140,6 +175,7 @@ func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled ti
 	tb := &w.tasks
 	r.Tasks.Started, r.Tasks.Completed, r.Tasks.FailedGone, r.Tasks.FailedLost, r.Tasks.Unavailable =
 		tb.started.Load(), tb.completed.Load(), tb.failedGone.Load(), tb.failedLost.Load(), tb.unavailable.Load()
+	w.surfaceReport(&r.Surface)
 	r.Crashes = w.crashes.Load()
 	r.SessionLosses.Revoked, r.SessionLosses.Cut = w.revokeLosses.Load(), w.cutLosses.Load()
 	w.f.mu.Lock()
@@ -197,6 +233,13 @@ func (r *Report) WriteText(out io.Writer) {
 	fmt.Fprintf(out, "call outcomes: %s\n", report.Counts(r.CallOutcomes, outcomeNames[:]))
 	fmt.Fprintf(out, "tasks read through other replicas: %d started, %d completed, %d failed as their consumer died, %d failed as their replica was lost; %d retryable unavailable reads\n",
 		r.Tasks.Started, r.Tasks.Completed, r.Tasks.FailedGone, r.Tasks.FailedLost, r.Tasks.Unavailable)
+	s := &r.Surface
+	fmt.Fprintf(out, "surface consumers: %s started, %s claimed\n", report.Counts(s.Starts, surfKindNames[:]), report.Counts(s.Claims, surfKindNames[:]))
+	fmt.Fprintf(out, "prompt gets: %s\n", report.Counts(s.PromptGets, outcomeNames[:]))
+	fmt.Fprintf(out, "templated reads: %s\n", report.Counts(s.TemplateReads, outcomeNames[:]))
+	fmt.Fprintf(out, "resource updates: %d published, %d refused as their consumer died, %d refused after the death was observed; %d heard through %d subscriptions on other replicas (%d subscribes refused or failed)\n",
+		s.Updates.Published, s.Updates.Refused, s.Updates.LateRefused, s.Updates.Heard, s.Updates.Subscribed, s.Updates.SubscribeFailed)
+	fmt.Fprintf(out, "progress calls: %s; %d judged (%d forwarded), %d answered by no progress body\n", report.Counts(s.Progress, outcomeNames[:]), s.Judged, s.Forwarded, s.Unjudged)
 	fmt.Fprintf(out, "failures: %d crashes, %d leases revoked, %d cuts from etcd; %d sessions lost in all\n",
 		r.Crashes, r.SessionLosses.Revoked, r.SessionLosses.Cut, r.SessionLosses.Observed)
 	free := make([]string, len(r.CrashFreeNs))
@@ -229,3 +272,20 @@ func (r *Report) WriteText(out io.Writer) {
 
 // WriteJSON writes the report as indented JSON.
 func (r *Report) WriteJSON(out io.Writer) error { return report.WriteJSON(out, r) }
+
+func (w *world) surfaceReport(s *SurfaceReport) {
+	s.Starts, s.Claims = map[string]int64{}, map[string]int64{}
+	for k := range numSurfKinds {
+		s.Starts[k.String()] = w.surfStarts[k].Load()
+		s.Claims[k.String()] = w.surfClaims[k].Load()
+	}
+	s.PromptGets = surfaceCounts(&w.surfOutcomes[surfPrompt])
+	s.TemplateReads = surfaceCounts(&w.surfOutcomes[surfTemplate])
+	b := w.subs
+	u := &s.Updates
+	u.Published, u.Refused, u.LateRefused = b.published.Load(), b.refused.Load(), b.lateRefused.Load()
+	u.Heard, u.Subscribed, u.SubscribeFailed = b.heard.Load(), b.subscribed.Load(), b.subscribeFailed.Load()
+	p := w.prog
+	s.Progress = surfaceCounts(&p.outcomes)
+	s.Judged, s.Forwarded, s.Unjudged = p.ok.Load(), p.forwarded.Load(), p.unjudged.Load()
+}

@@ -32,7 +32,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // run is Run; plant, if set, may change the fleet before any replica
 // joins (tests plant faults with it).
 func run(ctx context.Context, cfg Config, plant func(*fleet)) (*Report, error) {
-	f := &fleet{endpoints: cfg.Etcd, ttl: cfg.TTL, opTimeout: time.Second, slots: make([]atomicReplica, cfg.Fleet)}
+	f := &fleet{endpoints: cfg.Etcd, ttl: cfg.TTL, opTimeout: time.Second, slots: make([]atomicReplica, cfg.Fleet), prog: newProgressBook()}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	f.prefix = "/livereg-loadgen/" + hex.EncodeToString(b[:])
@@ -156,8 +156,14 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 	for i := range cfg.Taskers {
 		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.tasker(ctx, i, stopResolvers) })
 	}
+	for i := range cfg.Subscribers {
+		plan.Resolvers = append(plan.Resolvers, func(ctx context.Context) { w.subscriber(ctx, i, stopResolvers) })
+	}
 	for i := range cfg.Consumers {
 		plan.Consumers = append(plan.Consumers, func() { w.consumer(i) })
+	}
+	for i := range cfg.SurfaceConsumers {
+		plan.Consumers = append(plan.Consumers, func() { w.surfaceConsumer(i) })
 	}
 	end, elapsed := runner.Run(ctx, plan)
 	interrupted := end == runner.EndInterrupted

@@ -28,7 +28,9 @@ const (
 	InvForgedFollowed
 	InvTaskOutlivedConsumer
 	InvTaskAnsweredByOther
-	numInvariants = int(InvTaskAnsweredByOther)
+	InvUpdateAfterDeath
+	InvNotificationOrder
+	numInvariants = int(InvNotificationOrder)
 )
 
 // Invariants lists every invariant in report order.
@@ -38,6 +40,7 @@ var Invariants = []Invariant{
 	InvLocalBodyAfterDeath, InvLocalBodyAfterStop, InvUnauthenticatedBody,
 	InvLostSessionClaimLives, InvForgedListed, InvForgedFollowed,
 	InvTaskOutlivedConsumer, InvTaskAnsweredByOther,
+	InvUpdateAfterDeath, InvNotificationOrder,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -56,6 +59,8 @@ var invariantNames = [numInvariants + 1]string{
 	"forged_followed",
 	"task_outlived_consumer",
 	"task_answered_by_other",
+	"update_after_death",
+	"notification_order",
 }
 
 // String is the invariant's key in reports and JSON.
@@ -67,7 +72,7 @@ func (i Invariant) String() string { return invariantNames[i] }
 // credentials) are all number 6, and both of forged records number 8.
 func (i Invariant) Number() int { return invariantNumbers[i] }
 
-var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7, 8, 8, 9, 10}
+var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7, 8, 8, 9, 10, 11, 12}
 
 // tally counts checks and violations per invariant, and errors that no
 // invariant names but that a correct fleet does not produce; beside them,

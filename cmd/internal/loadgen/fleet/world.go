@@ -73,6 +73,14 @@ type world struct {
 	lost    lostClaimChecker
 	fg      *forger // nil unless Config.Forge
 	tasks   taskBook
+	// The other kinds of route (surface.go), resource updates (subs.go)
+	// and progress (progress.go).
+	surf         []*surfName
+	surfStarts   [numSurfKinds]atomic.Int64
+	surfClaims   [numSurfKinds]atomic.Int64
+	surfOutcomes [numSurfKinds][numOutcomes]atomic.Int64
+	subs         *subsBook
+	prog         *progressBook
 
 	pause    chan struct{} // closed when churn stops
 	pausing  atomic.Bool
@@ -101,6 +109,12 @@ func newWorld(cfg Config, f *fleet) *world {
 	w.byName = map[string]*nameState{}
 	for _, ns := range w.names {
 		w.byName[ns.name] = ns
+	}
+	w.newSurface()
+	w.subs = newSubsBook(w.t, w.tick)
+	w.prog = f.prog
+	if w.prog == nil {
+		w.prog = newProgressBook()
 	}
 	w.conv = convergeChecker{t: w.t, bound: cfg.ConvergeBound}
 	w.crash = crashChecker{t: w.t, bound: cfg.TTL + cfg.FreeSlack}
@@ -148,6 +162,9 @@ func (w *world) handler(rec *record) catalog.ToolHandler {
 		w.body.bodyRan(rec, a, c.Principal)
 		if a.Panic != 0 && a.Panic == rec.id {
 			panic("fleetload: deliberate panic in the route body")
+		}
+		if a.Progress != 0 {
+			w.prog.report(ctx, c, a.Progress, rec)
 		}
 		if a.Task != 0 {
 			w.tasks.bodyRan(a.Task, rec)
@@ -407,6 +424,7 @@ func (w *world) liveRoutes() []string {
 		}
 		ns.mu.Unlock()
 	}
+	out = append(out, w.liveSurface()...)
 	sortStrings(out)
 	return out
 }
