@@ -13,7 +13,7 @@
 //
 // With -fleet N it runs N replicas of a fleet in one process instead, over
 // an embedded etcd or a real cluster (-etcd URL), while replicas crash and
-// lose their sessions, and checks the fleet's ten invariants, fourteen
+// lose their sessions, and checks the fleet's twelve invariants, sixteen
 // counted checks (package cmd/internal/loadgen/fleet; run loadgen -fleet 3
 // -h for its flags).
 //
