@@ -263,9 +263,15 @@ func (w *world) listings() [][]string {
 	return out
 }
 
+// errText is err for a report, with a JSON-RPC error's data (whether the
+// failure was retryable, say), which its message leaves out.
 func errText(err error) string {
-	if err == nil {
+	var we *jsonrpc.Error
+	switch {
+	case err == nil:
 		return "no error"
+	case errors.As(err, &we) && len(we.Data) > 0:
+		return fmt.Sprintf("%v (data %s)", err, we.Data)
 	}
 	return err.Error()
 }
