@@ -2,6 +2,8 @@ package mcpserve_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -268,5 +270,64 @@ func TestOverlappingTemplatesAnswerAlike(t *testing.T) {
 				t.Fatalf("read %s ran %d bodies; want 1", uri, n)
 			}
 		}
+	}
+}
+
+// A forwarded prompt asks as a local one: a session of 2025-11-25 on A is
+// asked the holder's question mid-call, by A, which forwards the get
+// again with the answer; a client of 2026-07-28 gets the holder's
+// input_required result through A, and its retry through A reaches the
+// holder. The body runs once per round, on the holder.
+func TestForwardPromptRounds(t *testing.T) {
+	a, b := newReplica(t), newReplica(t)
+	var runs atomic.Int64
+	k, err := b.cat.StartPrompt(context.Background(), catalog.Prompt{Name: "hello"}, bindsec.Plan{Public: true},
+		func(ctx context.Context, g catalog.PromptGet) (catalog.PromptResult, error) {
+			runs.Add(1)
+			ans, err := catalog.Ask(ctx, catalog.InputRequest{Key: "user_name", Elicit: &catalog.ElicitRequest{Key: "user_name", Message: "What is your name?",
+				Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)}})
+			if err != nil {
+				return catalog.PromptResult{}, err
+			}
+			return catalog.PromptResult{Messages: []catalog.PromptMessage{{Role: "user",
+				Content: catalog.Content{Type: "text", Text: fmt.Sprintf("Hello, %v!", ans[0].Elicit.Content["name"])}}}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k.Stop(context.Background()) })
+	a.peers.set(string(catalog.KindPrompt), "hello", b.fleet)
+
+	cs, err := answeringClient(false).Connect(ctxGuard(t), &mcp.StreamableClientTransport{Endpoint: a.url, MaxRetries: -1, DisableStandaloneSSE: true}, sessionful)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.GetPrompt(ctxGuard(t), &mcp.GetPromptParams{Name: "hello"})
+	if err != nil || len(res.Messages) != 1 || res.Messages[0].Content.(*mcp.TextContent).Text != "Hello, Ada!" {
+		t.Fatalf("a forwarded prompt's question to a 2025-11-25 session: %v %+v", err, res)
+	}
+
+	get := func(responses map[string]any, state string) (map[string]any, map[string]any) {
+		params := map[string]any{"name": "hello"}
+		if responses != nil {
+			params["inputResponses"], params["requestState"] = responses, state
+		}
+		_, res, rpcErr := request2026(t, a.url, "prompts/get", "hello", goodToken, params, map[string]any{"elicitation": map[string]any{}})
+		return res, rpcErr
+	}
+	first, rpcErr := get(nil, "")
+	state, _ := first["requestState"].(string)
+	if rpcErr != nil || first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("a forwarded prompt's first round for a 2026-07-28 client: %v %v", first, rpcErr)
+	}
+	done, rpcErr := get(adaAnswer, state)
+	if rpcErr != nil || !strings.Contains(fmt.Sprint(done["messages"]), "Hello, Ada!") {
+		t.Fatalf("its retry through A: %v %v", done, rpcErr)
+	}
+	// Two runs for each client: the round that asks, and the one that
+	// has the answer (A forwards the 2025-11-25 session's get again).
+	if runs.Load() != 4 {
+		t.Errorf("the holder's prompt ran %d times, want 4", runs.Load())
 	}
 }
