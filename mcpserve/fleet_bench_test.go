@@ -133,3 +133,31 @@ func benchLatency(b *testing.B, url string, op func(*mcp.ClientSession) error) {
 	b.ReportMetric(float64(all.ValueAtQuantile(50))/1e3, "p50-µs")
 	b.ReportMetric(float64(all.ValueAtQuantile(99))/1e3, "p99-µs")
 }
+
+// BenchmarkFleetSubscription is the time from a consumer's Updated on
+// replica a to a 2025-11-25 session of replica b, subscribed to a's
+// resource, hearing of it through b's stream to a, one update at a
+// time; it reports p50 and p99 (HdrHistogram). Issue 31 asks p99 <= 50 ms.
+func BenchmarkFleetSubscription(b *testing.B) {
+	a, far := newReplica(b), newReplica(b)
+	u := startWatched(b, a.cat, context.Background(), "test://u")
+	far.peers.set("resource", "test://u", a.fleet)
+	cs, updated := updatesClient(b, far)
+	if err := cs.Subscribe(ctxGuard(b), &mcp.SubscribeParams{URI: "test://u"}); err != nil {
+		b.Fatal(err)
+	}
+	h := hdrhistogram.New(1, int64(time.Minute), 3)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if err := u.Updated(); err != nil {
+			b.Fatal(err)
+		}
+		heard(b, updated)
+		_ = h.RecordValue(max(int64(time.Since(t0)), 1))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(h.ValueAtQuantile(50))/1e3, "p50-µs")
+	b.ReportMetric(float64(h.ValueAtQuantile(99))/1e3, "p99-µs")
+}

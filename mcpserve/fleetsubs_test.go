@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -311,32 +310,4 @@ func TestFleetSubscriptionClose(t *testing.T) {
 	}
 	b.shut()
 	untilListens(t, a.srv, 0)
-}
-
-// TestFleetSubscriptionLatency measures, without asserting it, the time
-// from A's Consumer.Updated to a 2025 session on B hearing of it; run
-// with -v to see p50 and p99.
-func TestFleetSubscriptionLatency(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measurement")
-	}
-	const n = 500
-	a, b := newReplica(t), newReplica(t)
-	u := startWatched(t, a.cat, context.Background(), "test://u")
-	b.peers.set("resource", "test://u", a.fleet)
-	cs, updated := updatesClient(t, b)
-	if err := cs.Subscribe(ctxGuard(t), &mcp.SubscribeParams{URI: "test://u"}); err != nil {
-		t.Fatal(err)
-	}
-	took := make([]time.Duration, 0, n)
-	for range n {
-		start := time.Now()
-		if err := u.Updated(); err != nil {
-			t.Fatal(err)
-		}
-		heard(t, updated)
-		took = append(took, time.Since(start))
-	}
-	slices.Sort(took)
-	t.Logf("A's Updated to B's session, %d updates: p50 %v, p99 %v, max %v", n, took[n/2], took[n*99/100], took[n-1])
 }
