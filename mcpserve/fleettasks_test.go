@@ -60,6 +60,15 @@ func taskReplica(t testing.TB, name string, tbl *holderTable) *replica {
 	})
 }
 
+// taskFleet starts replicas a and b, both live in their table.
+func taskFleet(t testing.TB) (tbl *holderTable, a, b *replica) {
+	tbl = &holderTable{}
+	a, b = taskReplica(t, "a", tbl), taskReplica(t, "b", tbl)
+	tbl.set("a", a.fleet, catalog.HolderLive)
+	tbl.set("b", b.fleet, catalog.HolderLive)
+	return tbl, a, b
+}
+
 // startJob starts on cat a public tool that runs as a task when its
 // caller takes one, and ends when release is closed or sent to.
 func startJob(t testing.TB, cat *catalog.Catalog, name string, release <-chan struct{}) {
@@ -107,10 +116,7 @@ func tasksOp(t *testing.T, url, method, id, bearer string) (int, map[string]any,
 // before anything is forwarded: another caller's, or a tampered one, is
 // unknown on every replica.
 func TestTasksAcrossTheFleet(t *testing.T) {
-	tbl := &holderTable{}
-	a, b := taskReplica(t, "a", tbl), taskReplica(t, "b", tbl)
-	tbl.set("a", a.fleet, catalog.HolderLive)
-	tbl.set("b", b.fleet, catalog.HolderLive)
+	_, a, b := taskFleet(t)
 	release := make(chan struct{})
 	startJob(t, b.cat, "job", release)
 	a.peers.set(string(catalog.KindTool), "job", b.fleet)
@@ -192,9 +198,7 @@ func pollTask(t *testing.T, url, id, bearer string) map[string]any {
 // replica_lost, for good. A request forwarded here is never forwarded
 // again.
 func TestTaskHolderLost(t *testing.T) {
-	tbl := &holderTable{}
-	a, b := taskReplica(t, "a", tbl), taskReplica(t, "b", tbl)
-	tbl.set("a", a.fleet, catalog.HolderLive)
+	tbl, a, b := taskFleet(t)
 	release := make(chan struct{})
 	close(release)
 	startJob(t, b.cat, "job", release)
@@ -282,10 +286,7 @@ func countTasks(srv *mcpserve.Server) *atomic.Int64 {
 // ID; another replica leaves it out of the acknowledgement (its client
 // polls).
 func TestTaskListenAcrossTheFleet(t *testing.T) {
-	tbl := &holderTable{}
-	a, b := taskReplica(t, "a", tbl), taskReplica(t, "b", tbl)
-	tbl.set("a", a.fleet, catalog.HolderLive)
-	tbl.set("b", b.fleet, catalog.HolderLive)
+	_, a, b := taskFleet(t)
 	release := make(chan struct{})
 	startJob(t, b.cat, "job", release)
 	a.peers.set(string(catalog.KindTool), "job", b.fleet)

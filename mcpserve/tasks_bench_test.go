@@ -101,9 +101,7 @@ func BenchmarkTaskGet(b *testing.B) {
 // sent to replica A, beside a tools/call of a trivial tool B holds, sent
 // to A. Both cross the hop once; the first should cost no more.
 func BenchmarkTaskGetForwarded(b *testing.B) {
-	tbl := &holderTable{}
-	a, bb := taskReplica(b, "a", tbl), taskReplica(b, "b", tbl)
-	tbl.set("b", bb.fleet, catalog.HolderLive)
+	_, a, bb := taskFleet(b)
 	release := make(chan struct{})
 	defer close(release)
 	startJob(b, bb.cat, "job", release)

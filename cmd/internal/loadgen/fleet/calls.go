@@ -63,10 +63,9 @@ func classify(res *mcp.CallToolResult, err error) (outcome, string) {
 	return outcomeOther, "no result"
 }
 
-// resolver calls tools and lists them through random replicas' clients
-// until stop is closed.
-func (w *world) resolver(ctx context.Context, index int, stop <-chan struct{}) {
-	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(2000+index)))
+// throughReplicas runs op on a random up replica, again and again, until
+// stop is closed: the loop of resolvers and taskers. rng is op's too.
+func (w *world) throughReplicas(rng *rand.Rand, stop <-chan struct{}, op func(r *replica)) {
 	for {
 		select {
 		case <-stop:
@@ -78,26 +77,32 @@ func (w *world) resolver(ctx context.Context, index int, stop <-chan struct{}) {
 			time.Sleep(5 * time.Millisecond)
 			continue
 		}
+		op(r)
+	}
+}
+
+// resolver calls tools and lists them through random replicas' clients
+// until stop is closed.
+func (w *world) resolver(ctx context.Context, index int, stop <-chan struct{}) {
+	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(2000+index)))
+	w.throughReplicas(rng, stop, func(r *replica) {
 		switch roll := rng.IntN(100); {
 		case roll < 10:
 			w.list(ctx, r)
-			continue
 		case roll < 20:
 			w.surfaceGet(ctx, r, w.pickSurf(rng, surfPrompt))
-			continue
 		case roll < 30:
 			w.surfaceGet(ctx, r, w.pickSurf(rng, surfTemplate))
-			continue
 		case roll < 38:
 			w.call(ctx, r, 0, w.names[rng.IntN(len(w.names))].name, w.prog.nonce.Add(1))
-			continue
+		default:
+			ci := 0
+			if rng.IntN(100) < 20 {
+				ci = 1
+			}
+			w.call(ctx, r, ci, w.names[rng.IntN(len(w.names))].name, 0)
 		}
-		ci := 0
-		if rng.IntN(100) < 20 {
-			ci = 1
-		}
-		w.call(ctx, r, ci, w.names[rng.IntN(len(w.names))].name, 0)
-	}
+	})
 }
 
 // call calls name through r's client of credential class ci; with

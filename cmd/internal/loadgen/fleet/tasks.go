@@ -67,19 +67,9 @@ func taskResult(rec *record, nonce uint64) string {
 // closed.
 func (w *world) tasker(ctx context.Context, index int, stop <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(3000+index)))
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		r := w.f.pick(rng)
-		if r == nil {
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
+	w.throughReplicas(rng, stop, func(r *replica) {
 		w.task(ctx, rng, r, w.names[rng.IntN(len(w.names))].name)
-	}
+	})
 }
 
 // rpc2026 sends one JSON-RPC request of 2026-07-28, taking tasks, to r
