@@ -7,8 +7,10 @@ import (
 	"reflect"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/livereg/livereg/bindsec"
+	"github.com/livereg/livereg/internal/strictjson"
 )
 
 // TypedHandler is a typed tool's body: it gets the call's arguments decoded
@@ -38,12 +40,19 @@ type TypedHandler[In, Out any] func(ctx context.Context, c Call, in In) (Out, er
 //     and returns h's output as StructuredContent (as JSON) with the same
 //     JSON as a text item, for clients that predate structured content.
 //     CallTool checks it against the output schema.
+//   - In receives exactly the object the schema judged: arguments with
+//     two names equal once case is folded ({"role":"viewer",
+//     "ROLE":"admin"}), or otherwise outside internal/strictjson's rules,
+//     are refused with ErrInvalidArguments before h runs, and names are
+//     matched to In's fields by case, as the schema and the MCP Go SDK's
+//     AddTool match them (encoding/json would fold ROLE onto role).
 //
 // The schemas are inferred once, at start; a call costs a decoding of the
 // arguments and an encoding of the output, and, when the input schema
-// declares defaults, a decoding and an encoding more to fill them in. Start
-// errors and options are StartTool's. It is safe for concurrent use, and
-// calls to the tool are as safe as h is.
+// declares defaults, a decoding and an encoding more to fill them in, and
+// one strict pass over the arguments. Start errors and options are
+// StartTool's. It is safe for concurrent use, and calls to the tool are as
+// safe as h is.
 func StartTypedTool[In, Out any](ctx context.Context, cat *Catalog, t Tool, p bindsec.Plan, h TypedHandler[In, Out], opts ...StartOption) (*Consumer, error) {
 	t, body, err := typedTool(t, h)
 	if err != nil {
@@ -90,6 +99,15 @@ func typedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler,
 	body := func(ctx context.Context, c Call) (Result, error) {
 		var in In
 		args := c.Arguments
+		// In receives exactly the object the schema judged: names that
+		// two decoders could read two ways (a duplicate, a case variant
+		// that encoding/json would fold onto a field) are refused, and
+		// the decoding matches names by case, as the schema does.
+		if len(args) > 0 {
+			if err := strictjson.Check(args); err != nil {
+				return Result{}, &schemaError{sentinel: ErrInvalidArguments, name: c.Name, cause: err}
+			}
+		}
 		if defaults != nil {
 			var err error
 			if args, err = withDefaults(defaults, args); err != nil {
@@ -97,7 +115,7 @@ func typedTool[In, Out any](t Tool, h TypedHandler[In, Out]) (Tool, ToolHandler,
 			}
 		}
 		if len(args) > 0 {
-			if err := json.Unmarshal(args, &in); err != nil {
+			if _, err := segjson.Parse(args, &in, segjson.DontMatchCaseInsensitiveStructFields); err != nil {
 				// The schema accepted what In cannot hold: a schema given
 				// by hand that does not match In.
 				return Result{}, &schemaError{sentinel: ErrInvalidArguments, name: c.Name, cause: err}

@@ -84,8 +84,6 @@ const (
 	methodHeader   = "Mcp-Method"
 	nameHeader     = "Mcp-Name"
 	lastEventID    = "Last-Event-ID"
-	// sdkMaxDepth is the nesting the SDK's decoder accepts.
-	sdkMaxDepth = 1000
 )
 
 // Keys of a request's _meta.
@@ -150,9 +148,8 @@ func (s *Server) fastTake(r *http.Request, data []byte, sc *sessionCalls, forwar
 	if !s.hostAllowed(r) || !jsonContent(r.Header.Get("Content-Type")) || !acceptsBoth(r.Header.Values("Accept")) {
 		return fastRequest{}, false
 	}
-	if bytes.Count(data, []byte("{"))+bytes.Count(data, []byte("[")) >= sdkMaxDepth {
-		return fastRequest{}, false // perhaps too deep: the SDK says
-	}
+	// data passed strictBody: one value, nested no deeper than the SDK
+	// accepts, with no duplicate or case-variant names.
 	var env fastEnvelope
 	rest, err := segjson.Parse(data, &env, segjson.DontMatchCaseInsensitiveStructFields|segjson.DontCopyRawMessage)
 	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) > 0 || env.JSONRPC != "2.0" || env.Method == nil ||

@@ -262,8 +262,9 @@ func (s *Server) FleetHandler() http.Handler {
 
 // serveForwarded is the front of a forwarded request, once FleetHandler
 // has checked the fleet credential and the hop count. Of what serveHTTP
-// does it keeps what holds for any request: the Origin check, the fast
-// path, the screening of a POST, its number in requestHeader, the bound
+// does it keeps what holds for any request: the Origin check, the
+// protocol headers and the strict decoding (decode.go), the fast path,
+// the screening of a POST, its number in requestHeader, the bound
 // on what the SDK echoes. It has no session to bind, reserve or end (the fleet's SDK
 // handler is stateless), and asks no credential at the HTTP layer: each
 // route's plan judges the caller's.
@@ -272,11 +273,14 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Forbidden: cross-origin request from an origin not allowed", http.StatusForbidden)
 		return
 	}
+	if !refuseRepeatedHeader(w, r) {
+		return
+	}
 	r.Header.Del(requestHeader)
 	r.Header[forwardedMark] = []string{"1"}
 	if r.Method == http.MethodPost {
 		body, ok := s.readBody(w, r)
-		if !ok {
+		if !ok || !strictBody(w, body.Bytes()) {
 			return
 		}
 		if tasksRequest(r) {

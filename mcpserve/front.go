@@ -102,6 +102,9 @@ func (s *Server) front(exposed bool) http.Handler {
 //   - reserves a session slot for a POST that may create a session, and
 //     refuses it at Options.MaxSessions, or over its client's share of
 //     it (503; see shares.go);
+//   - refuses a repeated Mcp-Method, Mcp-Name, Mcp-Param-* or
+//     MCP-Protocol-Version header (400), and a body that is not one
+//     strict JSON value (400, -32700; decode.go);
 //   - refuses (400, CodeHeaderMismatch) a call of a tool that marks
 //     arguments for headers whose Mcp-Param headers disagree with its
 //     arguments, as the SDK does for its own tools (paramheaders.go);
@@ -118,6 +121,9 @@ func (s *Server) front(exposed bool) http.Handler {
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool) {
 	if len(r.Header.Values("Authorization")) > 1 {
 		http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
+		return
+	}
+	if !refuseRepeatedHeader(w, r) {
 		return
 	}
 	if forwardedRequest(r) {
@@ -188,7 +194,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 			defer idle.end()
 		}
 		body, ok := s.readBody(w, r)
-		if !ok || !s.checkParamHeaders(w, r, body.Bytes()) {
+		if !ok || !strictBody(w, body.Bytes()) || !s.checkParamHeaders(w, r, body.Bytes()) {
 			return
 		}
 		if tasksRequest(r) {

@@ -31,8 +31,9 @@ import (
 // the SDK's answer to a mismatch (HTTP 400, JSON-RPC CodeHeaderMismatch).
 //
 // The check costs a request nothing while no tool of the catalog marks an
-// argument: the marked tools are found once per listing (paramTools), and
-// only a tools/call of one of them is decoded for it.
+// argument: the marked tools are found once per listing (paramTools).
+// Once one does, each 2026-07-28 POST's body is decoded for its method,
+// name and arguments.
 
 // paramHeader is an argument that travels in a header too: its path in
 // the arguments, and the header's name after Mcp-Param-.
@@ -110,9 +111,12 @@ func (s *Server) checkParamHeaders(w http.ResponseWriter, r *http.Request, data 
 		return true
 	}
 	tools := s.paramHeaderTools()
-	if len(tools) == 0 || !bytes.Contains(data, []byte(methodCallTool)) {
+	if len(tools) == 0 {
 		return true
 	}
+	// The method is read from the decoded message, never looked for in
+	// the bytes: "tools\/call" names tools/call too. strictBody has
+	// refused a body whose names two decoders could read two ways.
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`

@@ -31,8 +31,10 @@ const maxSafeID = 1<<53 - 1
 // method or string id is beyond its bound. It answers a refusal itself,
 // HTTP 400 with JSON-RPC error -32600 (-32601 for a method name), and
 // returns false. Otherwise the body is put back for the SDK, which reads
-// it from memory. Cost: one pass of encoding/json over the body, which the
-// SDK makes again.
+// it from memory. data has passed strictBody (decode.go): it is one JSON
+// value, so that what screen judges is what the SDK's decoder, which
+// reads the first value alone, reads. Cost: one pass of encoding/json
+// over the body, which the SDK makes again.
 func (s *Server) screen(w http.ResponseWriter, r *http.Request, data []byte) bool {
 	r.Body = io.NopCloser(bytes.NewReader(data))
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
@@ -44,7 +46,7 @@ func (s *Server) screen(w http.ResponseWriter, r *http.Request, data []byte) boo
 		}
 		var msgs []json.RawMessage
 		if json.Unmarshal(trimmed, &msgs) != nil {
-			return true // the SDK answers malformed JSON
+			return true // not reached: strictBody refused malformed JSON
 		}
 		for _, m := range msgs {
 			if !screenMessage(w, m) {
@@ -117,8 +119,9 @@ func screenMessage(w http.ResponseWriter, msg []byte) bool {
 }
 
 // badID says why id is refused, or "" when it is a string of at most
-// maxIDBytes or an integer within ±(2^53 - 1). A request must carry one;
-// a notification none (absent is not checked here).
+// maxIDBytes or an integer within ±(2^53 - 1), written as a reply echoes
+// it (not -0, which the SDK's reply would turn into 0). A request must
+// carry one; a notification none (absent is not checked here).
 func badID(id json.RawMessage, request bool) string {
 	if len(id) == 0 {
 		return "" // a notification
@@ -135,6 +138,9 @@ func badID(id json.RawMessage, request bool) string {
 		return ""
 	case c == '-' || (c >= '0' && c <= '9'):
 		text := string(id)
+		if text == "-0" {
+			return "the id -0 is not an integer a reply carries as sent; send 0"
+		}
 		n, err := strconv.ParseInt(text, 10, 64)
 		if err != nil || n > maxSafeID || n < -maxSafeID {
 			if strings.ContainsAny(text, ".eE") {
