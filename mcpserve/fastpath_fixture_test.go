@@ -35,6 +35,9 @@ type twoPaths struct {
 	// while it is held finds the tool overloaded.
 	busyIn, busyOut chan struct{}
 	holdBusy        atomic.Bool // "busy" holds its call only while set
+	// routedRuns counts the calls of "routed", whose region argument
+	// travels in an Mcp-Param-Region header too.
+	routedRuns atomic.Int64
 
 	mu    sync.Mutex
 	taken map[string]int // requests the fast path served, by method
@@ -174,6 +177,11 @@ func (p *twoPaths) startAll() {
 		func(_ context.Context, c catalog.Call) (catalog.Result, error) {
 			return catalog.TextResult(string(c.Arguments)), nil
 		})
+	p.tool("routed", catalog.Tool{InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)}, public,
+		func(_ context.Context, c catalog.Call) (catalog.Result, error) {
+			p.routedRuns.Add(1)
+			return catalog.TextResult(string(c.Arguments)), nil
+		})
 	p.tool("structured", catalog.Tool{OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)}, public,
 		func(context.Context, catalog.Call) (catalog.Result, error) {
 			return catalog.Result{Content: []catalog.Content{{Type: catalog.TypeText, Text: `{"n":1}`}}, StructuredContent: map[string]any{"n": 1}}, nil
@@ -271,6 +279,7 @@ func (p *twoPaths) check(k *catalog.Consumer, err error) {
 type exchange struct {
 	body    []byte
 	headers map[string]string
+	repeat  [][2]string // headers added after headers, as a second value
 }
 
 // answer is a response reduced to what a client reads of it: the
@@ -302,6 +311,9 @@ func (p *twoPaths) send(t testing.TB, url string, ex exchange) answer {
 		} else {
 			req.Header.Set(k, v)
 		}
+	}
+	for _, kv := range ex.repeat {
+		req.Header.Add(kv[0], kv[1])
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
