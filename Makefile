@@ -47,7 +47,7 @@ $(STATICCHECK):
 ## It fails on a failing input or any other failure, except the spurious
 ## "context deadline exceeded" of Go 1.26's fuzzing coordinator at the end
 ## of a run that found nothing: see scripts/fuzz.sh.
-FUZZTARGETS := shardreg:FuzzOperations shardreg:FuzzPageCursor bindsec:FuzzStaticTokens mcpserve:FuzzHTTPRequest mcpserve:FuzzFastPath mcpserve:FuzzFastPathSession
+FUZZTARGETS := shardreg:FuzzOperations shardreg:FuzzPageCursor bindsec:FuzzStaticTokens internal/strictjson:FuzzCheck mcpserve:FuzzHTTPRequest mcpserve:FuzzFastPath mcpserve:FuzzFastPathSession
 fuzz:
 	GO=$(GO) scripts/fuzz.sh $(FUZZTIME) $(FUZZTARGETS)
 

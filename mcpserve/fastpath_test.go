@@ -307,6 +307,11 @@ func FuzzFastPath(f *testing.F) {
 		f.Add([]byte(b), false)
 		f.Add([]byte(b), true)
 	}
+	for _, c := range strictCases() {
+		body, _ := currentBody(c)
+		f.Add([]byte(c.body), false)
+		f.Add([]byte(body), true)
+	}
 	p := newTwoPaths(f)
 	f.Fuzz(func(t *testing.T, body []byte, current bool) {
 		v := "2025-11-25"
