@@ -267,6 +267,24 @@ func (c *checker) str(i int, fold bool) (int, error) {
 	at := i
 	i++
 	for i < len(c.data) {
+		// The common run: ASCII that needs no look but this one, folded
+		// in bulk.
+		j := i
+		for j < len(c.data) && plain[c.data[j]] {
+			j++
+		}
+		if fold {
+			n := len(c.names)
+			c.names = append(c.names, c.data[i:j]...)
+			for k, b := range c.names[n:] {
+				if 'a' <= b && b <= 'z' {
+					c.names[n+k] = b - ('a' - 'A')
+				}
+			}
+		}
+		if i = j; i == len(c.data) {
+			break
+		}
 		b := c.data[i]
 		switch {
 		case b == '"':
@@ -303,6 +321,15 @@ func (c *checker) str(i int, fold bool) (int, error) {
 	}
 	return i, &Error{Err: ErrSyntax, Offset: at, Detail: "unterminated string"}
 }
+
+// plain marks the bytes a string holds as they are: ASCII but the
+// control characters, the quote and the backslash.
+var plain = func() (t [256]bool) {
+	for b := ' '; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\'
+	}
+	return t
+}()
 
 // foldRune appends r folded as encoding/json folds a name: ASCII to
 // upper case, any other rune to the upper case of its lower case.

@@ -193,3 +193,33 @@ func foldedDuplicate(t *testing.T, data []byte) bool {
 		}
 	}
 }
+
+// BenchmarkCheck is Check's cost on a tools/call as BenchmarkFastPath
+// in package mcpserve sends it, on a 2026-07-28 one with its _meta, and
+// on 4 KiB of arguments in 64 names.
+func BenchmarkCheck(b *testing.B) {
+	var args strings.Builder
+	for i := range 64 {
+		if i > 0 {
+			args.WriteString(",")
+		}
+		args.WriteString(`"name` + strings.Repeat("x", i%8) + string(rune('a'+i%26)) + string(rune('a'+i/26)) + `":"` + strings.Repeat("v", 48) + `"`)
+	}
+	for _, bc := range []struct{ name, body string }{
+		{"call", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"}}}`},
+		{"call-2026", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"ok"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}}}`},
+		{"args-4KiB", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{` + args.String() + `}}}`},
+	} {
+		data := []byte(bc.body)
+		require.NoError(b, strictjson.Check(data))
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = strictjson.Check(data)
+			}
+		})
+	}
+}
