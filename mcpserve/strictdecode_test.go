@@ -34,8 +34,12 @@ func strictCases() []strictCase {
 	echo := `{"name":"echo","arguments":{"text":"hi"}}`
 	longID := `"` + strings.Repeat("i", 300) + `"`
 	batch := `[` + call("1", echo) + `]`
-	parse := func(name, body string) strictCase { return strictCase{name: name, body: body, status: 400, code: -32700} }
-	invalid := func(name, body string) strictCase { return strictCase{name: name, body: body, status: 400, code: -32600} }
+	parse := func(name, body string) strictCase {
+		return strictCase{name: name, body: body, status: 400, code: -32700}
+	}
+	invalid := func(name, body string) strictCase {
+		return strictCase{name: name, body: body, status: 400, code: -32600}
+	}
 	header := func(name string, repeat ...string) strictCase {
 		return strictCase{name: name, body: call("1", echo), repeat: [][2]string{{repeat[0], repeat[1]}, {repeat[0], repeat[1]}}, status: 400, code: -1}
 	}
