@@ -31,9 +31,11 @@
 //     [Options.NotifyWindow], resources/updated to subscribers,
 //     subscriptions/listen streams, task status notifications;
 //   - the HTTP front (front.go, exposure.go, sessionslots.go, shares.go,
-//     screen.go, hygiene.go, redact.go, timeouts.go, httpserve.go):
-//     exposure and credentials, session binding and slots, per-client
-//     shares of each cap, the screening of what a client sends, the
+//     decode.go, screen.go, hygiene.go, redact.go, timeouts.go,
+//     httpserve.go): exposure and credentials, session binding and slots,
+//     per-client shares of each cap, one strict decoding of every body
+//     and one value for each protocol header (decode.go, before any other
+//     reader), the screening of what a client sends, the
 //     redaction of session IDs, server timeouts, serving and shutdown;
 //   - the fleet hop (fleet.go, forward.go, hop.go): forwarding a call to
 //     the replica that holds its route, and answering calls forwarded
