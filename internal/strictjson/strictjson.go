@@ -92,7 +92,7 @@ func Check(data []byte) error {
 	c.names, c.ends = c.names[:0], c.ends[:0]
 	err := c.check()
 	c.data = nil
-	if cap(c.names) <= 64<<10 {
+	if cap(c.names) <= 64<<10 && cap(c.ends) <= 4<<10 {
 		checkers.Put(c)
 	}
 	return err
@@ -108,7 +108,8 @@ func (c *checker) check() error {
 		return err
 	}
 	if i = c.space(i); i != len(c.data) {
-		return &Error{Err: ErrTrailing, Offset: i, Detail: quote.Name(string(c.data[i:min(len(c.data), i+quote.Most+1)]))}
+		return &Error{Err: ErrTrailing, Offset: i, Detail: fmt.Sprintf("%d bytes, beginning %s",
+			len(c.data)-i, quote.Name(string(c.data[i:min(len(c.data), i+quote.Most)])))}
 	}
 	return nil
 }
