@@ -12,16 +12,14 @@ import (
 )
 
 // strictCase is one input of TestStrictDecodeBothPaths: a body written
-// for 2025-11-25 (currentBody adds 2026-07-28's _meta), headers beside
-// the usual ones, and the answer both paths must give.
+// for 2025-11-25 (currentBody adds 2026-07-28's _meta), headers sent a
+// second time, and the answer both paths must give.
 type strictCase struct {
-	name    string
-	body    string
-	headers map[string]string
-	repeat  [][2]string
-	status  int // HTTP status
-	code    int // JSON-RPC error code; 0 for a result, -1 for a plain-text refusal
-	routed  bool
+	name   string
+	body   string
+	repeat [][2]string
+	status int // HTTP status
+	code   int // JSON-RPC error code; 0 for a result, -1 for a plain-text refusal
 }
 
 const currentMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
