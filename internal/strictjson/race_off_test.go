@@ -1,0 +1,5 @@
+//go:build !race
+
+package strictjson_test
+
+const raceOn = false
