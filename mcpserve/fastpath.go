@@ -26,7 +26,8 @@ import (
 // stream for a response that is one message.
 //
 // It takes only requests it can judge exactly as the SDK would, and
-// leaves every other to the SDK, unread by anything but screen:
+// leaves every other to the SDK, unread by anything but screen (every
+// body, on either path, has passed strictBody first: decode.go):
 //
 //   - a POST on a stateless server that names no session, with the
 //     Content-Type and Accept the SDK asks for, from a Host the SDK's
