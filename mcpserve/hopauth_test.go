@@ -2,6 +2,7 @@ package mcpserve_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -176,6 +177,11 @@ func TestHopCaptureCarriesNoToken(t *testing.T) {
 		var wire bytes.Buffer
 		require.NoError(t, m.header.Write(&wire))
 		wire.Write(m.body)
+		// The assertion is base64: what it says, decoded, too.
+		assertion, err := base64.RawURLEncoding.DecodeString(m.header.Get("Livereg-Fleet-Principal"))
+		require.NoError(t, err)
+		require.Contains(t, string(assertion), `"alice"`)
+		wire.Write(assertion)
 		assert.NotContains(t, wire.String(), fleetToken, "the fleet token crossed the hop")
 		assert.NotContains(t, wire.String(), goodToken, "the caller's token crossed the hop")
 		assert.Empty(t, m.header.Values("Authorization"))
