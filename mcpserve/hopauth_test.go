@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/mcpserve"
 )
 
@@ -205,4 +206,29 @@ func TestHopCaptureCarriesNoToken(t *testing.T) {
 	}
 	assert.EqualValues(t, 2, runs.Load(), "a captured request ran a body again")
 	assert.True(t, strings.HasPrefix(got[0].uri, mcpserve.DefaultFleetPath))
+}
+
+// identityPeers is Peers that is also the replica's Identity, as package
+// etcdfleet's Replica is.
+type identityPeers struct {
+	*peerMap
+	*mcpserve.Keyring
+}
+
+// New takes the Identity from Fleet.Identity, or else from Peers, and
+// refuses a Fleet with neither, and a negative window or nonce bound.
+func TestFleetIdentityOptions(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{})
+	for name, f := range map[string]*mcpserve.Fleet{
+		"no identity":          {Peers: &peerMap{}, Token: fleetToken},
+		"negative window":      {Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, ReplayWindow: -time.Second},
+		"negative nonce bound": {Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, MaxHopNonces: -1},
+	} {
+		_, err := mcpserve.New(cat, mcpserve.Options{Path: "/mcp", Fleet: f})
+		assert.ErrorIs(t, err, mcpserve.ErrInvalidOptions, name)
+	}
+	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), Path: "/mcp",
+		Fleet: &mcpserve.Fleet{Peers: identityPeers{&peerMap{}, fleetIdentity(t)}, Token: fleetToken}})
+	require.NoError(t, err, "Peers that is an Identity")
+	require.NoError(t, srv.Close())
 }
