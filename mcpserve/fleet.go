@@ -100,7 +100,10 @@ type Fleet struct {
 	// the view says: the call is answered as one for a route gone
 	// (-32602 route_gone), as it is here that the route is not. URLs are
 	// compared with scheme and host in lower case and without the
-	// scheme's default port. Empty means unknown: nothing is compared.
+	// scheme's default port. The fleet handler refuses a request signed
+	// for another endpoint than this one. Empty means unknown: nothing is
+	// compared, and a request signed for another replica could be
+	// replayed here, once, within the replay window.
 	Advertise string
 	// ForwardTimeout bounds how long a forward waits for the holder's
 	// response to begin (its status and headers; a holder begins as soon
