@@ -205,6 +205,9 @@ func (f *forwarder) forward(ctx context.Context, endpoint, cred string, kind cat
 	}
 	assertion, err := f.sign.assert(ctx, cred, time.Now())
 	if err != nil {
+		// The authenticator panicked: the forward fails closed, as a
+		// local call would.
+		f.log.Error("mcpserve: the authenticator panicked on a forwarded call's caller", "kind", kind, "name", quote.Name(name), "err", err)
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s %s: internal error", kind, quote.Name(name))}
 	}
 	h := &hop{assert: assertion}
