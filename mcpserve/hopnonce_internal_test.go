@@ -1,6 +1,8 @@
 package mcpserve
 
 import (
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,4 +28,32 @@ func TestNonceCacheRefusesWhenFull(t *testing.T) {
 	require.Equal(t, 1, c.size())
 	// Another shard has room of its own.
 	require.NoError(t, c.add([hopNonceBytes]byte{1}, later.Add(window), later))
+}
+
+// Concurrent adds of the same nonces take each exactly once.
+func TestNonceCacheConcurrent(t *testing.T) {
+	const (
+		workers = 8
+		nonces  = 200
+	)
+	c := newNonceCache(defaultMaxHopNonces, defaultReplayWindow)
+	now := time.Now()
+	var taken atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for i := range nonces {
+				n := [hopNonceBytes]byte{byte(i), byte(i >> 8)}
+				switch err := c.add(n, now.Add(defaultReplayWindow), now); {
+				case err == nil:
+					taken.Add(1)
+				default:
+					require.ErrorIs(t, err, errHopReplayed)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.EqualValues(t, nonces, taken.Load())
+	require.Equal(t, nonces, c.size())
 }
