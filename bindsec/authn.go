@@ -70,11 +70,21 @@ func Configured(a Authenticator) bool {
 // wrapping ErrAuthenticatorPanicked (an *AuthenticatorPanic), so that a
 // buggy authenticator fails the request closed instead of crashing the
 // process on a goroutine that recovers nothing. A nil authenticator
-// refuses with ErrUnauthenticated, as does any other error, wrapped. It is
-// safe for concurrent use when a is.
+// refuses with ErrUnauthenticated, as does any other error, wrapped. A
+// credential that ctx vouches for (WithPrincipal, WithAlias) is resolved
+// as ctx says. It is safe for concurrent use when a is.
 func Authenticate(ctx context.Context, a Authenticator, credential string) (pr Principal, err error) {
 	if !Configured(a) {
 		return Principal{}, ErrUnauthenticated
+	}
+	if v, ok := vouchedFor(ctx, credential); ok {
+		if v.alias == "" {
+			if v.pr.IsZero() {
+				return Principal{}, ErrUnauthenticated
+			}
+			return v.pr, nil
+		}
+		credential = v.alias
 	}
 	defer func() {
 		if v := recover(); v != nil {

@@ -32,7 +32,7 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (mcp.Re
 	if p.Context != nil {
 		given = p.Context.Arguments
 	}
-	cred := s.credential(ctx, req)
+	ctx, cred := s.credential(ctx, req)
 	var (
 		c    catalog.Completion
 		err  error

@@ -106,21 +106,54 @@ func (s *Server) answer(ctx context.Context, method string, req mcp.Request) (re
 	return s.receiveSurface(ctx, method, req)
 }
 
-// credential returns what req presents to the catalog's guard: for a call
-// forwarded here, the caller's credential that the forwarding replica
-// passed on; over HTTP otherwise, the bearer token; on another transport,
-// what Options.TransportCredential gives.
-func (s *Server) credential(ctx context.Context, req mcp.Request) string {
+// credential returns what req presents to the catalog's guard, and the
+// context to call the catalog with: for a call forwarded here, the mark
+// of the caller's credential, in a context that vouches for the
+// principal the forwarding replica asserted (hopsign.go); otherwise the
+// bearer token over HTTP, or what Options.TransportCredential gives on
+// another transport, which a fleet replica marks (fleetCredential).
+func (s *Server) credential(ctx context.Context, req mcp.Request) (context.Context, string) {
+	var cred string
 	if ex := req.GetExtra(); ex != nil && ex.Header != nil {
 		if isForwarded(ex) {
-			return forwardedCredential(ex)
+			return s.forwardedCaller(ctx, ex)
 		}
-		return bearer(ex.Header)
+		cred = bearer(ex.Header)
+	} else if s.cred != nil {
+		cred = s.cred(ctx, req)
 	}
-	if s.cred != nil {
-		return s.cred(ctx, req)
+	return s.fleetCredential(ctx, cred)
+}
+
+// fleetCredential returns, for a fleet replica, the mark of the caller's
+// credential cred in a context where it authenticates as cred: tasks and
+// requestStates are bound to the mark, which every replica computes
+// alike, so that a task started here reads through another replica, which
+// sends the mark and never the token. Without a fleet, or for no
+// credential, it returns ctx and cred. It costs an HMAC and a context.
+func (s *Server) fleetCredential(ctx context.Context, cred string) (context.Context, string) {
+	if s.fleet == nil || cred == "" {
+		return ctx, cred
 	}
-	return ""
+	m := s.fleet.sign.markCredential(cred)
+	return bindsec.WithAlias(ctx, m, cred), m
+}
+
+// forwardedCaller is credential for a call forwarded here: the caller
+// FleetHandler put in the request's context, found through the table of
+// HTTP requests on the SDK's path. None (which FleetHandler never
+// leaves) is an anonymous caller.
+func (s *Server) forwardedCaller(ctx context.Context, ex *mcp.RequestExtra) (context.Context, string) {
+	hc, _ := ctx.Value(hopCallerKey{}).(*hopCaller)
+	if hc == nil {
+		if hr, _ := s.calls.request(ex.Header); hr != nil {
+			hc, _ = hr.ctx.Value(hopCallerKey{}).(*hopCaller)
+		}
+	}
+	if hc == nil || hc.cred == "" || hc.cred != forwardedCredential(ex) {
+		return ctx, ""
+	}
+	return bindsec.WithPrincipal(ctx, hc.cred, hc.pr), hc.cred
 }
 
 // bearer returns the token of an "Authorization: Bearer <token>" header, or
@@ -138,7 +171,8 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	if p == nil {
 		return nil, invalidParams("tools/call: missing params", nil)
 	}
-	cred, cl := s.credential(ctx, req), clientFor(ctx, req)
+	ctx, cred := s.credential(ctx, req)
+	cl := clientFor(ctx, req)
 	rd, err := s.beginRound(methodCallTool, p.Name, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
 		return nil, err
@@ -241,7 +275,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if p == nil {
 		return nil, invalidParams("resources/read: missing params", nil)
 	}
-	cred := s.credential(ctx, req)
+	ctx, cred := s.credential(ctx, req)
 	rd, err := s.beginRound(methodReadResource, p.URI, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
 		return nil, err

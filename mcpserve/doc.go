@@ -114,7 +114,8 @@
 //
 // Serving a fleet whose Peers implement TaskHolders (package etcdfleet's
 // Replica does), a task's ID names the replica that holds it, under a MAC
-// of the fleet's that binds the caller's credential: a call forwarded to
+// of the fleet's that binds the mark of the caller's credential: a call
+// forwarded to
 // the holder may start a task, and tasks/* sent to any replica reach the
 // holder over the fleet hop, once. A holder whose lease stands but which
 // cannot be reached gives CodePeerUnavailable, retryable; once its lease
@@ -176,11 +177,21 @@
 // replica is forwarded there, one
 // pooled keep-alive POST of a stateless request that the holder's fast
 // path answers; the holder serves it through its own catalog, under its
-// live owner's plan, judged by the original caller's credential, and its
-// progress notifications and log messages reach the caller before the
-// result.
-// [Server.FleetHandler] answers forwarded calls, only with the fleet
-// credential, and never forwards again: a call crosses at most one hop.
+// live owner's plan, and its progress notifications and log messages
+// reach the caller before the result. Every request on the hop is signed
+// by the forwarding replica ([Fleet.Identity]: [NewKeyring], or package
+// etcdfleet's Replica) over its method, URI, the holder's endpoint, a
+// timestamp, a nonce, its body and the caller's principal assertion:
+// the subject, roles and expiry the forwarder authenticated, and a
+// one-way mark of the caller's credential (an HMAC under a key derived
+// from [Fleet.Token]) that tasks and requestStates are bound to on every
+// replica alike. The holder judges the plan on that principal, until the
+// assertion expires (a minute at most); neither the caller's token nor
+// the fleet token crosses the hop.
+// [Server.FleetHandler] answers forwarded calls, only those signed by a
+// replica that [Fleet.Identity] believes, for this replica's endpoint,
+// within [Fleet.ReplayWindow] and with a nonce not seen within it (401
+// otherwise), and never forwards again: a call crosses at most one hop.
 // An unreachable or frozen holder gives [CodePeerUnavailable], retryable
 // when the body surely did not run. A body on the holder asks a
 // forwarded call's caller as it would a local one's: a 2026-07-28

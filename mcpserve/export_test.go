@@ -2,6 +2,8 @@ package mcpserve
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -110,3 +112,31 @@ func OnFastPath(s *Server, id string) bool {
 
 // MaxListenTaskIDs is how many task IDs one listen stream looks at.
 const MaxListenTaskIDs = maxListenTaskIDs
+
+// HopAssertion is the principal a test's signed hop request asserts, as a
+// forwarder would: the caller's Token is marked under the fleet token,
+// never sent; "" asserts an anonymous caller. Refused asserts that the
+// forwarder's authenticator refused Token.
+type HopAssertion struct {
+	Token   string
+	Subject string
+	Roles   []string
+	Expires time.Time
+	Refused bool
+}
+
+// SignHop signs req, whose body is body, as the replica id signs a
+// request for the holder at endpoint at time at, asserting a, in a fleet
+// whose token is token.
+func SignHop(req *http.Request, body []byte, id Identity, token, endpoint string, a HopAssertion, at time.Time) error {
+	g := &hopSigner{id: id, markKey: deriveMarkKey(token)}
+	ha := hopAssertion{Subject: a.Subject, Roles: a.Roles, Expires: a.Expires.UnixMilli()}
+	if a.Token != "" {
+		ha.Mark = strings.TrimPrefix(g.markCredential(a.Token), credMarkPrefix)
+		ha.Authenticated = !a.Refused
+	}
+	return g.sign(req, body, endpoint, ha.encode(), at)
+}
+
+// HopNonces is how many nonces s's fleet handler remembers.
+func HopNonces(s *Server) int { return s.fleet.verify.nonces.size() }

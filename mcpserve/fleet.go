@@ -1,9 +1,8 @@
 package mcpserve
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -42,30 +41,54 @@ const defaultMaxConnsPerPeer = 64
 // Fleet.ForwardTimeout.
 const CodePeerUnavailable int64 = -32030
 
-// callerHeader carries, from a forwarding replica to the one that serves
-// the call, the credential the original caller presented. Only the fleet
-// handler reads it, and only after the fleet credential was checked.
+// callerHeader is where FleetHandler puts, for the middleware that
+// serves a forwarded call, the credential it judges the call with: the
+// mark of the caller's credential that the forwarder asserted, never a
+// token. A forwarder never sends it, and FleetHandler replaces what a
+// request carries under that name.
 const callerHeader = "Livereg-Fleet-Caller"
 
 // Fleet makes a Server one of many replicas that serve one catalog (see
 // the package doc's "Serving a fleet"): a tools/call, resources/read,
 // prompts/get or completion/complete for a route that another replica's
-// consumer holds is forwarded to that replica, which serves it through its own catalog, with the caller's
-// credential, under its live owner's plan.
+// consumer holds is forwarded to that replica, which serves it through
+// its own catalog, under its live owner's plan, judged on the principal
+// that the forwarding replica authenticated and asserted in its signed
+// request (see FleetHandler).
 type Fleet struct {
 	// Peers locates the replica that holds a route. package etcdfleet's
 	// Replica is one. Required.
 	Peers Peers
-	// Token is the fleet credential, at least MinFleetTokenBytes long and
-	// the same on every replica: forwarded requests carry it as their
-	// bearer token, and the fleet handler refuses (401) every request
-	// that does not. It is compared in constant time.
+	// Identity signs this replica's requests to the others and checks
+	// theirs. nil means Peers, if it implements Identity (package
+	// etcdfleet's Replica does); New fails if neither. NewKeyring makes
+	// a static one.
+	Identity Identity
+	// ReplayWindow bounds how far a forwarded request's timestamp may be
+	// from the holder's clock, either way; a request's nonce is
+	// remembered for as long, and a request that repeats one is refused.
+	// 0 means 30 s; negative is invalid. Replicas' clocks must agree
+	// within it.
+	ReplayWindow time.Duration
+	// MaxHopNonces bounds how many nonces the fleet handler remembers
+	// within the replay window: once it is full, forwarded requests are
+	// refused (503, retryable) until their nonces leave the window,
+	// rather than a nonce forgotten. 0 means 1<<20 (some 60 MiB at
+	// most); negative is invalid.
+	MaxHopNonces int
+	// Token is the fleet's shared secret, at least MinFleetTokenBytes long
+	// and the same on every replica. It is never sent: it only derives
+	// keys that stay on each replica, the same on all of them: the keys
+	// of task IDs (fleettasks.go), of requestStates (unless
+	// Options.RequestStateKey is set), and of the one-way marks of
+	// callers' credentials that tasks and requestStates are bound to.
 	Token string
-	// PreviousTokens are fleet credentials the fleet handler also
-	// accepts, never sent: while a fleet rotates its token (package
-	// etcdfleet's doc, "Rotation"), a replica on the new token still
-	// answers one that forwards with the old. Each is at least
-	// MinFleetTokenBytes.
+	// PreviousTokens are earlier fleet secrets, never sent: task IDs and
+	// requestStates sealed under keys derived from them are still
+	// accepted while a fleet rotates its token (package etcdfleet's doc,
+	// "Rotation"). A caller's credential is marked under Token alone, so
+	// a task bound to an old mark is read through a replica on its
+	// holder's token. Each is at least MinFleetTokenBytes.
 	PreviousTokens []string
 	// Path is where Serve and ListenAndServe mount the fleet handler,
 	// beside the public one; empty means DefaultFleetPath. A replica
@@ -77,7 +100,10 @@ type Fleet struct {
 	// the view says: the call is answered as one for a route gone
 	// (-32602 route_gone), as it is here that the route is not. URLs are
 	// compared with scheme and host in lower case and without the
-	// scheme's default port. Empty means unknown: nothing is compared.
+	// scheme's default port. The fleet handler refuses a request signed
+	// for another endpoint than this one. Empty means unknown: nothing is
+	// compared, and a request signed for another replica could be
+	// replayed here, once, within the replay window.
 	Advertise string
 	// ForwardTimeout bounds how long a forward waits for the holder's
 	// response to begin (its status and headers; a holder begins as soon
@@ -117,18 +143,9 @@ type Peers interface {
 	Peer(kind catalog.Kind, name string) (endpoint string, ok bool)
 }
 
-// fleetTokenDigest is the SHA-256 of the fleet credential: comparing
-// digests in constant time reveals neither the token nor its length.
-type fleetTokenDigest [sha256.Size]byte
-
-func (d *fleetTokenDigest) matches(token string) bool {
-	got := sha256.Sum256([]byte(token))
-	return subtle.ConstantTimeCompare(got[:], d[:]) == 1
-}
-
 // fleetSide is what serving a fleet takes beyond serving a catalog: the
 // forwarder, the SDK handler that answers calls forwarded here, and the
-// fleet credential's digests. Set once by startFleet, read-only after.
+// hop's signer and verifier. Set once by startFleet, read-only after.
 type fleetSide struct {
 	fwd *forwarder // forwards calls for routes held elsewhere
 	// tasks serves tasks across the fleet; nil when Peers is no
@@ -137,10 +154,10 @@ type fleetSide struct {
 	// sdk is a stateless SDK handler over the Server's own mcp.Server:
 	// a forwarded call is served by the same middleware, catalog and
 	// tables of calls as a local one, one HTTP request each.
-	sdk      http.Handler
-	path     string             // where Serve mounts FleetHandler
-	token    fleetTokenDigest   // the fleet credential's digest
-	previous []fleetTokenDigest // Fleet.PreviousTokens' digests, also accepted
+	sdk    http.Handler
+	path   string       // where Serve mounts FleetHandler
+	sign   *hopSigner   // signs this replica's hop requests (hopsign.go)
+	verify *hopVerifier // checks the ones sent here
 	// onForwarded, if set, is called with the method of every request
 	// forwarded here that the fast path or serveTasks serves (tests).
 	onForwarded func(method string)
@@ -148,8 +165,8 @@ type fleetSide struct {
 
 // startFleet checks opts.Fleet and, when it is set, builds what serving a
 // fleet takes. Forwarded calls are served by this Server, marked as
-// forwarded (forwardedMark): with the caller's credential from
-// callerHeader, and never forwarded again: a forwarded call is served
+// forwarded (forwardedMark): judged on the principal the forwarder
+// asserted, and never forwarded again: a forwarded call is served
 // here or not at all, so a call can cross at most one hop, whatever the
 // replicas' views say.
 func (s *Server) startFleet(opts Options, log *slog.Logger) error {
@@ -168,23 +185,36 @@ func (s *Server) startFleet(opts Options, log *slog.Logger) error {
 		return fmt.Errorf("%w: fleet path %s is not an absolute URL path apart from Path", ErrInvalidOptions, quote.Name(f.Path))
 	case f.ForwardTimeout < 0:
 		return fmt.Errorf("%w: negative forward timeout %v", ErrInvalidOptions, f.ForwardTimeout)
+	case f.ReplayWindow < 0:
+		return fmt.Errorf("%w: negative replay window %v", ErrInvalidOptions, f.ReplayWindow)
+	case f.MaxHopNonces < 0:
+		return fmt.Errorf("%w: negative MaxHopNonces %d", ErrInvalidOptions, f.MaxHopNonces)
+	}
+	id := f.Identity
+	if id == nil {
+		var ok bool
+		if id, ok = f.Peers.(Identity); !ok {
+			return fmt.Errorf("%w: Fleet without Identity, and its Peers (%T) is no Identity: replicas sign their requests to each other (NewKeyring)", ErrInvalidOptions, f.Peers)
+		}
 	}
 	if f.Advertise != "" {
 		if _, err := parseEndpoint(f.Advertise); err != nil {
 			return fmt.Errorf("%w: advertised fleet endpoint %s: %v", ErrInvalidOptions, quote.Name(f.Advertise), err)
 		}
 	}
+	window := cmpOr(f.ReplayWindow, defaultReplayWindow)
+	sign := &hopSigner{id: id, markKey: deriveMarkKey(f.Token), auth: s.cat.Authenticator()}
 	fs := &fleetSide{
-		fwd:   newForwarder(f, s.maxResult, s.log),
+		fwd:   newForwarder(f, sign, s.maxResult, s.log),
 		tasks: newTaskIDs(f),
 		path:  orString(f.Path, DefaultFleetPath),
-		token: sha256.Sum256([]byte(f.Token)),
+		sign:  sign,
+		verify: &hopVerifier{id: id, window: window, now: time.Now,
+			nonces: newNonceCache(cmpOr(f.MaxHopNonces, defaultMaxHopNonces), window)},
 		sdk: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 			&mcp.StreamableHTTPOptions{Stateless: true, Logger: log, MaxRequestBodyBytes: opts.MaxRequestBodyBytes}),
 	}
-	for _, t := range f.PreviousTokens {
-		fs.previous = append(fs.previous, sha256.Sum256([]byte(t)))
-	}
+	fs.verify.self, fs.verify.isSelf = fs.fwd.self, fs.fwd.isSelf
 	fs.fwd.tasks = fs.tasks != nil
 	s.fleet = fs
 	return nil
@@ -209,8 +239,8 @@ func sessionless(ex *mcp.RequestExtra) bool {
 	return ex != nil && len(ex.Header[sessionlessMark]) > 0
 }
 
-// forwardedCredential is the credential of a call forwarded here: what
-// the original caller presented on the replica that forwarded it.
+// forwardedCredential is the credential of a call forwarded here, as
+// FleetHandler put it: the mark of the original caller's credential.
 func forwardedCredential(ex *mcp.RequestExtra) string {
 	return ex.Header.Get(callerHeader)
 }
@@ -218,8 +248,13 @@ func forwardedCredential(ex *mcp.RequestExtra) string {
 // FleetHandler returns the handler that answers calls other replicas
 // forward here: mount it where this replica's advertised endpoint points
 // (Serve and ListenAndServe mount it at Fleet.Path). Every request must
-// carry the fleet credential as its bearer token (401 otherwise, 400 with
-// more than one Authorization header). A forwarder's request carries its
+// be signed by a replica that Fleet.Identity verifies, for this replica's
+// advertised endpoint, over its body, with a timestamp within
+// Fleet.ReplayWindow and a nonce not seen within it, asserting a
+// principal not yet expired (hopsign.go): 401 otherwise, naming why but
+// no secret; 503 while the nonces of the window fill Fleet.MaxHopNonces.
+// The call is judged on the asserted principal, until its expiry, never
+// on a token. A forwarder's request carries its
 // hop count, which must be 1: 508 for a count above (a request forwarded
 // again), 400 for a malformed one.
 // It is then served by this replica's catalog alone, never forwarded
@@ -232,14 +267,9 @@ func (s *Server) FleetHandler() http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		if len(r.Header.Values("Authorization")) > 1 {
-			http.Error(w, "Bad Request: more than one Authorization header", http.StatusBadRequest)
-			return
-		}
-		if tok := bearer(r.Header); !s.fleet.token.matches(tok) &&
-			!slices.ContainsFunc(s.fleet.previous, func(d fleetTokenDigest) bool { return d.matches(tok) }) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="livereg-fleet"`)
-			http.Error(w, "Unauthorized: the fleet credential is required", http.StatusUnauthorized)
+		hc, err := s.fleet.verify.check(r.Header)
+		if err != nil {
+			hopRefusal(w, hc.replica, err)
 			return
 		}
 		switch hops := r.Header.Values(hopHeader); {
@@ -252,23 +282,46 @@ func (s *Server) FleetHandler() http.Handler {
 			http.Error(w, "Bad Request: a fleet request carries at most one "+hopHeader+" header, a hop count", http.StatusBadRequest)
 			return
 		}
-		// The fleet credential has done its job; nothing after this point
-		// may mistake it for the caller's.
+		var body *bytes.Buffer
+		if r.Method == http.MethodPost {
+			var ok bool
+			if body, ok = s.readBody(w, r); !ok {
+				return
+			}
+		} else {
+			body = new(bytes.Buffer)
+		}
+		if err := s.fleet.verify.verify(&hc, r, body.Bytes()); err != nil {
+			putBuf(body)
+			hopRefusal(w, hc.replica, err)
+			return
+		}
+		// Nothing after this point may take a credential from the wire:
+		// the call is judged on the asserted principal, under the mark.
 		r.Header.Del("Authorization")
+		caller := &hopCaller{cred: hc.assert.credential(), pr: hc.assert.principal()}
+		if caller.cred == "" {
+			delete(r.Header, callerHeader)
+		} else {
+			r.Header[callerHeader] = []string{caller.cred}
+		}
 		hw := &hopWriter{ResponseWriter: w}
-		s.serveForwarded(hw, r.WithContext(context.WithValue(r.Context(), hopWriterKey{}, hw)))
+		ctx := context.WithValue(context.WithValue(r.Context(), hopWriterKey{}, hw), hopCallerKey{}, caller)
+		s.serveForwarded(hw, r.WithContext(ctx), body)
 	})
 }
 
 // serveForwarded is the front of a forwarded request, once FleetHandler
-// has checked the fleet credential and the hop count. Of what serveHTTP
+// has checked the request's signature and hop count and read its body
+// (empty for a request but a POST; a POST's goes back to its pool here,
+// unless handed to the SDK). Of what serveHTTP
 // does it keeps what holds for any request: the Origin check, the
 // protocol headers and the strict decoding (decode.go), the fast path,
 // the screening of a POST, its number in requestHeader, the bound
 // on what the SDK echoes. It has no session to bind, reserve or end (the fleet's SDK
 // handler is stateless), and asks no credential at the HTTP layer: each
 // route's plan judges the caller's.
-func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
+func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request, body *bytes.Buffer) {
 	if err := s.checkOrigin(r); err != nil {
 		http.Error(w, "Forbidden: cross-origin request from an origin not allowed", http.StatusForbidden)
 		return
@@ -279,8 +332,8 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(requestHeader)
 	r.Header[forwardedMark] = []string{"1"}
 	if r.Method == http.MethodPost {
-		body, ok := s.readBody(w, r)
-		if !ok || !strictBody(w, body.Bytes()) {
+		if !strictBody(w, body.Bytes()) {
+			putBuf(body)
 			return
 		}
 		if tasksRequest(r) {

@@ -3,7 +3,6 @@ package mcpserve_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -77,7 +76,7 @@ func newReplicaOf(t testing.TB, cfg catalog.Config, tune ...func(*mcpserve.Optio
 	opts := mcpserve.Options{
 		Logger: quietLogger(),
 		Path:   "/mcp",
-		Fleet:  &mcpserve.Fleet{Peers: r.peers, Token: fleetToken, Advertise: r.fleet},
+		Fleet:  &mcpserve.Fleet{Peers: r.peers, Identity: fleetIdentity(t), Token: fleetToken, Advertise: r.fleet},
 	}
 	for _, f := range tune {
 		f(&opts)
@@ -267,60 +266,6 @@ func countHits(t *testing.T, srv *mcpserve.Server, hits *atomic.Int64) {
 	})
 }
 
-// The fleet endpoint serves only requests that carry the fleet
-// credential: no token, a caller's token, a wrong one, or two
-// Authorization headers never reach the catalog.
-func TestFleetHandlerNeedsTheFleetToken(t *testing.T) {
-	b := newReplica(t)
-	var runs atomic.Int64
-	startGuarded(t, b.cat, &runs)
-	cases := []struct {
-		name   string
-		auth   []string
-		status int
-	}{
-		{"none", nil, http.StatusUnauthorized},
-		{"caller token", []string{"Bearer " + goodToken}, http.StatusUnauthorized},
-		{"token prefix", []string{"Bearer " + fleetToken[:len(fleetToken)-1]}, http.StatusUnauthorized},
-		{"other scheme", []string{"Basic " + fleetToken}, http.StatusUnauthorized},
-		{"two headers", []string{"Bearer " + fleetToken, "Bearer " + fleetToken}, http.StatusBadRequest},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			req := rawCall(t, b.fleet, "guarded")
-			for _, h := range tc.auth {
-				req.Header.Add("Authorization", h)
-			}
-			req.Header.Set("Livereg-Fleet-Caller", goodToken)
-			req.Header.Set("Livereg-Fleet-Hop", "1")
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_ = resp.Body.Close()
-			if resp.StatusCode != tc.status {
-				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
-			}
-		})
-	}
-	// The same request with the fleet token is served: the test above
-	// refuses for the token, not for the request's shape.
-	req := rawCall(t, b.fleet, "guarded")
-	req.Header.Set("Authorization", "Bearer "+fleetToken)
-	req.Header.Set("Livereg-Fleet-Caller", goodToken)
-	req.Header.Set("Livereg-Fleet-Hop", "1")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The response begins before the body runs: read it to its end.
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || runs.Load() != 1 {
-		t.Fatalf("with the fleet token: status %d, %d runs; want 200 and 1 run", resp.StatusCode, runs.Load())
-	}
-}
-
 // rawCall is a stateless (2026-07-28) tools/call POST to url.
 func rawCall(t testing.TB, url, tool string) *http.Request {
 	t.Helper()
@@ -428,9 +373,9 @@ func TestFleetOptions(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	for _, f := range []*mcpserve.Fleet{
 		{Token: fleetToken},
-		{Peers: &peerMap{}, Token: "short"},
-		{Peers: &peerMap{}, Token: fleetToken, Path: "fleet"},
-		{Peers: &peerMap{}, Token: fleetToken, Path: "/mcp"},
+		{Peers: &peerMap{}, Identity: fleetIdentity(t), Token: "short"},
+		{Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, Path: "fleet"},
+		{Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, Path: "/mcp"},
 	} {
 		if _, err := mcpserve.New(cat, mcpserve.Options{Path: "/mcp", Fleet: f}); !errors.Is(err, mcpserve.ErrInvalidOptions) {
 			t.Errorf("Fleet %+v: %v; want ErrInvalidOptions", f, err)

@@ -53,7 +53,7 @@ func (e *peerRefusal) Error() string {
 
 // open opens a stream to ps's peer carrying uris and reads its
 // acknowledgement, within Fleet.ForwardTimeout. The request is a fleet
-// request as a forward's (the fleet credential, the hop count), sent
+// request as a forward's (signed, asserting no caller), sent
 // over the forwarder's connections; unlike a forward's its body is not
 // bounded as a whole, only each event (maxPeerEvent). It returns a
 // *peerRefusal when the peer refuses one URI, the peer's JSON-RPC error
@@ -69,7 +69,8 @@ func (fs *fleetSubs) open(ps *peerStream, uris []string) (*listenStream, error) 
 		cancel(err)
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ps.endpoint, bytes.NewReader(fs.encode(uris)))
+	body := fs.encode(uris)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ps.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return fail(err)
 	}
@@ -78,8 +79,11 @@ func (fs *fleetSubs) open(ps *peerStream, uris []string) (*listenStream, error) 
 	h["Accept"] = []string{"application/json, text/event-stream"}
 	h[protocolHeader] = []string{ProtocolStateless}
 	h[methodHeader] = []string{methodSubscriptionsListen}
-	h["Authorization"] = []string{"Bearer " + fs.token}
 	h[hopHeader] = []string{"1"}
+	now := time.Now()
+	if err := fs.sign.sign(req, body, ps.endpoint, anonymous(now), now); err != nil {
+		return fail(err)
+	}
 	resp, err := fs.hc.Do(req)
 	if err != nil {
 		return fail(err)

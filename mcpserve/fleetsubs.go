@@ -91,7 +91,7 @@ type fleetSubs struct {
 	t      *subscriptions
 	peers  Peers
 	hc     *http.Client // the forwarder's connections; no bound on a body
-	token  string
+	sign   *hopSigner   // signs each stream's request
 	meta   string
 	begin  time.Duration
 	self   endpointKey
@@ -112,7 +112,7 @@ type fleetSubs struct {
 func newFleetSubs(t *subscriptions, f *Fleet, fwd *forwarder, log *slog.Logger) *fleetSubs {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &fleetSubs{
-		t: t, peers: f.Peers, token: f.Token, meta: fwd.meta, begin: fwd.begin,
+		t: t, peers: f.Peers, sign: fwd.sign, meta: fwd.meta, begin: fwd.begin,
 		self: fwd.self, isSelf: fwd.isSelf, log: log, ctx: ctx, cancel: cancel,
 		hc: &http.Client{
 			Transport:     fwd.rt,

@@ -28,8 +28,9 @@ import (
 //
 //	<catalog ID>.<created, holder's stamp>.<MAC>
 //
-// where the MAC, under a key derived from the fleet credential, binds the
-// three parts and the caller's credential. Any replica checks it first: an
+// where the MAC, under a key derived from the fleet token, binds the
+// three parts and the mark of the caller's credential (fleetCredential),
+// which every replica computes alike. Any replica checks it first: an
 // ID no replica minted, or another caller's, is unknown, exactly as an
 // unknown local ID, and goes nowhere. Then the stamp is located in the
 // replica's view (TaskHolders.Locate):
@@ -199,7 +200,8 @@ func (s *Server) tasksElsewhere(w http.ResponseWriter, r *http.Request, data []b
 }
 
 // relayTasks forwards a tasks request, whose body is data, to the holder
-// at endpoint with the caller's credential cred, and writes the holder's
+// at endpoint for the caller whose credential (a mark) is cred, asserting
+// its principal as r's context resolves it, and writes the holder's
 // JSON-RPC answer. An error means nothing was written: the holder could
 // not be reached, or answered something else than JSON-RPC (a replica of
 // another fleet, say).
@@ -209,7 +211,11 @@ func (s *Server) relayTasks(w http.ResponseWriter, r *http.Request, data []byte,
 	if err != nil {
 		return err
 	}
-	ctx := context.WithValue(r.Context(), hopKey{}, &hop{cred: cred})
+	assertion, err := s.fleet.sign.assert(r.Context(), cred, time.Now())
+	if err != nil {
+		return err
+	}
+	ctx := context.WithValue(r.Context(), hopKey{}, &hop{assert: assertion})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, pc.endpoint, bytes.NewReader(data))
 	if err != nil {
 		return err

@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
@@ -233,10 +236,16 @@ func TestTaskHolderLost(t *testing.T) {
 		return taskOn(t, a.url, "job-a", goodToken)
 	}()
 	aHits := countTasks(a.srv)
-	status, body := rawPostBody(t, b.fleet, tasksGetBody(idOnA), map[string][]string{
-		"Authorization": {"Bearer " + fleetToken}, "Livereg-Fleet-Caller": {goodToken}, "Livereg-Fleet-Hop": {"1"},
-		"Mcp-Protocol-Version": {mcpserve.ProtocolStateless}, "Mcp-Method": {"tasks/get"}, "Mcp-Name": {idOnA},
-	})
+	req, err := http.NewRequestWithContext(ctxGuard(t), http.MethodPost, b.fleet, strings.NewReader(tasksGetBody(idOnA)))
+	require.NoError(t, err)
+	req.Header = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}, "Livereg-Fleet-Hop": {"1"},
+		"Mcp-Protocol-Version": {mcpserve.ProtocolStateless}, "Mcp-Method": {"tasks/get"}, "Mcp-Name": {idOnA}}
+	resp, err := http.DefaultClient.Do(signed(t, req, b.fleet, nil))
+	require.NoError(t, err)
+	raw, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	require.NoError(t, err)
+	status, body := resp.StatusCode, string(raw)
 	if !strings.Contains(body, fmt.Sprint(mcpserve.CodePeerUnavailable)) || aHits.Load() != 0 {
 		t.Fatalf("a forwarded tasks/get for another holder's task: HTTP %d %s, %d requests reached that holder; want CodePeerUnavailable and none", status, body, aHits.Load())
 	}

@@ -36,10 +36,10 @@ type forwarder struct {
 	own    bool              // rt is the forwarder's own, closed with it
 	jar    http.CookieJar    // from Fleet.HTTPClient
 	whole  time.Duration     // Fleet.HTTPClient's Timeout
-	token  string
-	tasks  bool        // the holder may start a task (fleettasks.go)
-	self   endpointKey // this replica's advertised endpoint
-	isSelf bool        // self is set
+	sign   *hopSigner        // signs every request, asserts callers
+	tasks  bool              // the holder may start a task (fleettasks.go)
+	self   endpointKey       // this replica's advertised endpoint
+	isSelf bool              // self is set
 	begin  time.Duration
 	limit  int64  // of a response body, from MaxResultBytes
 	meta   string // the _meta of every request, encoded
@@ -62,8 +62,8 @@ var errSelf = errors.New("mcpserve: the route's endpoint is this replica's own")
 
 // newForwarder makes the forwarder of a Server whose options passed
 // startFleet's checks; maxResult is the Server's result limit.
-func newForwarder(f *Fleet, maxResult int64, log *slog.Logger) *forwarder {
-	fw := &forwarder{peers: f.Peers, token: f.Token, begin: cmpOr(f.ForwardTimeout, defaultForwardTimeout),
+func newForwarder(f *Fleet, sign *hopSigner, maxResult int64, log *slog.Logger) *forwarder {
+	fw := &forwarder{peers: f.Peers, sign: sign, begin: cmpOr(f.ForwardTimeout, defaultForwardTimeout),
 		limit: hopBodyLimit(maxResult), log: log, conns: map[string]*peerClient{}}
 	if hc := f.HTTPClient; hc != nil {
 		fw.rt, fw.jar, fw.whole = hc.Transport, hc.Jar, hc.Timeout
@@ -105,7 +105,7 @@ func (f *forwarder) peer(endpoint string) (*peerClient, error) {
 		return nil, errSelf
 	}
 	pc := &peerClient{endpoint: endpoint, hc: &http.Client{
-		Transport:     &fleetTransport{base: f.rt, token: f.token, endpoint: ep, begin: f.begin, limit: f.limit},
+		Transport:     &fleetTransport{base: f.rt, sign: f.sign, peer: endpoint, endpoint: ep, begin: f.begin, limit: f.limit},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
 		Jar:           f.jar,
 		Timeout:       f.whole,
@@ -150,7 +150,9 @@ func (e *resultTooLarge) Error() string {
 	return fmt.Sprintf("mcpserve: a forwarded result of more than %d bytes", e.n)
 }
 
-// callTool forwards a tools/call to endpoint with the caller's credential;
+// callTool forwards a tools/call to endpoint for the caller whose
+// credential is cred (a mark, whose principal ctx resolves: see
+// hopSigner.assert);
 // the holder's progress notifications go to cl, the caller's client. The
 // peer's JSON-RPC errors reach the client as the peer sent them; a peer
 // that cannot be reached gives CodePeerUnavailable. It returns errSelf for
@@ -201,7 +203,14 @@ func (f *forwarder) forward(ctx context.Context, endpoint, cred string, kind cat
 	if err != nil {
 		return f.failed(ctx, endpoint, nil, kind, name, err)
 	}
-	h := &hop{cred: cred}
+	assertion, err := f.sign.assert(ctx, cred, time.Now())
+	if err != nil {
+		// The authenticator panicked: the forward fails closed, as a
+		// local call would.
+		f.log.Error("mcpserve: the authenticator panicked on a forwarded call's caller", "kind", kind, "name", quote.Name(name), "err", err)
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("%s %s: internal error", kind, quote.Name(name))}
+	}
+	h := &hop{assert: assertion}
 	err = f.exchange(context.WithValue(ctx, hopKey{}, h), pc, req, cl, res)
 	if h.over.Load() {
 		return &resultTooLarge{n: h.read.Load()}

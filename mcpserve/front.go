@@ -200,7 +200,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		if tasksRequest(r) {
 			// The SDK knows no tasks/* method: answered here (tasks.go).
 			defer putBuf(body)
-			s.serveTasks(w, r, body.Bytes(), bearer(r.Header), false)
+			ctx, cred := s.fleetCredential(r.Context(), bearer(r.Header))
+			s.serveTasks(w, r.WithContext(ctx), body.Bytes(), cred, false)
 			return
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), sc, false); ok {

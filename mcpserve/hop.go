@@ -37,7 +37,7 @@ const hopHeader = "Livereg-Fleet-Hop"
 // CodePeerUnavailable, wrapped in the *url.Error of the HTTP client.
 var (
 	// errRedirect: the peer answered a redirect, which is never followed:
-	// the fleet's credentials go to the endpoint the fleet chose alone.
+	// a signed request goes to the endpoint the fleet chose alone.
 	errRedirect = errors.New("mcpserve: the peer answered a redirect; not followed")
 	// errNotTheEndpoint: a request for another URL than the peer's
 	// endpoint; it is not sent.
@@ -57,10 +57,10 @@ func (e *notDispatched) Error() string { return e.err.Error() }
 func (e *notDispatched) Unwrap() error { return e.err }
 
 // hop is what one forwarded call carries through the HTTP client, in its
-// request's context: the caller's credential, and what its response body
-// cost.
+// request's context: the principal assertion of its caller (hopsign.go),
+// and what its response body cost.
 type hop struct {
-	cred     string
+	assert   string       // encoded; "" asserts an anonymous caller
 	read     atomic.Int64 // bytes of the response body read
 	over     atomic.Bool  // the body went past the limit and was refused
 	answered atomic.Bool  // the client has its answer (or gave up)
@@ -83,15 +83,17 @@ func hopBodyLimit(max int64) int64 {
 }
 
 // fleetTransport carries the requests of one peer session. It sends a
-// request only to its peer's endpoint, and puts on it the fleet credential,
-// the hop count, and the caller's credential from the request's hop. It
+// request only to its peer's endpoint, signed (hopSigner.sign) with the
+// hop count and the principal assertion of the request's hop. It
 // bounds how long the response takes to begin, and reads at most limit
 // bytes of the response body. Safe for concurrent use; each request costs
-// a context, a timer, a client trace, a callback on its caller's context
-// and a clone of its header.
+// a context, a timer, a client trace, a callback on its caller's context,
+// a clone of its header, a read of its body (if not in memory already)
+// and a signature.
 type fleetTransport struct {
 	base     http.RoundTripper
-	token    string
+	sign     *hopSigner
+	peer     string // the endpoint, as the peer advertises it
 	endpoint endpointKey
 	begin    time.Duration
 	limit    int64
@@ -105,6 +107,10 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, errNotTheEndpoint
 	}
 	h, _ := r.Context().Value(hopKey{}).(*hop)
+	data, err := requestBody(r)
+	if err != nil {
+		return nil, err
+	}
 	// The request's own context ends when the response does not begin in
 	// time, and with the caller's, except after the answer came: the
 	// caller has it then, and ends at once, while the rest of the body
@@ -135,11 +141,21 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	var answering atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { answering.Store(true) }})
 	r = r.Clone(ctx)
-	r.Header.Set("Authorization", "Bearer "+t.token)
-	r.Header.Set(hopHeader, "1")
-	r.Header.Del(callerHeader)
-	if h != nil && h.cred != "" {
-		r.Header.Set(callerHeader, h.cred)
+	if data != nil {
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+	}
+	now := time.Now()
+	assertion := anonymous(now)
+	if h != nil && h.assert != "" {
+		assertion = h.assert
+	}
+	r.Header[hopHeader] = []string{"1"}
+	if err := t.sign.sign(r, data, t.peer, assertion, now); err != nil {
+		timer.Stop()
+		body.stop()
+		cancel(nil)
+		return nil, &notDispatched{err}
 	}
 	resp, err := t.base.RoundTrip(r)
 	if !timer.Stop() {
@@ -176,6 +192,17 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		resp.Body = &readBody{Reader: bytes.NewReader(buf), data: buf}
 	}
 	return resp, nil
+}
+
+// requestBody reads r's body whole, to sign it, and closes it; nil for
+// none. Every forward's body is in memory and small: a copy.
+func requestBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	data, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	return data, err
 }
 
 // CloseIdleConnections closes the base transport's idle connections.

@@ -2,13 +2,16 @@ package mcpserve
 
 import (
 	"context"
-	"errors"
+	"crypto/ed25519"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // recordingTransport records the requests it is asked to send and answers
@@ -21,17 +24,22 @@ func (t *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 		Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 }
 
-// The fleet's credential and the caller's go on requests for the peer's
-// endpoint alone: a request for any other URL (another host, path, port or
-// scheme) is not sent at all.
+// A signed request goes to the peer's endpoint alone: a request for any
+// other URL (another host, path, port or scheme) is not sent at all. The
+// one sent carries a signature and the caller's assertion, and never a
+// token: no Authorization, nothing under callerHeader, whatever the
+// request had.
 func TestFleetTransportSendsToItsEndpointAlone(t *testing.T) {
 	ep, err := parseEndpoint("http://10.0.0.5:8931/fleet")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, key, err := ed25519.GenerateKey(nil)
+	require.NoError(t, err)
+	id, err := NewKeyring("r1", key, nil)
+	require.NoError(t, err)
 	base := &recordingTransport{}
-	tr := &fleetTransport{base: base, token: "fleet-token", endpoint: ep, begin: time.Second, limit: 1 << 20}
-	ctx := context.WithValue(context.Background(), hopKey{}, &hop{cred: "alice-token"})
+	tr := &fleetTransport{base: base, sign: &hopSigner{id: id, markKey: deriveMarkKey("fleet-token-0123456789")},
+		peer: "http://10.0.0.5:8931/fleet", endpoint: ep, begin: time.Second, limit: 1 << 20}
+	ctx := context.WithValue(context.Background(), hopKey{}, &hop{assert: "an-assertion"})
 	for _, u := range []string{
 		"http://10.0.0.6:8931/fleet",
 		"http://10.0.0.5:8932/fleet",
@@ -41,27 +49,27 @@ func TestFleetTransportSendsToItsEndpointAlone(t *testing.T) {
 		"http://evil.example/fleet",
 	} {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader("{}"))
-		if _, err := tr.RoundTrip(req); !errors.Is(err, errNotTheEndpoint) {
-			t.Errorf("%s: %v; want errNotTheEndpoint", u, err)
-		}
+		_, err := tr.RoundTrip(req)
+		assert.ErrorIs(t, err, errNotTheEndpoint, u)
 	}
-	if len(base.sent) != 0 {
-		t.Fatalf("%d requests for other URLs were sent", len(base.sent))
-	}
+	require.Empty(t, base.sent, "requests for other URLs were sent")
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "HTTP://10.0.0.5:8931/fleet", strings.NewReader("{}"))
 	req.Header.Set(callerHeader, "forged")
+	req.Header.Set("Authorization", "Bearer alice-token")
 	resp, err := tr.RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_ = resp.Body.Close()
-	if len(base.sent) != 1 {
-		t.Fatalf("%d requests sent for the endpoint; want 1", len(base.sent))
-	}
+	require.Len(t, base.sent, 1)
 	h := base.sent[0].Header
-	if h.Get("Authorization") != "Bearer fleet-token" || h.Get(callerHeader) != "alice-token" || h.Get(hopHeader) != "1" {
-		t.Fatalf("the request to the endpoint carries %v", h)
-	}
+	assert.Empty(t, h.Values("Authorization"))
+	assert.Empty(t, h.Values(callerHeader))
+	assert.Equal(t, "1", h.Get(hopHeader))
+	assert.Equal(t, "r1", h.Get(hopReplicaHeader))
+	assert.Equal(t, "an-assertion", h.Get(hopPrincipalHeader))
+	assert.NotEmpty(t, h.Get(hopSignatureHeader))
+	body, err := io.ReadAll(base.sent[0].Body)
+	require.NoError(t, err)
+	assert.Equal(t, "{}", string(body), "the body goes out as it was signed")
 }
 
 func TestEndpointKey(t *testing.T) {

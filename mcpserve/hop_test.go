@@ -64,7 +64,7 @@ func wantUnavailable(t *testing.T, err error, retryable bool) {
 // redirect's target gets nothing at all: not the fleet's credential, not
 // the caller's. The call fails as one to a peer that cannot be reached.
 func TestForwardFollowsNoRedirect(t *testing.T) {
-	a, b := newReplica(t), newReplica(t)
+	a, b := newReplica(t), newReplica(t, behindProxy)
 	startText(t, b.cat, context.Background(), "far", "here")
 	var stolen atomic.Int64
 	target, _ := peerServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -159,7 +159,7 @@ func bigAnswer(w http.ResponseWriter, r *http.Request, size int, stream bool) {
 func TestForwardedResultOverTheLimit(t *testing.T) {
 	const limit = 1 << 20
 	const payload = 40 << 20
-	a, b := newReplica(t, func(o *mcpserve.Options) { o.MaxResultBytes = limit }), newReplica(t)
+	a, b := newReplica(t, func(o *mcpserve.Options) { o.MaxResultBytes = limit }), newReplica(t, behindProxy)
 	startText(t, a.cat, context.Background(), "local-big", strings.Repeat("y", limit+1))
 	startText(t, b.cat, context.Background(), "far", "here")
 	// Past the limit, but within what a hop reads: counted as a local
@@ -286,7 +286,7 @@ func TestFleetHandlerRefusesAHopTooMany(t *testing.T) {
 		hops   []string
 		status int
 	}{
-		{nil, http.StatusOK}, // a client of the fleet's own
+		{nil, http.StatusOK}, // a client of the fleet's own, which signs no count
 		{[]string{"0"}, http.StatusBadRequest},
 		{[]string{"one"}, http.StatusBadRequest},
 		{[]string{"1", "1"}, http.StatusBadRequest},
@@ -294,12 +294,10 @@ func TestFleetHandlerRefusesAHopTooMany(t *testing.T) {
 		{[]string{"1"}, http.StatusOK},
 	} {
 		req := rawCall(t, b.fleet, "guarded")
-		req.Header.Set("Authorization", "Bearer "+fleetToken)
-		req.Header.Set("Livereg-Fleet-Caller", goodToken)
 		for _, h := range tc.hops {
 			req.Header.Add("Livereg-Fleet-Hop", h)
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(signed(t, req, b.fleet, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -383,7 +381,7 @@ func TestForwardToAFrozenPeer(t *testing.T) {
 	const bound = 300 * time.Millisecond
 	const cap = 2
 	a := newReplica(t, forwardTimeout(bound), func(o *mcpserve.Options) { o.Fleet.MaxConnsPerPeer = cap })
-	b := newReplica(t)
+	b := newReplica(t, behindProxy)
 	startText(t, b.cat, context.Background(), "far", "here")
 	var frozen atomic.Bool
 	thaw := make(chan struct{})
@@ -430,13 +428,18 @@ func TestForwardToAFrozenPeer(t *testing.T) {
 	}
 }
 
+// behindProxy is the option of a replica that a test reaches through a
+// proxy of its own, at a URL the replica does not advertise: it checks
+// no endpoint that requests are signed for.
+func behindProxy(o *mcpserve.Options) { o.Fleet.Advertise = "" }
+
 func TestFleetHopOptions(t *testing.T) {
 	cat := newCatalog(t, catalog.Config{})
 	for _, f := range []*mcpserve.Fleet{
-		{Peers: &peerMap{}, Token: fleetToken, ForwardTimeout: -time.Second},
-		{Peers: &peerMap{}, Token: fleetToken, Advertise: "127.0.0.1:8931/fleet"},
-		{Peers: &peerMap{}, Token: fleetToken, Advertise: "ftp://h/fleet"},
-		{Peers: &peerMap{}, Token: fleetToken, Advertise: "http:///fleet"},
+		{Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, ForwardTimeout: -time.Second},
+		{Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, Advertise: "127.0.0.1:8931/fleet"},
+		{Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, Advertise: "ftp://h/fleet"},
+		{Peers: &peerMap{}, Identity: fleetIdentity(t), Token: fleetToken, Advertise: "http:///fleet"},
 	} {
 		if _, err := mcpserve.New(cat, mcpserve.Options{Path: "/mcp", Fleet: f}); !errors.Is(err, mcpserve.ErrInvalidOptions) {
 			t.Errorf("Fleet %+v: %v; want ErrInvalidOptions", f, err)
@@ -546,7 +549,7 @@ func TestForwardUnendedAnswerIsBounded(t *testing.T) {
 // only after it began the answer: the call may be retried. One that
 // drops it after it began may have run the body: it may not.
 func TestForwardToAPeerThatDies(t *testing.T) {
-	a, b := newReplica(t), newReplica(t)
+	a, b := newReplica(t), newReplica(t, behindProxy)
 	startText(t, b.cat, context.Background(), "far", "here")
 	peer, _ := peerServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

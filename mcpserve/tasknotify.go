@@ -107,7 +107,8 @@ func (s *Server) listenTasks(w http.ResponseWriter, r *http.Request, data []byte
 	}
 	ids := msg.Params.Notifications.TaskIDs
 	ids = ids[:min(len(ids), maxListenTaskIDs)]
-	lt := &taskListen{ids: make([]string, 0, len(ids)), local: map[string]string{}, cred: bearer(r.Header), subID: msg.ID}
+	_, cred := s.fleetCredential(r.Context(), bearer(r.Header))
+	lt := &taskListen{ids: make([]string, 0, len(ids)), local: map[string]string{}, cred: cred, subID: msg.ID}
 	for _, id := range ids {
 		if slices.Contains(lt.ids, id) {
 			continue

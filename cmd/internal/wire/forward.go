@@ -2,6 +2,7 @@ package wire
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"net"
 	"net/http"
@@ -36,8 +37,14 @@ func liveregForward() (http.Handler, func(), error) {
 		return nil, nil, err
 	}
 	endpoint := "http://" + ln.Addr().String() + mcpserve.DefaultFleetPath
+	holderID, frontID, err := wireKeyrings()
+	if err != nil {
+		_ = ln.Close()
+		stopCat()
+		return nil, nil, err
+	}
 	holder, err := mcpserve.New(cat, mcpserve.Options{Logger: quiet(), Stateless: true,
-		Fleet: &mcpserve.Fleet{Peers: onePeer(""), Token: fleetToken, Advertise: endpoint}})
+		Fleet: &mcpserve.Fleet{Peers: onePeer(""), Identity: holderID, Token: fleetToken, Advertise: endpoint}})
 	if err != nil {
 		_ = ln.Close()
 		stopCat()
@@ -50,7 +57,7 @@ func liveregForward() (http.Handler, func(), error) {
 	if err == nil {
 		var front *mcpserve.Server
 		front, err = mcpserve.New(empty, mcpserve.Options{Logger: quiet(), Stateless: true,
-			Fleet: &mcpserve.Fleet{Peers: onePeer(endpoint), Token: fleetToken}})
+			Fleet: &mcpserve.Fleet{Peers: onePeer(endpoint), Identity: frontID, Token: fleetToken}})
 		if err == nil {
 			return front.Handler(), func() {
 				_ = front.Close()
@@ -68,4 +75,23 @@ func liveregForward() (http.Handler, func(), error) {
 	_ = holder.Close()
 	stopCat()
 	return nil, nil, err
+}
+
+// wireKeyrings are the keyrings of livereg-forward's two replicas, each
+// with a fresh key, each believing the other.
+func wireKeyrings() (holder, front *mcpserve.Keyring, err error) {
+	hPub, hKey, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	fPub, fKey, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	peers := map[string]ed25519.PublicKey{"holder": hPub, "front": fPub}
+	if holder, err = mcpserve.NewKeyring("holder", hKey, peers); err != nil {
+		return nil, nil, err
+	}
+	front, err = mcpserve.NewKeyring("front", fKey, peers)
+	return holder, front, err
 }

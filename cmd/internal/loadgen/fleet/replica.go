@@ -142,8 +142,11 @@ func (f *fleet) newReplica(ctx context.Context, slot int) (*replica, error) {
 	if f.peers != nil {
 		peers = f.peers(r.rep)
 	}
+	// The replica signs its hop requests as itself, whatever wraps its
+	// Peers.
+	id, _ := any(r.rep).(mcpserve.Identity)
 	r.srv, err = mcpserve.New(r.cat, mcpserve.Options{Name: "loadgen-" + r.name, Logger: discard, Path: "/mcp",
-		Fleet: &mcpserve.Fleet{Peers: peers, Token: f.token}})
+		Fleet: &mcpserve.Fleet{Peers: peers, Identity: id, Token: f.token}})
 	if err != nil {
 		ln.Close()
 		return fail(err)
