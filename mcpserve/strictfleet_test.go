@@ -25,7 +25,7 @@ func TestStrictDecodeFleetHandler(t *testing.T) {
 	var runs atomic.Int64
 	startGuarded(t, cat, &runs)
 	srv, err := mcpserve.New(cat, mcpserve.Options{Logger: quietLogger(), Path: "/mcp",
-		Fleet: &mcpserve.Fleet{Peers: &peerMap{}, Token: fleetToken}})
+		Fleet: &mcpserve.Fleet{Peers: &peerMap{}, Token: fleetToken, Identity: fleetIdentity(t)}})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
 	h := httptest.NewServer(srv.FleetHandler())
@@ -60,8 +60,8 @@ func TestStrictDecodeFleetHandler(t *testing.T) {
 			require.NoError(t, err)
 			body := tt.edit(req, string(raw))
 			req.Body, req.ContentLength = io.NopCloser(strings.NewReader(body)), int64(len(body))
-			req.Header.Set("Authorization", "Bearer "+fleetToken)
-			req.Header.Set("Livereg-Fleet-Caller", goodToken)
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(body)), nil }
+			req = signed(t, req, "", nil)
 			before := runs.Load()
 			resp, err := http.DefaultClient.Do(req)
 			require.NoError(t, err)
