@@ -110,3 +110,7 @@ func OnFastPath(s *Server, id string) bool {
 
 // MaxListenTaskIDs is how many task IDs one listen stream looks at.
 const MaxListenTaskIDs = maxListenTaskIDs
+
+// SetStateClock makes s read now where it issues and judges the expiry of
+// requestStates. Call it before s serves.
+func SetStateClock(s *Server, now func() time.Time) { s.roundKeys.now = now }
