@@ -49,7 +49,11 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case notificationCancelled:
 			s.cancelFast(req)
 		}
-		if res, err, ok := s.answer(ctx, method, req); ok {
+		answer := s.answer
+		if runsBody(method) {
+			answer = s.contained // goexit.go
+		}
+		if res, err, ok := answer(ctx, method, req); ok {
 			if err == nil && res != nil && currentRequest(req) {
 				markComplete(res) // resulttype.go
 			}
