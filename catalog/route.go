@@ -161,12 +161,14 @@ func (rt *route) unwound(p any, returned bool, err *error) bool {
 	return true
 }
 
-// exit releases what admit took, and counts the call by its error.
+// exit releases what admit took, and counts the call by its error. The
+// slot goes before the gate, so that once Stop's drain saw the gate empty
+// no slot is held either.
 func (rt *route) exit(ctx context.Context, s *stripe, err error) {
-	rt.gate.exit(s)
 	if rt.limit != nil {
 		rt.limit.release()
 	}
+	rt.gate.exit(s)
 	rt.cat.countCall(ctx, err)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,36 +73,56 @@ func TestGoexitInCallBodyKillsConsumer(t *testing.T) {
 // A task whose body calls runtime.Goexit fails with ErrRouteExited, at
 // once, by its own end rather than by its consumer's death (the reclaim
 // is held off until the task has been looked at); the consumer dies and
-// the slot is released.
+// the slot is released. So does a call's rest that the body detached into
+// a task (Call.Detach).
 func TestGoexitInTaskBodyFailsTask(t *testing.T) {
-	c := newCatalog(t, catalog.Config{})
-	retire := make(chan struct{})
-	c.SetBeforeRetireHook(func(string) { <-retire })
-	k, err := c.StartTool(bg, catalog.Tool{Name: "exit", TaskSupport: catalog.TaskOptional}, public, goexitBody, catalog.WithMaxConcurrent(1), catalog.WithWaitingRoom(0))
-	require.NoError(t, err)
-	t.Cleanup(func() { stopBounded(k) })
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(retire)
-		}
-	}
-	t.Cleanup(release)
+	for _, tc := range []struct {
+		name  string
+		body  catalog.ToolHandler
+		start func(c *catalog.Catalog) (*catalog.Task, error)
+	}{
+		{"StartTask", goexitBody, func(c *catalog.Catalog) (*catalog.Task, error) {
+			return c.StartTask(bg, "exit", nil, "")
+		}},
+		{"detached rest", func(ctx context.Context, call catalog.Call) (catalog.Result, error) {
+			return call.Detach(ctx, func(ctx context.Context) (catalog.Result, error) { return goexitBody(ctx, call) })
+		}, func(c *catalog.Catalog) (*catalog.Task, error) {
+			res, err := c.CallTool(bg, "exit", nil, "", catalog.WithTasks())
+			return res.Task, err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newCatalog(t, catalog.Config{})
+			retire := make(chan struct{})
+			c.SetBeforeRetireHook(func(string) { <-retire })
+			// Two slots: a detaching call holds its own while the task
+			// that takes the rest is admitted.
+			k, err := c.StartTool(bg, catalog.Tool{Name: "exit", TaskSupport: catalog.TaskOptional}, public, tc.body,
+				catalog.WithMaxConcurrent(2), catalog.WithWaitingRoom(0))
+			require.NoError(t, err)
+			t.Cleanup(func() { stopBounded(k) })
+			var once sync.Once
+			release := func() { once.Do(func() { close(retire) }) }
+			t.Cleanup(release)
 
-	task, err := c.StartTask(bg, "exit", nil, "")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(bg, guard)
-	defer cancel()
-	info, err := task.Wait(ctx)
-	require.NoError(t, err, "the task never ended")
-	assert.Equal(t, catalog.TaskFailed, info.Status)
-	assert.ErrorIs(t, info.Err, catalog.ErrRouteExited, "the task's own end, not the death's")
-	assert.ErrorIs(t, info.Err, catalog.ErrRoutePanicked, "a Goexit is an unwind")
-	release()
-	waitClosed(t, k.Done(), "the death of the consumer whose task body called Goexit")
-	assert.Zero(t, k.Running())
-	assert.Zero(t, k.SlotsHeld())
+			task, err := tc.start(c)
+			require.NoError(t, err)
+			require.NotNil(t, task)
+			ctx, cancel := context.WithTimeout(bg, guard)
+			defer cancel()
+			info, err := task.Wait(ctx)
+			require.NoError(t, err, "the task never ended")
+			assert.Equal(t, catalog.TaskFailed, info.Status)
+			assert.ErrorIs(t, info.Err, catalog.ErrRouteExited, "the task's own end, not the death's")
+			assert.ErrorIs(t, info.Err, catalog.ErrRoutePanicked, "a Goexit is an unwind")
+			release()
+			waitClosed(t, k.Done(), "the death of the consumer whose task body called Goexit")
+			// The task ended first; Stop waits for the body's way out.
+			require.NoError(t, k.Stop(ctx))
+			assert.Zero(t, k.Running())
+			assert.Zero(t, k.SlotsHeld())
+		})
+	}
 }
 
 // errCorrupt is a sentinel a body panics with.
