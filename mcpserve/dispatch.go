@@ -143,7 +143,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 		return nil, invalidParams("tools/call: missing params", nil)
 	}
 	cred, cl := s.credential(ctx, req), clientFor(ctx, req)
-	rd, err := s.beginRound(methodCallTool, p.Name, p.Arguments, cred, p.Meta, p.InputResponses, p.RequestState)
+	rd, err := s.beginRound(methodCallTool, p.Name, callArgs{raw: p.Arguments}, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, invalidParams("resources/read: missing params", nil)
 	}
 	cred := s.credential(ctx, req)
-	rd, err := s.beginRound(methodReadResource, p.URI, nil, cred, p.Meta, p.InputResponses, p.RequestState)
+	rd, err := s.beginRound(methodReadResource, p.URI, callArgs{}, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
 		return nil, err
 	}

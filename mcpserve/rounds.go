@@ -37,7 +37,7 @@ import (
 // round is one 2026-07-28 request's part in its call's rounds.
 type round struct {
 	method, name string
-	args         any // the call's arguments, as argsDigest takes them
+	args         callArgs // the call's arguments, for argsDigest
 	credential   string
 	n            int                     // the round of the state presented; 0 for none
 	answers      map[string]storedAnswer // every answer so far
@@ -48,9 +48,9 @@ type round struct {
 // resources/read: nil for a request of an earlier protocol, which is asked
 // mid-call if at all.
 //
-// args are the call's arguments (json.RawMessage or map[string]string,
-// nil for a read), hashed only when a state is presented.
-func (s *Server) beginRound(method, name string, args any, credential string, meta mcp.Meta, responses mcp.InputResponseMap, state string) (*round, error) {
+// args are the call's arguments (none for a read), hashed only when a
+// round asks or a state is presented.
+func (s *Server) beginRound(method, name string, args callArgs, credential string, meta mcp.Meta, responses mcp.InputResponseMap, state string) (*round, error) {
 	if !namesCurrent(meta) {
 		return nil, nil
 	}

@@ -188,23 +188,29 @@ func (k *roundKeys) open(s string) (*roundState, []byte, error) {
 	return nil, nil, errStateTampered
 }
 
+// callArgs are a call's arguments as a round binds them: a tool call's
+// raw JSON, or a prompt's map; neither for a read. A struct rather than
+// an interface, so that passing a tool's slice costs no allocation.
+type callArgs struct {
+	raw    json.RawMessage
+	prompt map[string]string
+}
+
 // argsDigest is what a requestState binds of a call's arguments: a
 // SHA-256 of their canonical JSON, so that a retry that encodes the same
 // arguments otherwise (key order, spacing, escapes), as a forwarding
-// replica or another client library may, still matches. args is a tool
-// call's raw arguments, or a prompt's map; no arguments, null and an
-// empty object are one. Arguments that do not decode are hashed as they
-// came (the catalog refuses them anyway). It costs a decoding and an
-// encoding of the arguments, paid only by a round that asks or retries.
-func argsDigest(args any) string {
+// replica or another client library may, still matches. No arguments,
+// null and an empty object are one. Arguments that do not decode are
+// hashed as they came (the catalog refuses them anyway). It costs a
+// decoding and an encoding of the arguments, paid only by a round that
+// asks or retries.
+func argsDigest(args callArgs) string {
 	var canon []byte
-	switch a := args.(type) {
-	case json.RawMessage:
-		canon = canonicalJSON(a)
-	case map[string]string:
-		if len(a) != 0 {
-			canon, _ = json.Marshal(a) // strings always encode; keys sorted
-		}
+	switch {
+	case args.raw != nil:
+		canon = canonicalJSON(args.raw)
+	case len(args.prompt) != 0:
+		canon, _ = json.Marshal(args.prompt) // strings always encode; keys sorted
 	}
 	if len(canon) == 0 || string(canon) == "null" {
 		canon = []byte("{}")

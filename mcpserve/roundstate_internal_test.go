@@ -10,11 +10,11 @@ import (
 // argsDigest hashes what the arguments say, not how they are spelled: a
 // forwarding replica or another client library may re-encode them.
 func TestArgsDigest(t *testing.T) {
-	raw := func(s string) any { return json.RawMessage(s) }
+	raw := func(s string) callArgs { return callArgs{raw: json.RawMessage(s)} }
 	base := argsDigest(raw(`{"a":1,"b":[true,"x"]}`))
 	for _, tc := range []struct {
 		name string
-		args any
+		args callArgs
 		same bool
 	}{
 		{"key order and spacing", raw(` { "b" : [ true , "x" ] , "a" : 1 } `), true},
@@ -27,10 +27,10 @@ func TestArgsDigest(t *testing.T) {
 	} {
 		assert.Equal(t, tc.same, argsDigest(tc.args) == base, tc.name)
 	}
-	empty := argsDigest(nil)
-	for _, a := range []any{raw(``), raw(`null`), raw(`{}`), raw(" {} "), map[string]string{}, map[string]string(nil)} {
+	empty := argsDigest(callArgs{})
+	for _, a := range []callArgs{raw(``), raw(`null`), raw(`{}`), raw(" {} "), {prompt: map[string]string{}}} {
 		assert.Equal(t, empty, argsDigest(a), "%#v", a)
 	}
-	assert.Equal(t, argsDigest(map[string]string{"x": "1", "y": "2"}), argsDigest(raw(`{"y":"2","x":"1"}`)))
+	assert.Equal(t, argsDigest(callArgs{prompt: map[string]string{"x": "1", "y": "2"}}), argsDigest(raw(`{"y":"2","x":"1"}`)))
 	assert.NotEqual(t, empty, argsDigest(raw(`[]`)))
 }
