@@ -67,8 +67,9 @@ type Options struct {
 	// invalid_request_state, and the client starts the call afresh. It
 	// bounds how long a state that leaked can be replayed (the state is
 	// also bound to the caller, the route and the call's arguments). 0
-	// means DefaultRequestStateTTL; negative is invalid. Replicas that
-	// share a key should share a TTL, and clocks within a small part of it.
+	// means DefaultRequestStateTTL; negative is invalid. The state carries
+	// its expiry, so the TTL of the server that issued it applies; servers
+	// that share a key need clocks that agree within a small part of it.
 	RequestStateTTL time.Duration
 	// TransportCredential, if set, gives the credential of a request on a
 	// session served by ServeTransport or ServeStdio, which carry no HTTP
