@@ -159,12 +159,14 @@ func (c *Catalog) runCompleter(ctx context.Context, rt *route, f Completer, rq C
 	if err != nil {
 		return Completion{}, c.refused(ctx, err)
 	}
-	defer rt.finish(ctx, s, &err)
+	returned := f == nil // bodyReturned: see route.finish
+	defer rt.finish(ctx, s, &err, &returned)
 	if f == nil {
 		return Completion{}, nil
 	}
 	rq.Owner = rt.ref
 	res, err = f(ctx, rq)
+	returned = true
 	if len(res.Values) > maxCompletionValues {
 		res.Values, res.HasMore = res.Values[:maxCompletionValues], true
 	}

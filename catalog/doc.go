@@ -49,8 +49,13 @@
 // A body's context is its caller's; it does not end when the owner dies,
 // since that would cost every call an allocation. A body learns of its
 // owner's death from [Call.Owner]. A panicking body kills its consumer;
-// the caller gets [ErrRoutePanicked] and the process goes on, while
+// the caller gets [ErrRoutePanicked] (which also matches the panic's
+// value when it is an error) and the process goes on, while
 // Config.Logger gets the panic's value and stack at the consumer's death.
+// A body that ends its goroutine with runtime.Goexit is an unwind too: its
+// consumer dies, its slot is released, and a task of it fails with
+// [ErrRouteExited]; a call's caller cannot get an error, since the Goexit
+// unwinds its goroutine as well (unwind.go).
 //
 // No goroutine watches the clock or the owner: a death runs the route's
 // reclaim once, in a goroutine of its own ([owner.Ref.AfterDeath]), so

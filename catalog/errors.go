@@ -26,6 +26,14 @@ var (
 	// error quotes the start of the panic's value; the whole value and the
 	// stack go to Config.Logger at the consumer's death.
 	ErrRoutePanicked = errors.New("catalog: route body panicked")
+	// ErrRouteExited: the route body ended its goroutine with
+	// runtime.Goexit (testing's FailNow does, for one). That is an unwind
+	// too, so the consumer is dead and the error also matches
+	// ErrRoutePanicked: code that handles a panic handles this. A task
+	// gets it as its failure. On the caller's own goroutine nobody gets it,
+	// since Go does not stop a Goexit: the caller's frames unwind as well,
+	// after the catalog released what the call held (see route.finish).
+	ErrRouteExited = errors.New("catalog: route body called runtime.Goexit")
 	// ErrOverloaded: every slot of a route started WithMaxConcurrent is
 	// taken and its waiting room is full. The body did not run.
 	ErrOverloaded = errors.New("catalog: route overloaded")

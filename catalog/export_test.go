@@ -101,3 +101,11 @@ const (
 
 // SetTaskClock makes the task store read the time from now.
 func (c *Catalog) SetTaskClock(now func() time.Time) { c.tasks.now = now }
+
+// SlotsHeld returns the slots of k's route (WithMaxConcurrent) taken now.
+func (k *Consumer) SlotsHeld() int {
+	if k.rt.limit == nil {
+		return 0
+	}
+	return len(k.rt.limit.slots)
+}

@@ -193,9 +193,11 @@ func (c *Catalog) GetPrompt(ctx context.Context, name string, args map[string]st
 	if err != nil {
 		return PromptResult{}, c.refused(ctx, err)
 	}
-	defer rt.finish(ctx, s, &err)
+	var returned bool // bodyReturned: see route.finish
+	defer rt.finish(ctx, s, &err, &returned)
 	g.Owner = rt.ref
 	res, err = pr.get(ctx, g)
+	returned = true
 	if err != nil && round != nil {
 		return PromptResult{}, rt.endRound(round, err)
 	}

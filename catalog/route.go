@@ -119,26 +119,57 @@ func (rt *route) admit(ctx context.Context) (*stripe, error) {
 	return s, nil
 }
 
-// finish ends a body that admit admitted. Deferred directly, it recovers a
-// panicking body: the caller gets ErrRoutePanicked with a short quote of the
-// value, and the consumer dies, since its code unwound. The value and the
-// stack of the panicking goroutine, taken here while the body's frames are
-// still on it, go to the catalog's logger at the consumer's death (see
-// countDeath): the operator gets where, the caller only what.
-func (rt *route) finish(ctx context.Context, s *stripe, err *error) {
-	if p := recover(); p != nil {
+// finish ends a body that admit admitted; *returned is the frame's
+// bodyReturned flag, set once the body (and any code of the consumer's
+// that runs in the call) returned. Deferred directly, it recovers a
+// panicking body: the caller gets ErrRoutePanicked with a short quote of
+// the value (and the value itself, when it is an error, through Unwrap),
+// and the consumer dies, since its code unwound. A body that called
+// runtime.Goexit neither returned nor panicked: its consumer dies the
+// same way and *err is ErrRouteExited, which a task records; the Goexit
+// then goes on unwinding the goroutine, past the caller. Either way the
+// slot and the gate are released here. The value and the stack of the
+// unwound goroutine, taken here while the body's frames are still on it,
+// go to the catalog's logger at the consumer's death (see countDeath):
+// the operator gets where, the caller only what.
+func (rt *route) finish(ctx context.Context, s *stripe, err *error, returned *bool) {
+	if rt.unwound(recover(), *returned, err) {
+		rt.release()
+	}
+	rt.exit(ctx, s, *err)
+}
+
+// unwound tells how a body left: p is what finish recovered, returned its
+// frame's flag. For a panic or a Goexit it keeps the first one's record
+// for the log, sets *err and reports true; the caller then kills the
+// consumer. It runs in a deferred call, while the body's frames are still
+// on the stack that debug.Stack reads.
+func (rt *route) unwound(p any, returned bool, err *error) bool {
+	switch {
+	case p != nil:
 		v := fmt.Sprint(p)
 		// The first panic is the one that killed the consumer; bodies
 		// panicking after it, already admitted, add nothing to the log.
 		rt.panicked.CompareAndSwap(nil, &panicRecord{value: v, stack: debug.Stack()})
-		*err = fmt.Errorf("catalog: %s %q: %w: %s", rt.side.kind, rt.name, ErrRoutePanicked, quote.Name(v))
-		rt.release()
+		*err = rt.panicErr(p, v)
+	case !returned:
+		rt.panicked.CompareAndSwap(nil, &panicRecord{value: "runtime.Goexit", stack: debug.Stack()})
+		*err = rt.exitErr()
+	default:
+		return false
 	}
-	rt.gate.exit(s)
+	return true
+}
+
+// exit releases what admit took, and counts the call by its error. The
+// slot goes before the gate, so that once Stop's drain saw the gate empty
+// no slot is held either.
+func (rt *route) exit(ctx context.Context, s *stripe, err error) {
 	if rt.limit != nil {
 		rt.limit.release()
 	}
-	rt.cat.countCall(ctx, *err)
+	rt.gate.exit(s)
+	rt.cat.countCall(ctx, err)
 }
 
 // CallTool calls the tool name with args, presenting credential (a bearer
@@ -199,16 +230,24 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 	if err != nil {
 		return Result{}, c.refused(ctx, err)
 	}
-	defer rt.finish(ctx, s, &err)
+	var returned bool // bodyReturned: see finish
+	defer rt.finish(ctx, s, &err, &returned)
 	if rt.schemas.out == nil && round == nil && det == nil {
 		// Returned as it comes: the result is copied no more than a direct
 		// call would copy it.
-		return rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
+		res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
+		returned = true
+		return res, err
 	}
 	res, err = rt.callTool(ctx, Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref})
 	if det != nil && det.rest != nil && errors.Is(err, errDetached) {
-		return c.detached(ctx, rt, det, credential, ClientFrom(ctx))
+		// A caller that takes no tasks runs the rest here, still
+		// admitted: it is the body's too.
+		res, err = c.detached(ctx, rt, det, credential, ClientFrom(ctx))
+		returned = true
+		return res, err
 	}
+	returned = true
 	if err != nil && round != nil {
 		return Result{}, rt.endRound(round, err)
 	}
@@ -243,9 +282,11 @@ func (c *Catalog) readRoute(ctx context.Context, rt *route, read Read, credentia
 	if err != nil {
 		return Contents{}, c.refused(ctx, err)
 	}
-	defer rt.finish(ctx, st, &err)
+	var returned bool // bodyReturned: see finish
+	defer rt.finish(ctx, st, &err, &returned)
 	read.Owner = rt.ref
 	res, err = rt.read(ctx, read)
+	returned = true
 	if err != nil && round != nil {
 		return Contents{}, rt.endRound(round, err)
 	}

@@ -17,7 +17,7 @@ import (
 type CallCounts struct {
 	OK           uint64 // the body returned without error
 	HandlerError uint64 // the body returned an error
-	Panicked     uint64 // the body panicked (ErrRoutePanicked)
+	Panicked     uint64 // the body unwound: it panicked or called runtime.Goexit (ErrRoutePanicked)
 	Denied       uint64 // the route's plan refused the caller (see Denied)
 	Gone         uint64 // ErrRouteGone: the owner died or stopped first
 	Overloaded   uint64 // ErrOverloaded

@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -54,7 +53,7 @@ const (
 	// UpdateTask (taskinput.go); Requests are the open questions.
 	TaskInputRequired TaskStatus = "input_required"
 	TaskCompleted     TaskStatus = "completed" // the body returned: Result and Err are CallTool's
-	TaskFailed        TaskStatus = "failed"    // the body panicked, or its consumer died first: Err says which
+	TaskFailed        TaskStatus = "failed"    // the body panicked or called runtime.Goexit, or its consumer died first: Err says which
 	TaskCancelled     TaskStatus = "cancelled" // CancelTask ended it
 )
 
@@ -66,7 +65,8 @@ type TaskInfo struct {
 	// Result and Err, once the task ended: for TaskCompleted what
 	// CallTool would have returned (a body's own error is Err); for
 	// TaskFailed the reason (ErrRouteGone wrapping the consumer's death,
-	// ErrRoutePanicked, ErrTooManyTasks for a result over the budget).
+	// ErrRoutePanicked, ErrRouteExited, ErrTooManyTasks for a result over
+	// the budget).
 	Result Result
 	Err    error
 	// Requests are the questions its body waits for answers to, while
@@ -203,20 +203,34 @@ func (c *Catalog) StartTask(ctx context.Context, name string, args json.RawMessa
 func (c *Catalog) runTask(ctx context.Context, rt *route, st *stripe, t *task, body func(context.Context) (Result, error)) {
 	var res Result
 	var err error
-	func() {
-		defer rt.finish(ctx, st, &err)
-		res, err = body(ctx)
-		if err == nil && rt.schemas.out != nil {
-			if err = rt.checkResult(&res); err != nil {
-				res = Result{}
-			}
+	var returned bool // bodyReturned: see route.finish
+	defer c.finishTask(ctx, rt, st, t, &res, &err, &returned)
+	res, err = body(ctx)
+	returned = true
+	if err == nil && rt.schemas.out != nil {
+		if err = rt.checkResult(&res); err != nil {
+			res = Result{}
 		}
-	}()
-	status := TaskCompleted
-	if errors.Is(err, ErrRoutePanicked) {
-		status = TaskFailed
 	}
-	c.tasks.end(t, status, res, err)
+}
+
+// finishTask is route.finish for a task's body, deferred directly in
+// runTask, so that the task ends however the body left: a body that
+// panicked or ended the goroutine with runtime.Goexit fails its task
+// with its own error (ErrRoutePanicked, ErrRouteExited), recorded before
+// the consumer is killed, whose death would fail it with ErrRouteGone;
+// one that returned completes it once its slot is free, so that a caller
+// who saw it end finds the slot free.
+func (c *Catalog) finishTask(ctx context.Context, rt *route, st *stripe, t *task, res *Result, err *error, returned *bool) {
+	unwound := rt.unwound(recover(), *returned, err)
+	if unwound {
+		c.tasks.end(t, TaskFailed, Result{}, *err)
+		rt.release()
+	}
+	rt.exit(ctx, st, *err)
+	if !unwound {
+		c.tasks.end(t, TaskCompleted, *res, *err)
+	}
 	t.cancel()
 	rt.removeTask(t)
 }

@@ -98,7 +98,8 @@ func ErrorResult(text string) Result {
 // CallTool, as many at once as there are callers unless the route was
 // started WithMaxConcurrent, with the caller's ctx. An error it returns
 // reaches the caller unchanged; a panic kills its consumer and reaches the
-// caller as ErrRoutePanicked.
+// caller as ErrRoutePanicked; runtime.Goexit kills it too, and ends the
+// caller's goroutine (ErrRouteExited).
 type ToolHandler func(ctx context.Context, c Call) (Result, error)
 
 // Read is one resources/read as a ResourceReader receives it.

@@ -49,7 +49,11 @@ func (s *Server) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		case notificationCancelled:
 			s.cancelFast(req)
 		}
-		if res, err, ok := s.answer(ctx, method, req); ok {
+		answer := s.answer
+		if runsBody(method) {
+			answer = s.contained // goexit.go
+		}
+		if res, err, ok := answer(ctx, method, req); ok {
 			if err == nil && res != nil && currentRequest(req) {
 				markComplete(res) // resulttype.go
 			}
@@ -173,7 +177,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	}
 	ctx, cred := s.credential(ctx, req)
 	cl := clientFor(ctx, req)
-	rd, err := s.beginRound(methodCallTool, p.Name, cred, p.Meta, p.InputResponses, p.RequestState)
+	rd, err := s.beginRound(methodCallTool, p.Name, callArgs{raw: p.Arguments}, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +280,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, invalidParams("resources/read: missing params", nil)
 	}
 	ctx, cred := s.credential(ctx, req)
-	rd, err := s.beginRound(methodReadResource, p.URI, cred, p.Meta, p.InputResponses, p.RequestState)
+	rd, err := s.beginRound(methodReadResource, p.URI, callArgs{}, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
 		return nil, err
 	}

@@ -91,9 +91,14 @@
 // calls again with its answers, which the body, run again from its start,
 // gets from Ask. The state is sealed with an HMAC under
 // [Options.RequestStateKey] and binds the retry to the method and route,
-// to the consumer instance whose body asked, and to the caller's
-// credential: a tampered state, another caller's or another route's is
-// -32602 (reason "invalid_request_state") and nothing runs; a retry whose
+// to a hash of the call's arguments (canonical JSON: key order and
+// spacing do not count), to the round, to the consumer instance whose
+// body asked, and to the caller's credential, until it expires
+// ([Options.RequestStateTTL], 5 minutes by default): a tampered state,
+// another caller's, another route's or other arguments', or an expired
+// one, is -32602 (reason "invalid_request_state") and nothing runs.
+// Within its TTL a state may be presented again for the same call, so
+// that a client can retry a round whose answer it lost. A retry whose
 // consumer died or was replaced is -32602 route_gone, retryable, and never
 // reaches a successor. Answers are checked against what was asked (a
 // form's against its schema); answers to questions not asked are ignored.

@@ -140,3 +140,7 @@ func SignHop(req *http.Request, body []byte, id Identity, token, endpoint string
 
 // HopNonces is how many nonces s's fleet handler remembers.
 func HopNonces(s *Server) int { return s.fleet.verify.nonces.size() }
+
+// SetStateClock makes s read now where it issues and judges the expiry of
+// requestStates. Call it before s serves.
+func SetStateClock(s *Server, now func() time.Time) { s.roundKeys.now = now }

@@ -62,6 +62,15 @@ type Options struct {
 	// refuses its predecessor's states, as it would their consumers.
 	// Replicas behind one load balancer without a Fleet need one key.
 	RequestStateKey []byte
+	// RequestStateTTL is how long a requestState is accepted after the
+	// round that issued it: a later retry is -32602
+	// invalid_request_state, and the client starts the call afresh. It
+	// bounds how long a state that leaked can be replayed (the state is
+	// also bound to the caller, the route and the call's arguments). 0
+	// means DefaultRequestStateTTL; negative is invalid. The state carries
+	// its expiry, so the TTL of the server that issued it applies; servers
+	// that share a key need clocks that agree within a small part of it.
+	RequestStateTTL time.Duration
 	// TransportCredential, if set, gives the credential of a request on a
 	// session served by ServeTransport or ServeStdio, which carry no HTTP
 	// headers: without it such sessions present none. It runs on every

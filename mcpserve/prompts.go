@@ -46,7 +46,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (mcp.
 		return nil, invalidParams("prompts/get: missing params", nil)
 	}
 	ctx, cred := s.credential(ctx, req)
-	rd, err := s.beginRound(methodGetPrompt, p.Name, cred, p.Meta, p.InputResponses, p.RequestState)
+	rd, err := s.beginRound(methodGetPrompt, p.Name, callArgs{prompt: p.Arguments}, cred, p.Meta, p.InputResponses, p.RequestState)
 	if err != nil {
 		return nil, err
 	}

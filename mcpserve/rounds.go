@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,7 +22,9 @@ import (
 // here before the catalog sees it:
 //
 //   - a state that fails its integrity check, that was issued for another
-//     method or route, or to another caller, is -32602 and nothing runs;
+//     method or route, for other arguments or to another caller, or that
+//     expired (Options.RequestStateTTL), is -32602 with data reason
+//     invalid_request_state, one answer for all, and nothing runs;
 //   - an answer to a question the last round asked must be of its kind,
 //     and an accepted form must match the form's schema, or the retry is
 //     -32602; answers to questions not asked, and inputResponses without
@@ -34,7 +37,9 @@ import (
 // round is one 2026-07-28 request's part in its call's rounds.
 type round struct {
 	method, name string
+	args         callArgs // the call's arguments, for argsDigest
 	credential   string
+	n            int                     // the round of the state presented; 0 for none
 	answers      map[string]storedAnswer // every answer so far
 	r            *catalog.Round
 }
@@ -42,11 +47,14 @@ type round struct {
 // beginRound judges the round of a tools/call, prompts/get or
 // resources/read: nil for a request of an earlier protocol, which is asked
 // mid-call if at all.
-func (s *Server) beginRound(method, name, credential string, meta mcp.Meta, responses mcp.InputResponseMap, state string) (*round, error) {
+//
+// args are the call's arguments (none for a read), hashed only when a
+// round asks or a state is presented.
+func (s *Server) beginRound(method, name string, args callArgs, credential string, meta mcp.Meta, responses mcp.InputResponseMap, state string) (*round, error) {
 	if !namesCurrent(meta) {
 		return nil, nil
 	}
-	rd := &round{method: method, name: name, credential: credential, r: &catalog.Round{
+	rd := &round{method: method, name: name, args: args, credential: credential, r: &catalog.Round{
 		Elicitation: declares(meta, "elicitation"), Sampling: declares(meta, "sampling"), Roots: declares(meta, "roots"),
 	}}
 	if state == "" {
@@ -62,6 +70,13 @@ func (s *Server) beginRound(method, name, credential string, meta mcp.Meta, resp
 	if st.Caller != callerMark(key, credential) {
 		return nil, invalidParams(method+": requestState was issued to another caller", map[string]any{"reason": "invalid_request_state"})
 	}
+	if st.Args != argsDigest(args) {
+		return nil, invalidParams(method+": requestState was issued for other arguments", map[string]any{"reason": "invalid_request_state"})
+	}
+	if !s.roundKeys.now().Before(time.UnixMilli(st.Expires)) {
+		return nil, invalidParams(method+": requestState expired; make the call afresh", map[string]any{"reason": "invalid_request_state"})
+	}
+	rd.n = st.Round
 	rd.r.Instance = st.Instance
 	rd.answers = make(map[string]storedAnswer, len(st.Answers)+len(st.Asked))
 	for k, a := range st.Answers {
@@ -209,9 +224,10 @@ func answerOf(a storedAnswer) (catalog.InputResponse, error) {
 func (s *Server) inputRequired(rd *round, ir *catalog.InputRequiredError) (mcp.InputRequestMap, string, error) {
 	reqs := make(mcp.InputRequestMap, len(ir.Requests))
 	st := &roundState{
-		Method: rd.method, Name: rd.name, Instance: ir.Instance,
-		Caller: callerMark(s.roundKeys.sign, rd.credential),
-		Asked:  make(map[string]askedInput, len(ir.Requests)), Answers: rd.answers,
+		Method: rd.method, Name: rd.name, Args: argsDigest(rd.args), Instance: ir.Instance,
+		Caller: callerMark(s.roundKeys.sign, rd.credential), Round: rd.n + 1,
+		Expires: s.roundKeys.now().Add(s.roundKeys.ttl).UnixMilli(),
+		Asked:   make(map[string]askedInput, len(ir.Requests)), Answers: rd.answers,
 	}
 	for _, q := range ir.Requests {
 		switch {
