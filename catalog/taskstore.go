@@ -22,7 +22,7 @@ type taskStore struct {
 	byID      map[string]*task
 	perCaller map[[32]byte]int // by share (taskshare.go)
 	anonHeld  int              // held by anonymous shares
-	ended     []*task // ended tasks, in the order they ended, which is the order they expire
+	ended     []*task          // ended tasks, in the order they ended, which is the order they expire
 	bytes     int64
 	max       int
 	perMax    int
