@@ -286,8 +286,13 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request) {
 			if s.fleet.onForwarded != nil {
 				s.fleet.onForwarded(r.Header.Get(methodHeader))
 			}
-			s.serveTasks(w, r, body.Bytes(), forwardedCredential(&mcp.RequestExtra{Header: r.Header}), true)
+			if cred := forwardedCredential(&mcp.RequestExtra{Header: r.Header}); s.tasksFront(w, r, cred) {
+				s.serveTasks(w, r, body.Bytes(), cred, true)
+			}
 			return
+		}
+		if startsTasks(r) {
+			r = withClient(r, addrClient(r)) // taskfront.go
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), nil, true); ok {
 			defer putBuf(body)

@@ -172,6 +172,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	var lt *taskListen
 	if r.Method == http.MethodPost {
 		cl := s.clientOf(r, principal)
+		if startsTasks(r) {
+			r = withClient(r, cl) // its task's share (taskfront.go)
+		}
 		var sl *slot
 		if id == "" && s.http.stateful && sdk == s.http.sdk {
 			var reason string
@@ -194,7 +197,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 		if tasksRequest(r) {
 			// The SDK knows no tasks/* method: answered here (tasks.go).
 			defer putBuf(body)
-			s.serveTasks(w, r, body.Bytes(), bearer(r.Header), false)
+			if cred := bearer(r.Header); s.tasksFront(w, r, cred) {
+				s.serveTasks(w, r, body.Bytes(), cred, false)
+			}
 			return
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), sc, false); ok {
