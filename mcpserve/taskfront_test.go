@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -226,4 +227,30 @@ func postTasks(t *testing.T, url, method, name string, params map[string]any, h 
 	got, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return resp.StatusCode, string(got)
+}
+
+// A task whose body runs past catalog.Config.MaxTaskLifetime reads
+// failed on the wire, with the reason task_lifetime.
+func TestTaskLifetimeOnTheWire(t *testing.T) {
+	cat := newCatalog(t, catalog.Config{MaxTaskLifetime: time.Nanosecond})
+	heldJob(t, cat, bindsec.Plan{Public: true})
+	url := newFixture(t, cat, mcpserve.Options{Stateless: true}).http.URL
+	id, rpcErr := startTaskJob(t, url, "alice")
+	require.NotEmpty(t, id, "%v", rpcErr)
+	tk, err := cat.GetTask(id, "alice")
+	require.NoError(t, err)
+	// The bound is a nanosecond: the task ends at once; its end is
+	// awaited, not timed.
+	for !tk.Terminal() {
+		runtime.Gosched()
+		tk, err = cat.GetTask(id, "alice")
+		require.NoError(t, err)
+	}
+	_, res, rpcErr := taskCall(t, url, "tasks/get", id, map[string]any{"taskId": id}, true, "alice")
+	require.Nil(t, rpcErr)
+	assert.Equal(t, "failed", res["status"])
+	taskErr, _ := res["error"].(map[string]any)
+	require.NotNil(t, taskErr, "%v", res)
+	assert.Contains(t, taskErr["message"], "MaxTaskLifetime")
+	assert.Equal(t, map[string]any{"reason": "task_lifetime", "retryable": false}, taskErr["data"])
 }

@@ -193,7 +193,13 @@ func (s *Server) detailedTask(info catalog.TaskInfo, wireID string) map[string]a
 		if errors.Is(info.Err, catalog.ErrRouteGone) {
 			code = jsonrpc.CodeInvalidParams
 		}
-		out["error"] = map[string]any{"code": code, "message": info.Err.Error()}
+		e := map[string]any{"code": code, "message": info.Err.Error()}
+		if errors.Is(info.Err, catalog.ErrTaskLifetime) {
+			// Its body ran for catalog.Config.MaxTaskLifetime: the same
+			// call would be cut short again.
+			e["data"] = map[string]any{"reason": "task_lifetime", "retryable": false}
+		}
+		out["error"] = e
 	case catalog.TaskInputRequired:
 		reqs := map[string]any{}
 		for _, q := range info.Requests {
