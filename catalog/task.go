@@ -26,10 +26,12 @@ import (
 // hears its every change, its death included, without polling
 // (WatchTask, taskwatch.go).
 //
-// The store of tasks is bounded: Config.MaxTasks in all and
-// Config.MaxTasksPerCaller for one credential (the retained results of
-// ended tasks count until they expire), and Config.MaxTaskResultBytes of
-// results kept. An ended task is kept for Config.TaskTTL, then gone. The
+// The store of tasks is bounded: Config.MaxTasks in all,
+// Config.MaxTasksPerCaller for one share (the credential's, or the
+// client's that the call names, taskshare.go) and Config.MaxAnonymousTasks
+// for the anonymous shares together (the retained results of ended tasks
+// count until they expire), and Config.MaxTaskResultBytes of results kept.
+// A body runs for at most Config.MaxTaskLifetime. An ended task is kept for Config.TaskTTL, then gone. The
 // catalog runs no timer for it: expired tasks are dropped by the next
 // operation on the store, and a dead consumer's tasks end from its death's
 // after-death function.

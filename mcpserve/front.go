@@ -109,6 +109,8 @@ func (s *Server) front(exposed bool) http.Handler {
 //     JSON-RPC batch, an id that would not survive a round trip, an
 //     overlong method (screen: 400 with -32600 or -32601);
 //   - answers tasks/get, tasks/update and tasks/cancel itself (tasks.go),
+//     after the Host, Content-Type and Accept checks the SDK would make
+//     and with their credential authenticated again (taskfront.go),
 //     and reads the taskIds of a subscriptions/listen, which the SDK
 //     drops, refusing them without the tasks extension (400, -32021;
 //     tasknotify.go);
