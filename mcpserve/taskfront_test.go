@@ -254,3 +254,39 @@ func TestTaskLifetimeOnTheWire(t *testing.T) {
 	assert.Contains(t, taskErr["message"], "MaxTaskLifetime")
 	assert.Equal(t, map[string]any{"reason": "task_lifetime", "retryable": false}, taskErr["data"])
 }
+
+// The holder of a task authenticates the caller's credential again when
+// another replica forwards it a tasks request, and its refusal reaches
+// the caller as a local one would: a credential revoked on the holder
+// reads and cancels nothing there, whatever the forwarding replica
+// believed.
+func TestForwardedTasksReauthenticate(t *testing.T) {
+	holderAuth := &swappable{tokens: map[string]bindsec.Principal{goodToken: bindsec.NewPrincipal("alice", "reader")}}
+	tbl := &holderTable{}
+	withPeers := func(name string) func(*mcpserve.Options) {
+		return func(o *mcpserve.Options) { o.Fleet.Peers = &taskPeers{Peers: o.Fleet.Peers, self: name, tbl: tbl} }
+	}
+	a := newReplicaOf(t, catalog.Config{Authenticator: fleetAuth}, withPeers("a"))
+	b := newReplicaOf(t, catalog.Config{Authenticator: holderAuth}, withPeers("b"))
+	tbl.set("a", a.fleet, catalog.HolderLive)
+	tbl.set("b", b.fleet, catalog.HolderLive)
+	release := make(chan struct{})
+	defer close(release)
+	startJob(t, b.cat, "job", release)
+	a.peers.set(string(catalog.KindTool), "job", b.fleet)
+	id := taskOn(t, a.url, "job", goodToken)
+
+	_, res, rpcErr := tasksOp(t, a.url, "tasks/get", id, goodToken)
+	require.Nil(t, rpcErr)
+	require.Equal(t, "working", res["status"])
+
+	holderAuth.set(goodToken, bindsec.Principal{}, false)
+	for _, method := range []string{"tasks/get", "tasks/cancel"} {
+		status, body := postTasks(t, a.url, method, id, map[string]any{"taskId": id}, http.Header{"Authorization": {"Bearer " + goodToken}})
+		assert.Equal(t, http.StatusUnauthorized, status, "%s through a: %s", method, body)
+	}
+	holderAuth.set(goodToken, bindsec.NewPrincipal("alice", "reader"), true)
+	_, res, rpcErr = tasksOp(t, a.url, "tasks/get", id, goodToken)
+	require.Nil(t, rpcErr)
+	assert.Equal(t, "working", res["status"], "the refused cancel changed nothing")
+}
