@@ -23,8 +23,11 @@ import (
 // stead (the Host, the Content-Type, the Accept), with the SDK's answers.
 // Then the caller's credential is authenticated again: a task is seen
 // with the credential that started it (catalog/task.go), and a credential
-// that has expired or been revoked since, or was never valid, reads
+// that the authenticator refuses now (revoked, or never valid) or whose
+// principal has expired (bindsec.Principal.Expires) reads and changes
 // nothing more, and is answered as an unauthenticated request is (401).
+// The holder of a task forwarded to (fleettasks.go) judges it again, and
+// its 401 is relayed as it is.
 //
 // A task started by a call counts against its caller's share of the task
 // caps (catalog.WithTaskShare), the client that shares.go splits the
