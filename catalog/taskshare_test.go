@@ -110,6 +110,9 @@ func TestTaskLifetime(t *testing.T) {
 					tk, err = c.StartTask(bg, "job", nil, "alice")
 					require.NoError(t, err)
 				}
+				// Should the bound not hold, the task is ended here, so
+				// that k.Stop does not wait on its body.
+				defer func() { _ = c.CancelTask(tk.ID(), "alice") }()
 				time.Sleep(life - time.Second)
 				synctest.Wait()
 				assert.Equal(t, catalog.TaskWorking, tk.Info().Status, "before the bound")
