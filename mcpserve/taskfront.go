@@ -100,18 +100,35 @@ func (s *Server) tasksFront(w http.ResponseWriter, r *http.Request, cred string)
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
 		return false
 	}
-	if !s.http.auth || cred == "" {
-		return true
-	}
-	pr, err := bindsec.Authenticate(r.Context(), s.cat.Authenticator(), cred)
-	switch {
+	switch err := s.stillValid(r.Context(), cred); {
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "tasks")
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
 		return false
-	case err != nil, !pr.Expires().IsZero() && pr.Expired(time.Now()):
+	case err != nil:
 		refuseUnauthenticated(w)
 		return false
 	}
 	return true
+}
+
+// stillValid authenticates again the credential cred that tasks were
+// started with: nil when it authenticates and its principal has not
+// expired, or when there is nothing to judge (no authenticator, or no
+// credential: an anonymous caller's tasks are bound to no credential);
+// an error wrapping bindsec.ErrUnauthenticated, bindsec.ErrExpired or
+// bindsec.ErrAuthenticatorPanicked otherwise. It costs the
+// authenticator's call.
+func (s *Server) stillValid(ctx context.Context, cred string) error {
+	if !s.http.auth || cred == "" {
+		return nil
+	}
+	pr, err := bindsec.Authenticate(ctx, s.cat.Authenticator(), cred)
+	switch {
+	case err != nil:
+		return err
+	case !pr.Expires().IsZero() && pr.Expired(time.Now()):
+		return bindsec.ErrExpired
+	}
+	return nil
 }

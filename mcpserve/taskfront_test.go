@@ -290,3 +290,24 @@ func TestForwardedTasksReauthenticate(t *testing.T) {
 	require.Nil(t, rpcErr)
 	assert.Equal(t, "working", res["status"], "the refused cancel changed nothing")
 }
+
+// A subscriptions/listen that names tasks judges its credential as
+// tasks/get does: once revoked, the credential that started a task is
+// acknowledged none of it, and hears nothing of it.
+func TestTaskListenReauthenticates(t *testing.T) {
+	auth := &swappable{tokens: map[string]bindsec.Principal{goodToken: bindsec.NewPrincipal("alice", "reader")}}
+	cat := newCatalog(t, catalog.Config{Authenticator: auth})
+	heldJob(t, cat, bindsec.Plan{Public: true})
+	url := newFixture(t, cat, mcpserve.Options{Stateless: true}).http.URL
+	id, rpcErr := startTaskJob(t, url, goodToken)
+	require.NotEmpty(t, id, "%v", rpcErr)
+
+	auth.set(goodToken, bindsec.Principal{}, false)
+	ls := openListen(t, url, goodToken, map[string]any{"taskIds": []string{id}}, true)
+	assert.Empty(t, ls.acked(t), "a revoked credential's listen")
+	ls.ended(t, "a listen with nothing agreed")
+
+	auth.set(goodToken, bindsec.NewPrincipal("alice", "reader"), true)
+	ls = openListen(t, url, goodToken, map[string]any{"taskIds": []string{id}}, true)
+	assert.Equal(t, []string{id}, ls.acked(t), "once valid again")
+}

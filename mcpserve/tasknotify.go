@@ -3,6 +3,7 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 )
 
@@ -108,6 +110,14 @@ func (s *Server) listenTasks(w http.ResponseWriter, r *http.Request, data []byte
 	ids := msg.Params.Notifications.TaskIDs
 	ids = ids[:min(len(ids), maxListenTaskIDs)]
 	lt := &taskListen{ids: make([]string, 0, len(ids)), local: map[string]string{}, cred: bearer(r.Header), subID: msg.ID}
+	if err := s.stillValid(r.Context(), lt.cred); err != nil {
+		// A credential that no longer authenticates reads none of its
+		// tasks here, as on tasks/get (taskfront.go).
+		if errors.Is(err, bindsec.ErrAuthenticatorPanicked) {
+			s.logAuthPanic(err, "subscriptions/listen taskIds")
+		}
+		return lt, true
+	}
 	for _, id := range ids {
 		if slices.Contains(lt.ids, id) {
 			continue
