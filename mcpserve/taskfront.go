@@ -48,7 +48,9 @@ func startsTasks(r *http.Request) bool {
 }
 
 // withClient returns r carrying its client cl: a shallow copy of r and a
-// context.
+// context, 3 allocations and about 490 bytes on each 2026-07-28 tools/call
+// (BenchmarkTaskGet/call-trivial, 96 to 99 allocs/op: go test -run XXX
+// -bench 'BenchmarkTaskGet$' -benchmem ./mcpserve).
 func withClient(r *http.Request, cl client) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), clientCtxKey{}, cl))
 }
