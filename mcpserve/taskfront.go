@@ -102,7 +102,7 @@ func (s *Server) tasksFront(w http.ResponseWriter, r *http.Request, cred string)
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
 		return false
 	}
-	switch err := s.stillValid(r.Context(), cred); {
+	switch _, err := s.stillValid(r.Context(), cred); {
 	case errors.Is(err, bindsec.ErrAuthenticatorPanicked):
 		s.logAuthPanic(err, "tasks")
 		http.Error(w, "Internal Server Error", http.StatusInternalServerError)
@@ -116,21 +116,29 @@ func (s *Server) tasksFront(w http.ResponseWriter, r *http.Request, cred string)
 
 // stillValid authenticates again the credential cred that tasks were
 // started with: nil when it authenticates and its principal has not
-// expired, or when there is nothing to judge (no authenticator, or no
-// credential: an anonymous caller's tasks are bound to no credential);
-// an error wrapping bindsec.ErrUnauthenticated, bindsec.ErrExpired or
+// expired, with when it will (zero: never), or when there is nothing to
+// judge (no authenticator, or no credential: an anonymous caller's tasks
+// are bound to no credential); an error wrapping
+// bindsec.ErrUnauthenticated, bindsec.ErrExpired or
 // bindsec.ErrAuthenticatorPanicked otherwise. It costs the
 // authenticator's call.
-func (s *Server) stillValid(ctx context.Context, cred string) error {
+func (s *Server) stillValid(ctx context.Context, cred string) (expires time.Time, err error) {
 	if !s.http.auth || cred == "" {
-		return nil
+		return time.Time{}, nil
 	}
 	pr, err := bindsec.Authenticate(ctx, s.cat.Authenticator(), cred)
 	switch {
 	case err != nil:
-		return err
+		return time.Time{}, err
 	case !pr.Expires().IsZero() && pr.Expired(time.Now()):
-		return bindsec.ErrExpired
+		return time.Time{}, bindsec.ErrExpired
 	}
-	return nil
+	return pr.Expires(), nil
+}
+
+// listenExpiry is the timer of a task listen whose credential expires in
+// d: its channel and its Stop. Tests replace it.
+var listenExpiry = func(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }

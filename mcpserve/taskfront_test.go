@@ -311,3 +311,30 @@ func TestTaskListenReauthenticates(t *testing.T) {
 	ls = openListen(t, url, goodToken, map[string]any{"taskIds": []string{id}}, true)
 	assert.Equal(t, []string{id}, ls.acked(t), "once valid again")
 }
+
+// A listen stream stops watching its tasks when its credential expires:
+// judged when it opens and at that expiry, it hears nothing after, and
+// ends.
+func TestTaskListenEndsAtExpiry(t *testing.T) {
+	fire := make(chan time.Time)
+	asked := make(chan time.Duration, 1)
+	defer mcpserve.SetListenExpiry(func(d time.Duration) (<-chan time.Time, func() bool) {
+		asked <- d
+		return fire, func() bool { return true }
+	})()
+	auth := &swappable{tokens: map[string]bindsec.Principal{
+		goodToken: bindsec.NewPrincipal("alice", "reader").WithExpires(time.Now().Add(time.Hour)),
+	}}
+	cat := newCatalog(t, catalog.Config{Authenticator: auth})
+	heldJob(t, cat, bindsec.Plan{Public: true})
+	url := newFixture(t, cat, mcpserve.Options{Stateless: true}).http.URL
+	id, rpcErr := startTaskJob(t, url, goodToken)
+	require.NotEmpty(t, id, "%v", rpcErr)
+
+	ls := openListen(t, url, goodToken, map[string]any{"taskIds": []string{id}}, true)
+	require.Equal(t, []string{id}, ls.acked(t))
+	assert.Equal(t, "working", taskStatus(t, ls.next(t, "the task as it stands"), id))
+	assert.InDelta(t, time.Hour, <-asked, float64(time.Minute), "the timer is set at the principal's expiry")
+	close(fire) // the credential expires
+	ls.ended(t, "a listen whose credential expired")
+}
