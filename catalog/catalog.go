@@ -61,8 +61,18 @@ type Config struct {
 	MaxURIBytes int
 	// MaxTasks caps the tasks the catalog holds (StartTask), working or
 	// ended and not yet expired; MaxTasksPerCaller caps those of one
-	// credential. 0 means 10,000 and 100.
+	// share: the credential's, or the one the call names
+	// (WithTaskShare). 0 means 10,000 and 100.
 	MaxTasks, MaxTasksPerCaller int
+	// MaxAnonymousTasks caps the tasks that anonymous shares
+	// (TaskShare.Anonymous) hold together. 0 means half of MaxTasks;
+	// negative, no such cap.
+	MaxAnonymousTasks int
+	// MaxTaskLifetime bounds how long a task's body runs: at the bound
+	// the task ends failed with ErrTaskLifetime, which its TaskInfo.Err
+	// wraps, and its body's context is cancelled with that cause
+	// (context.Cause). 0 means an hour; negative, no bound.
+	MaxTaskLifetime time.Duration
 	// MaxTaskResultBytes bounds the bytes of the results that ended tasks
 	// keep; a result beyond it fails its task. 0 means 64 MiB.
 	MaxTaskResultBytes int64

@@ -114,6 +114,7 @@ func (c Call) Log(ctx context.Context, level slog.Level, data any) error {
 type CallOption struct {
 	client *Client
 	tasks  bool
+	share  TaskShare // taskshare.go
 }
 
 // WithClient gives the call's body cl to report to (see ReportProgress and

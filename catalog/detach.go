@@ -17,7 +17,8 @@ import (
 
 // detach is what a call that takes tasks tells its body's Detach.
 type detach struct {
-	rest func(ctx context.Context) (Result, error)
+	rest  func(ctx context.Context) (Result, error)
+	share TaskShare // WithTaskShare's
 }
 
 type detachKey struct{}
@@ -54,21 +55,21 @@ func (c *Catalog) detached(ctx context.Context, rt *route, d *detach, credential
 		return d.rest(ctx)
 	}
 	s := c.tasks
-	t := &task{id: newTaskID(), tool: rt.name, caller: callerKey(credential), ref: rt.ref, done: make(chan struct{}), status: TaskWorking}
+	t := newTask(rt.name, credential, d.share, rt)
 	if err := s.add(t); err != nil {
 		return Result{}, err
 	}
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	bctx, cancel := taskContext(ctx)
 	if cl != nil {
 		bctx = context.WithValue(bctx, clientKey{}, s.taskClient(t, cl))
 	}
-	t.cancel = cancel
 	st, err := rt.admit(bctx)
 	if err != nil {
-		cancel()
+		cancel(nil)
 		s.remove(t)
 		return Result{}, fmt.Errorf("catalog: tool %s: %w", quote.Name(rt.name), err)
 	}
+	s.bound(t, cancel)
 	rt.addTask(t)
 	go c.runTask(bctx, rt, st, t, d.rest)
 	return Result{Task: &Task{t: t, s: s}}, nil

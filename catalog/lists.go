@@ -83,9 +83,10 @@ type Stats struct {
 }
 
 // TaskCounts is what a catalog's task store holds: the tasks, working or
-// kept after their end until they expire, the most that one credential
-// holds, and the bytes of the results kept. They stay within
-// Config.MaxTasks, Config.MaxTasksPerCaller and Config.MaxTaskResultBytes.
+// kept after their end until they expire, the most that one share (a
+// credential, or a WithTaskShare client) holds, and the bytes of the
+// results kept. They stay within Config.MaxTasks,
+// Config.MaxTasksPerCaller and Config.MaxTaskResultBytes.
 type TaskCounts struct {
 	Held, MostPerCaller int
 	ResultBytes         int64

@@ -222,7 +222,7 @@ func (c *Catalog) CallTool(ctx context.Context, name string, args json.RawMessag
 			}
 		}
 		if takesTasks(opts) && rt.tool.TaskSupport != TaskForbidden {
-			det = &detach{}
+			det = &detach{share: taskShareOf(opts)}
 			ctx = context.WithValue(ctx, detachKey{}, det)
 		}
 	}

@@ -25,10 +25,12 @@ import (
 // hears its every change, its death included, without polling
 // (WatchTask, taskwatch.go).
 //
-// The store of tasks is bounded: Config.MaxTasks in all and
-// Config.MaxTasksPerCaller for one credential (the retained results of
-// ended tasks count until they expire), and Config.MaxTaskResultBytes of
-// results kept. An ended task is kept for Config.TaskTTL, then gone. The
+// The store of tasks is bounded: Config.MaxTasks in all,
+// Config.MaxTasksPerCaller for one share (the credential's, or the
+// client's that the call names, taskshare.go) and Config.MaxAnonymousTasks
+// for the anonymous shares together (the retained results of ended tasks
+// count until they expire), and Config.MaxTaskResultBytes of results kept.
+// A body runs for at most Config.MaxTaskLifetime. An ended task is kept for Config.TaskTTL, then gone. The
 // catalog runs no timer for it: expired tasks are dropped by the next
 // operation on the store, and a dead consumer's tasks end from its death's
 // after-death function.
@@ -109,6 +111,8 @@ func (t *Task) Wait(ctx context.Context) (TaskInfo, error) {
 type task struct {
 	id, tool string
 	caller   [32]byte // SHA-256 of the credential that started it
+	share    [32]byte // the share it counts against (taskshare.go)
+	anon     bool     // its share is anonymous
 	ref      owner.Ref
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when it ends
@@ -176,23 +180,23 @@ func (c *Catalog) StartTask(ctx context.Context, name string, args json.RawMessa
 		}
 	}
 	s := c.tasks
-	t := &task{id: newTaskID(), tool: name, caller: callerKey(credential), ref: rt.ref, done: make(chan struct{}), status: TaskWorking}
+	t := newTask(name, credential, taskShareOf(opts), rt)
 	if err := s.add(t); err != nil {
 		return nil, c.refused(ctx, err)
 	}
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	bctx, cancel := taskContext(ctx)
 	for _, o := range opts {
 		if o.client != nil {
 			bctx = context.WithValue(bctx, clientKey{}, s.taskClient(t, o.client))
 		}
 	}
-	t.cancel = cancel
 	st, err := rt.admit(bctx)
 	if err != nil {
-		cancel()
+		cancel(nil)
 		s.remove(t)
 		return nil, c.refused(ctx, err)
 	}
+	s.bound(t, cancel)
 	rt.addTask(t)
 	call := Call{Name: name, Arguments: args, Principal: pr, Owner: rt.ref}
 	go c.runTask(bctx, rt, st, t, func(ctx context.Context) (Result, error) { return rt.callTool(ctx, call) })

@@ -11,19 +11,23 @@ import (
 	"github.com/livereg/livereg/internal/quote"
 )
 
-// The store of a catalog's tasks (task.go): bounded in all and per
-// credential, with a byte budget for kept results, and swept of expired
-// tasks by its own operations, never by a timer.
+// The store of a catalog's tasks (task.go): bounded in all, per share
+// and for the anonymous shares together (taskshare.go), with a byte
+// budget for kept results, and swept of expired tasks by its own
+// operations, never by a timer.
 
 // taskStore holds a catalog's tasks.
 type taskStore struct {
 	mu        sync.Mutex
 	byID      map[string]*task
-	perCaller map[[32]byte]int
-	ended     []*task // ended tasks, in the order they ended, which is the order they expire
+	perCaller map[[32]byte]int // by share (taskshare.go)
+	anonHeld  int              // held by anonymous shares
+	ended     []*task          // ended tasks, in the order they ended, which is the order they expire
 	bytes     int64
 	max       int
 	perMax    int
+	anonMax   int // 0: no pool
+	lifetime  time.Duration
 	maxBytes  int64
 	ttl       time.Duration
 	now       func() time.Time
@@ -41,9 +45,16 @@ func newTaskStore(cfg Config) (*taskStore, error) {
 	if cfg.MaxTasks < 0 || cfg.MaxTasksPerCaller < 0 || cfg.MaxTaskResultBytes < 0 || cfg.TaskTTL < 0 {
 		return nil, fmt.Errorf("%w: negative task bound", ErrInvalidConfig)
 	}
+	maxTasks := orDefault(cfg.MaxTasks, defaultMaxTasks)
+	anonMax := cfg.MaxAnonymousTasks
+	if anonMax == 0 {
+		anonMax = max(1, int(float64(maxTasks)*defaultAnonymousTasks))
+	}
+	lifetime := cmpOrDuration(cfg.MaxTaskLifetime, defaultTaskLifetime)
 	return &taskStore{
+		anonMax: max(anonMax, 0), lifetime: max(lifetime, 0),
 		byID: map[string]*task{}, perCaller: map[[32]byte]int{},
-		max: orDefault(cfg.MaxTasks, defaultMaxTasks), perMax: orDefault(cfg.MaxTasksPerCaller, defaultMaxTasksPerCaller),
+		max: maxTasks, perMax: orDefault(cfg.MaxTasksPerCaller, defaultMaxTasksPerCaller),
 		maxBytes: cmpOrInt64(cfg.MaxTaskResultBytes, defaultMaxTaskBytes),
 		ttl:      cmpOrDuration(cfg.TaskTTL, defaultTaskTTL), now: time.Now,
 	}, nil
@@ -92,8 +103,11 @@ func (s *taskStore) sweep(now time.Time) {
 // drop removes t from the store; s.mu is held.
 func (s *taskStore) drop(t *task) {
 	delete(s.byID, t.id)
-	if s.perCaller[t.caller]--; s.perCaller[t.caller] <= 0 {
-		delete(s.perCaller, t.caller)
+	if s.perCaller[t.share]--; s.perCaller[t.share] <= 0 {
+		delete(s.perCaller, t.share)
+	}
+	if t.anon {
+		s.anonHeld--
 	}
 	s.bytes -= t.size
 }
@@ -166,15 +180,18 @@ func (s *taskStore) add(t *task) error {
 	defer s.mu.Unlock()
 	now := s.now()
 	s.sweep(now)
-	switch {
-	case len(s.byID) >= s.max:
+	if len(s.byID) >= s.max {
 		return fmt.Errorf("catalog: %w: %d tasks held, the most the catalog keeps", ErrTooManyTasks, len(s.byID))
-	case s.perCaller[t.caller] >= s.perMax:
-		return fmt.Errorf("catalog: %w: %d tasks held for this credential, the most one keeps", ErrTooManyTasks, s.perCaller[t.caller])
+	}
+	if err := s.overShare(t); err != nil {
+		return err
 	}
 	t.created, t.updated = now, now
 	s.byID[t.id] = t
-	s.perCaller[t.caller]++
+	s.perCaller[t.share]++
+	if t.anon {
+		s.anonHeld++
+	}
 	return nil
 }
 

@@ -183,7 +183,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Re
 	}
 	opts := []catalog.CallOption{catalog.WithClient(rd.client(cl))}
 	if rd != nil && declaresTasks(p.Meta) && (!isForwarded(req.Extra) || s.stampsTasks()) {
-		opts = append(opts, catalog.WithTasks()) // tasks.go
+		opts = append(opts, catalog.WithTasks(), catalog.WithTaskShare(s.taskShare(ctx, req, cred))) // tasks.go, taskfront.go
 	}
 	res, err := s.cat.CallTool(ctx, p.Name, p.Arguments, cred, opts...)
 	if err == nil && res.Task != nil {

@@ -112,7 +112,11 @@
 // CreateTaskResult, and the rest runs as a catalog task, which tasks/get,
 // tasks/update and tasks/cancel (answered by the front, which the SDK
 // does not know) read, answer and end, with the credential that started
-// it alone. A task lives no longer than its consumer. A subscriptions/listen
+// it alone, authenticated again on each (401 once expired or revoked),
+// after the Host, Origin, Content-Type and Accept checks of every request
+// (taskfront.go). A task counts against its caller's share of the
+// catalog's task caps, its principal or else its address, and lives no
+// longer than its consumer nor catalog.Config.MaxTaskLifetime. A subscriptions/listen
 // that names tasks (its filter's taskIds) hears each change of those the
 // same credential can read as notifications/tasks, until each ends, its
 // consumer's death included.

@@ -343,8 +343,16 @@ func (s *Server) serveForwarded(w http.ResponseWriter, r *http.Request, body *by
 			if s.fleet.onForwarded != nil {
 				s.fleet.onForwarded(r.Header.Get(methodHeader))
 			}
-			s.serveTasks(w, r, body.Bytes(), forwardedCredential(&mcp.RequestExtra{Header: r.Header}), true)
+			// Judged on the principal the forwarder asserted, under the
+			// caller's mark (dispatch.go's forwardedCaller).
+			ctx, cred := s.forwardedCaller(r.Context(), &mcp.RequestExtra{Header: r.Header})
+			if r = r.WithContext(ctx); s.tasksFront(w, r, cred) {
+				s.serveTasks(w, r, body.Bytes(), cred, true)
+			}
 			return
+		}
+		if startsTasks(r) {
+			r = withClient(r, addrClient(r)) // taskfront.go
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), nil, true); ok {
 			defer putBuf(body)

@@ -236,6 +236,12 @@ func (s *Server) relayTasks(w http.ResponseWriter, r *http.Request, data []byte,
 	if err != nil {
 		return err
 	}
+	if resp.StatusCode == http.StatusUnauthorized {
+		// The holder authenticated the credential again and refused it
+		// (taskfront.go): the caller gets what it would get here.
+		refuseUnauthenticated(w)
+		return nil
+	}
 	if _, ok := response(body); !ok && !rpcAnswer(body) {
 		return &hopStatus{code: resp.StatusCode, body: string(body[:min(len(body), 128)])}
 	}

@@ -112,6 +112,8 @@ func (s *Server) front(exposed bool) http.Handler {
 //     JSON-RPC batch, an id that would not survive a round trip, an
 //     overlong method (screen: 400 with -32600 or -32601);
 //   - answers tasks/get, tasks/update and tasks/cancel itself (tasks.go),
+//     after the Host, Content-Type and Accept checks the SDK would make
+//     and with their credential authenticated again (taskfront.go),
 //     and reads the taskIds of a subscriptions/listen, which the SDK
 //     drops, refusing them without the tasks extension (400, -32021;
 //     tasknotify.go);
@@ -178,6 +180,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 	var lt *taskListen
 	if r.Method == http.MethodPost {
 		cl := s.clientOf(r, principal)
+		if startsTasks(r) {
+			r = withClient(r, cl) // its task's share (taskfront.go)
+		}
 		var sl *slot
 		if id == "" && s.http.stateful && sdk == s.http.sdk {
 			var reason string
@@ -201,7 +206,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request, exposed bool)
 			// The SDK knows no tasks/* method: answered here (tasks.go).
 			defer putBuf(body)
 			ctx, cred := s.fleetCredential(r.Context(), bearer(r.Header))
-			s.serveTasks(w, r.WithContext(ctx), body.Bytes(), cred, false)
+			if r = r.WithContext(ctx); s.tasksFront(w, r, cred) {
+				s.serveTasks(w, r, body.Bytes(), cred, false)
+			}
 			return
 		}
 		if fr, ok := s.fastTake(r, body.Bytes(), sc, false); ok {

@@ -3,16 +3,19 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
 	"sync"
+	"time"
 
 	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 )
 
@@ -71,8 +74,11 @@ type taskListen struct {
 	ids   []string          // the agreed task IDs, as the client names them; not nil
 	local map[string]string // each agreed ID's catalog ID (fleettasks.go)
 	cred  string            // the listen's credential
-	subID json.RawMessage   // the listen's JSON-RPC id, for each notification's _meta
-	out   *eventWriter      // the stream's HTTP response
+	// expires is when the principal cred authenticated as expires, when
+	// the listen opened (zero: never); the watcher stops then.
+	expires time.Time
+	subID   json.RawMessage // the listen's JSON-RPC id, for each notification's _meta
+	out     *eventWriter    // the stream's HTTP response
 
 	once    sync.Once
 	watcher sync.WaitGroup
@@ -107,8 +113,17 @@ func (s *Server) listenTasks(w http.ResponseWriter, r *http.Request, data []byte
 	}
 	ids := msg.Params.Notifications.TaskIDs
 	ids = ids[:min(len(ids), maxListenTaskIDs)]
-	_, cred := s.fleetCredential(r.Context(), bearer(r.Header))
+	ctx, cred := s.fleetCredential(r.Context(), bearer(r.Header))
 	lt := &taskListen{ids: make([]string, 0, len(ids)), local: map[string]string{}, cred: cred, subID: msg.ID}
+	var err error
+	if lt.expires, err = s.stillValid(ctx, lt.cred); err != nil {
+		// A credential that no longer authenticates reads none of its
+		// tasks here, as on tasks/get (taskfront.go).
+		if errors.Is(err, bindsec.ErrAuthenticatorPanicked) {
+			s.logAuthPanic(err, "subscriptions/listen taskIds")
+		}
+		return lt, true
+	}
 	for _, id := range ids {
 		if slices.Contains(lt.ids, id) {
 			continue
@@ -208,15 +223,24 @@ func (s *Server) sendListenAck(next mcp.MethodHandler) mcp.MethodHandler {
 // Changes that come faster than the stream takes them are sent as one,
 // the latest: a notification is the task as it reads when it is sent. A
 // task that expired unseen is dropped, and so are all of them once the
-// stream cannot be written.
+// stream cannot be written. It stops too when the listen's credential
+// expires (taskListen.expires): the credential is judged when the listen
+// opens and at its expiry, not at each change (a revocation without an
+// expiry is seen by the next listen or tasks/get).
 //
 // It waits on ctx and the tasks' change channels in one select
 // (reflect.Select: a stream watches up to maxListenTaskIDs tasks, and a
 // goroutine per task would cost more than a select per change).
 func (s *Server) watchTasks(ctx context.Context, lt *taskListen) {
-	cases := make([]reflect.SelectCase, 1, len(lt.ids)+1)
+	cases := make([]reflect.SelectCase, 1, len(lt.ids)+2)
 	cases[0] = reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(ctx.Done())}
-	ids := make([]string, 1, len(lt.ids)+1) // ids[i] is cases[i]'s task
+	if !lt.expires.IsZero() {
+		expired, stop := listenExpiry(time.Until(lt.expires))
+		defer stop()
+		cases = append(cases, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(expired)})
+	}
+	fixed := len(cases)                             // ctx, and the expiry if any
+	ids := make([]string, fixed, len(lt.ids)+fixed) // ids[i] is cases[i]'s task
 	for _, id := range lt.ids {
 		ch, ok := s.sendTask(lt, id)
 		if !ok {
@@ -227,9 +251,9 @@ func (s *Server) watchTasks(ctx context.Context, lt *taskListen) {
 			ids = append(ids, id)
 		}
 	}
-	for len(cases) > 1 {
+	for len(cases) > fixed {
 		i, _, _ := reflect.Select(cases)
-		if i == 0 {
+		if i < fixed {
 			return
 		}
 		ch, ok := s.sendTask(lt, ids[i])

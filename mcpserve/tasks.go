@@ -28,7 +28,10 @@ import (
 // the caller's credential alone, as the catalog rules (catalog/task.go);
 // an unknown task and another credential's get the same -32602. The SDK
 // does not know the tasks/* methods, so the front answers them before
-// the SDK sees them (serveTasks). A client that would rather not poll
+// the SDK sees them (serveTasks), once they passed the checks the SDK
+// makes of every other method and their credential authenticated again
+// (taskfront.go); a task counts against its caller's share of the task
+// caps, the principal or else the address. A client that would rather not poll
 // names its tasks in a subscriptions/listen's filter (taskIds) and hears
 // each change as notifications/tasks, the same DetailedTask, its
 // consumer's death included (tasknotify.go).
@@ -193,7 +196,13 @@ func (s *Server) detailedTask(info catalog.TaskInfo, wireID string) map[string]a
 		if errors.Is(info.Err, catalog.ErrRouteGone) {
 			code = jsonrpc.CodeInvalidParams
 		}
-		out["error"] = map[string]any{"code": code, "message": info.Err.Error()}
+		e := map[string]any{"code": code, "message": info.Err.Error()}
+		if errors.Is(info.Err, catalog.ErrTaskLifetime) {
+			// Its body ran for catalog.Config.MaxTaskLifetime: the same
+			// call would be cut short again.
+			e["data"] = map[string]any{"reason": "task_lifetime", "retryable": false}
+		}
+		out["error"] = e
 	case catalog.TaskInputRequired:
 		reqs := map[string]any{}
 		for _, q := range info.Requests {

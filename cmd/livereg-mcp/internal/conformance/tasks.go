@@ -24,6 +24,9 @@ type computeIn struct {
 	Label   string  `json:"label"`
 }
 
+// maxComputeSeconds bounds slow_compute's seconds.
+const maxComputeSeconds = 60
+
 // pauseFor waits d, or until ctx ends (a cancelled task's body).
 func pauseFor(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -49,8 +52,11 @@ func (s *set) tasks() {
 			}
 			return catalog.TextResult("Hello, " + in.Name + "!"), nil
 		})
-	s.tool(catalog.Tool{Name: "slow_compute", Description: "Sleeps the seconds asked, then answers; runs as a task.", TaskSupport: catalog.TaskOptional,
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number"},"label":{"type":"string"}}}`)},
+	// Its seconds are bounded by its schema, which the catalog checks
+	// before the body runs: a client cannot hold a task, and its share
+	// of the task caps, for longer than maxComputeSeconds.
+	s.tool(catalog.Tool{Name: "slow_compute", Description: "Sleeps the seconds asked (at most 60), then answers; runs as a task.", TaskSupport: catalog.TaskOptional,
+		InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"seconds":{"type":"number","minimum":0,"maximum":%d},"label":{"type":"string"}}}`, maxComputeSeconds))},
 		func(ctx context.Context, c catalog.Call) (catalog.Result, error) {
 			var in computeIn
 			if len(c.Arguments) > 0 {
