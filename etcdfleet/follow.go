@@ -33,7 +33,20 @@ func (r *Replica) list(ctx context.Context) (int64, error) {
 	rev := resp.Header.Revision
 	recs := make(map[string]Record, len(resp.Kvs))
 	kvs := make(map[string]*mvccpb.KeyValue, len(resp.Kvs))
+	// Enrollments and revocations first: the records of one revision are
+	// judged by the enrollments of that revision, whatever their order.
+	// Revocations seen before stay (see noteIdentity).
+	r.trust.reg.byName = map[string]enrolled{}
 	for _, kv := range resp.Kvs {
+		if r.identityDir(string(kv.Key)) != "" {
+			r.noteIdentity(kv, false, map[string]bool{})
+		}
+	}
+	r.trust.publish()
+	for _, kv := range resp.Kvs {
+		if r.identityDir(string(kv.Key)) != "" {
+			continue
+		}
 		kvs[string(kv.Key)] = kv
 		if rec, ok := r.admit(kv); ok {
 			recs[string(kv.Key)] = rec
@@ -191,9 +204,27 @@ func (r *Replica) applyEvents(evs []*clientv3.Event) int64 {
 		rev    int64
 		repair []*claim
 	)
+	// Enrollments and revocations first (see list). A replica whose
+	// enrollment changed, went or was revoked loses every record the view
+	// holds of it; those it signs under a new enrollment come after it.
+	dirty := map[string]bool{}
+	for _, ev := range evs {
+		rev = ev.Kv.ModRevision
+		if r.identityDir(string(ev.Kv.Key)) != "" {
+			r.noteIdentity(ev.Kv, ev.Type == clientv3.EventTypeDelete, dirty)
+		}
+	}
+	if len(dirty) > 0 {
+		r.trust.publish()
+		for _, k := range r.view.keysOf(dirty) {
+			puts[k] = nil
+		}
+	}
 	for _, ev := range evs {
 		key := string(ev.Kv.Key)
-		rev = ev.Kv.ModRevision
+		if r.identityDir(key) != "" {
+			continue
+		}
 		kv := ev.Kv
 		if ev.Type == clientv3.EventTypeDelete {
 			kv = nil
@@ -203,7 +234,7 @@ func (r *Replica) applyEvents(evs []*clientv3.Event) int64 {
 		} else {
 			puts[key] = nil
 		}
-		if c := r.tampered(key, kv, rev); c != nil && !slices.Contains(repair, c) {
+		if c := r.tampered(key, kv, ev.Kv.ModRevision); c != nil && !slices.Contains(repair, c) {
 			repair = append(repair, c)
 		}
 	}

@@ -2,11 +2,13 @@ package etcdfleet
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -37,6 +39,11 @@ type Replica struct {
 	trust      *trust         // what the follower believes (trust.go)
 	// incarnation names this process in its membership (holder.go).
 	incarnation string
+	// key is this replica's own (Config.Key or drawn at Join), and
+	// enrollKey and enrollVal its enrollment, signed by the fleet
+	// authority at Join and put again with each session (identity.go).
+	key                  ed25519.PrivateKey
+	enrollKey, enrollVal string
 
 	mu      sync.Mutex
 	sess    *concurrency.Session // nil between sessions and once closed
@@ -76,12 +83,22 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w: %w", ErrInvalidConfig, err)
 	}
+	key := cfg.Key
+	if key == nil {
+		if _, key, err = ed25519.GenerateKey(nil); err != nil {
+			return nil, fmt.Errorf("etcdfleet: join: %w", err)
+		}
+	}
+	ekey, eval, err := tr.auth.enroll(cfg.Prefix, cfg.Replica, key.Public().(ed25519.PublicKey), cfg.Advertise)
+	if err != nil {
+		return nil, fmt.Errorf("etcdfleet: join: %w", err)
+	}
 	cli, err := dial(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Replica{trust: tr, incarnation: newIncarnation(),
+	r := &Replica{trust: tr, incarnation: newIncarnation(), key: key, enrollKey: ekey, enrollVal: eval,
 		cfg: cfg, cli: cli, ctx: rctx, cancel: cancel,
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
 		view: newView(), followDone: make(chan struct{}), pause: make(chan struct{}),
@@ -308,7 +325,9 @@ func (r *Replica) Close(ctx context.Context) error {
 	}
 	var err error
 	if s != nil {
-		if _, e := r.cli.Revoke(ctx, s.Lease()); e != nil {
+		// A lease already gone (revoked with the replica's key: see
+		// Revoke) took the keys with it.
+		if _, e := r.cli.Revoke(ctx, s.Lease()); e != nil && !errors.Is(e, rpctypes.ErrLeaseNotFound) {
 			err = fmt.Errorf("etcdfleet: close: revoke: %w", unavailable(e))
 		}
 	}

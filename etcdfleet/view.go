@@ -138,6 +138,20 @@ func (v *View) Holder(key string) (Record, bool) {
 	return rec, ok
 }
 
+// keysOf returns the keys of the records the view holds of the replicas
+// named. Only the follower calls it; O(records).
+func (v *View) keysOf(replicas map[string]bool) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var keys []string
+	for k, rec := range v.recs {
+		if replicas[rec.Replica] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // shown returns the records the view shows: none while hidden. v.mu is
 // held.
 func (v *View) shown() map[string]Record {
