@@ -69,12 +69,13 @@ type Replica struct {
 // once both are done, so a cluster that does not answer within ctx gives
 // ErrUnavailable (wrapping ctx's error), with the client closed and nothing
 // granted or running; a bad Config gives ErrInvalidConfig before anything
-// is dialled, and credentials the cluster refuses give ErrAuthFailed.
+// is dialled, credentials the cluster refuses give ErrAuthFailed, and a
+// Config.Key that the fleet authority revoked gives ErrRevoked.
 // Cost: four round trips (five with Config.Username): the watch the view
 // follows opens before the listing, so that it follows from the start, and
-// the session's lease is granted, then the replica's membership put under
-// it (holder.go); each later session costs the last two again. Close the
-// Replica when done.
+// the session's lease is granted, then the replica's enrollment and
+// membership put under it in one Txn (holder.go); each later session costs
+// the last two again. Close the Replica when done.
 func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w", err)
