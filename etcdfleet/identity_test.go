@@ -1,6 +1,7 @@
 package etcdfleet_test
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/hkdf"
 	"crypto/hmac"
@@ -16,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/etcdfleet"
 	"github.com/livereg/livereg/etcdfleet/embedded"
@@ -415,4 +417,43 @@ func TestFleetOfPrefixUsers(t *testing.T) {
 	waitDone(t, k)
 	a.mustStart(t, life, "on_b")
 	waitView(t, a.View(), "a's claim on b's old name", func() bool { return heldBy(a.View(), toolKey("on_b"), "a") })
+}
+
+// A listing judges every record by the enrollments and revocations of its
+// own revision, whatever order their keys sort in: a replica whose
+// follower missed a revocation that was then compacted away lists the
+// prefix again and drops the revoked replica's membership and prompt
+// (keys that sort before the revocation's) as well as its tool, while it
+// still lists the others' records, enrolled under keys that sort first.
+func TestRelistAppliesRevocationsFirst(t *testing.T) {
+	ep := startEtcd(t)
+	cli := client(t, ep)
+	a := joinAs(t, ep, "a", epA, nil)
+	b := joinAs(t, ep, "b", epB, nil)
+	c := joinAs(t, ep, "c", epC, nil)
+	life := lifeFor(t)
+	b.mustStart(t, life, "on_b")
+	k, err := b.cat.StartPrompt(life, catalog.Prompt{Name: "prompt_b"}, bindsec.Plan{Public: true},
+		func(context.Context, catalog.PromptGet) (catalog.PromptResult, error) { return catalog.PromptResult{}, nil })
+	require.NoError(t, err)
+	b.keep(k)
+	c.mustStart(t, life, "on_c")
+	member := prefix + "/replicas/b"
+	waitView(t, a.View(), "b's and c's records listed", func() bool {
+		return heldBy(a.View(), toolKey("on_b"), "b") && heldBy(a.View(), promptKey("prompt_b"), "b") &&
+			heldBy(a.View(), member, "b") && heldBy(a.View(), toolKey("on_c"), "c")
+	})
+
+	resume := a.PauseFollower()
+	key, val := etcdfleet.Revocation(fleetToken, prefix, "b", b.PublicKey())
+	put(t, cli, key, val)
+	compact(t, ctxFor(t), cli)
+	c.mustStart(t, life, "after")
+	resume()
+	waitView(t, a.View(), "the listing after the compaction", func() bool { return heldBy(a.View(), toolKey("after"), "c") })
+	for _, k := range []string{member, promptKey("prompt_b"), toolKey("on_b")} {
+		assert.False(t, heldBy(a.View(), k, "b"), "%s of the revoked replica is listed", k)
+	}
+	assert.True(t, heldBy(a.View(), toolKey("on_c"), "c"))
+	assert.True(t, heldBy(a.View(), prefix+"/replicas/c", "c"))
 }
