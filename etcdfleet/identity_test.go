@@ -434,7 +434,9 @@ func TestRelistAppliesRevocationsFirst(t *testing.T) {
 	life := lifeFor(t)
 	b.mustStart(t, life, "on_b")
 	k, err := b.cat.StartPrompt(life, catalog.Prompt{Name: "prompt_b"}, bindsec.Plan{Public: true},
-		func(context.Context, catalog.PromptGet) (catalog.PromptResult, error) { return catalog.PromptResult{}, nil })
+		func(context.Context, catalog.PromptGet) (catalog.PromptResult, error) {
+			return catalog.PromptResult{}, nil
+		})
 	require.NoError(t, err)
 	b.keep(k)
 	c.mustStart(t, life, "on_c")
