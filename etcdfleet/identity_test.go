@@ -449,10 +449,23 @@ func TestRelistAppliesRevocationsFirst(t *testing.T) {
 	resume := a.PauseFollower()
 	key, val := etcdfleet.Revocation(fleetToken, prefix, "b", b.PublicKey())
 	put(t, cli, key, val)
+	c.mustStart(t, life, "during") // the compaction must pass the revocation's revision
 	compact(t, ctxFor(t), cli)
 	c.mustStart(t, life, "after")
+	relisted := make(chan struct{}, 1)
+	a.SetBeforeList(func() {
+		select {
+		case relisted <- struct{}{}:
+		default:
+		}
+	})
 	resume()
 	waitView(t, a.View(), "the listing after the compaction", func() bool { return heldBy(a.View(), toolKey("after"), "c") })
+	select {
+	case <-relisted:
+	default:
+		t.Fatal("a did not list the prefix again after the compaction: the test proves nothing")
+	}
 	for _, k := range []string{member, promptKey("prompt_b"), toolKey("on_b")} {
 		assert.False(t, heldBy(a.View(), k, "b"), "%s of the revoked replica is listed", k)
 	}
