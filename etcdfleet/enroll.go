@@ -71,7 +71,7 @@ func (r *Replica) identityDir(key string) string {
 // noteIdentity applies kv, a put (or, with deleted, a delete) of an
 // enrollment or revocation key, to the follower's table, and adds to
 // dirty the replicas whose records must be checked again: those whose
-// enrollment changed, went or was revoked. An enrollment or revocation
+// enrollment changed, went or was revoked. The caller publishes the table. An enrollment or revocation
 // that does not verify is counted and logged as a dropped record; one
 // put over an enrollment removes it.
 func (r *Replica) noteIdentity(kv *mvccpb.KeyValue, deleted bool, dirty map[string]bool) {
@@ -99,8 +99,13 @@ func (r *Replica) noteIdentity(kv *mvccpb.KeyValue, deleted bool, dirty map[stri
 	}
 	esc := key[len(r.cfg.Prefix)+len("/"+enrollDir+"/"):]
 	name, err := url.PathUnescape(esc)
-	if err != nil {
-		name = esc
+	if err != nil || enrollKey(r.cfg.Prefix, name) != key {
+		// Not the key of any replica's enrollment: it enrolls nobody,
+		// and removes nobody's.
+		if !deleted {
+			r.reject(key, fmt.Errorf("%w: a key whose name is not canonically escaped", errBadEnrollment))
+		}
+		return
 	}
 	old, had := reg.byName[name]
 	drop := func() {

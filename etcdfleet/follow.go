@@ -207,18 +207,21 @@ func (r *Replica) applyEvents(evs []*clientv3.Event) int64 {
 	// Enrollments and revocations first (see list). A replica whose
 	// enrollment changed, went or was revoked loses every record the view
 	// holds of it; those it signs under a new enrollment come after it.
-	dirty := map[string]bool{}
+	dirty, identities := map[string]bool{}, false
 	for _, ev := range evs {
 		rev = ev.Kv.ModRevision
 		if r.identityDir(string(ev.Kv.Key)) != "" {
 			r.noteIdentity(ev.Kv, ev.Type == clientv3.EventTypeDelete, dirty)
+			identities = true
 		}
 	}
-	if len(dirty) > 0 {
+	if identities {
+		// Published even when no replica is dirty: a new session's
+		// enrollment moves to a new lease, which Revoke revokes.
 		r.trust.publish()
-		for _, k := range r.view.keysOf(dirty) {
-			puts[k] = nil
-		}
+	}
+	for _, k := range r.view.keysOf(dirty) {
+		puts[k] = nil
 	}
 	for _, ev := range evs {
 		key := string(ev.Kv.Key)

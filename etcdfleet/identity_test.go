@@ -278,6 +278,7 @@ func TestBadEnrollmentsDropped(t *testing.T) {
 		prefix + "/enroll/unknown": stranger,
 		prefix + "/enroll/z":       "not json",
 		prefix + "/revoked/AAAA":   good,
+		prefix + "/enroll/%62":     good, // not b's key: "b" escapes to "b"
 	}
 	before := a.Rejected()
 	for key, val := range bad {
@@ -290,6 +291,7 @@ func TestBadEnrollmentsDropped(t *testing.T) {
 	b.mustStart(t, life, "control")
 	waitView(t, a.View(), "the control listed", func() bool { return heldBy(a.View(), toolKey("control"), "b") })
 	assert.Equal(t, uint64(len(bad)+2), a.Rejected()-before)
+	assert.True(t, heldBy(a.View(), toolKey("control"), "b"), "a put under a key that is not b's enrollment's dropped b")
 	assert.NotContains(t, remoteTools(a.Replica), "by_x")
 	assert.NotContains(t, remoteTools(a.Replica), "by_y")
 	msg := []byte("m")
