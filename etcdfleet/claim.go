@@ -31,6 +31,11 @@ type Record struct {
 	// KindReplica; holder.go): the random name of the process that wrote
 	// it, the same across its sessions.
 	Incarnation string `json:"incarnation,omitempty"`
+	// Seq and Every are set in a replica's membership alone: the
+	// sequence number of this renewal, growing with each, and how often
+	// (in milliseconds) the replica renews it (liveness.go).
+	Seq   uint64 `json:"seq,omitempty"`
+	Every int64  `json:"every,omitempty"`
 	// Sig is the Ed25519 signature of the replica it names, by its
 	// enrolled key, over the rest, the key and the lease (base64url,
 	// unpadded): see the package doc's "What a replica trusts". Empty in

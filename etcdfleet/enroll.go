@@ -20,6 +20,7 @@ type enrolled struct {
 	endpoint string
 	lease    int64 // the lease the enrollment is attached to
 	revoked  bool  // in a published snapshot: the key is revoked
+	stale    bool  // in a published snapshot: the replica stopped renewing
 }
 
 // registry is the follower's table of enrollments and revocations. byName
@@ -49,6 +50,9 @@ func (t *trust) publish() {
 	m := make(map[string]enrolled, len(t.reg.byName))
 	for name, e := range t.reg.byName {
 		_, e.revoked = t.reg.revoked[string(e.pub)]
+		if l, ok := t.alive[name]; ok {
+			e.stale = l.stale
+		}
 		m[name] = e
 	}
 	t.snap.Store(&m)
@@ -166,6 +170,7 @@ func (r *Replica) Sign(msg []byte) ([]byte, error) {
 // a map lookup, the view's lock for a moment and one Ed25519
 // verification). Errors wrap ErrNotEnrolled (no enrollment in the view,
 // or the view is hidden while this replica is between sessions),
+// or the replica stopped renewing its membership; see liveness.go),
 // ErrRevoked or ErrBadSignature, and quote the name cut to 64 bytes.
 //
 // A revocation takes effect here when the follower sees it: as soon as
@@ -181,6 +186,8 @@ func (r *Replica) Verify(replica string, msg, sig []byte) error {
 		return fmt.Errorf("etcdfleet: verify %s: %w", quoted(replica), ErrNotEnrolled)
 	case e.revoked:
 		return fmt.Errorf("etcdfleet: verify %s: %w", quoted(replica), ErrRevoked)
+	case e.stale:
+		return fmt.Errorf("etcdfleet: verify %s: %w: it stopped renewing its membership", quoted(replica), ErrNotEnrolled)
 	case len(sig) != ed25519.SignatureSize || !ed25519.Verify(e.pub, frame(hopDomain, msg), sig):
 		return fmt.Errorf("etcdfleet: verify %s: %w", quoted(replica), ErrBadSignature)
 	}

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -50,6 +52,12 @@ func (r *Replica) list(ctx context.Context) (int64, error) {
 		kvs[string(kv.Key)] = kv
 		if rec, ok := r.admit(kv); ok {
 			recs[string(kv.Key)] = rec
+		}
+	}
+	// Forget the renewals of replicas whose membership is gone.
+	for name := range r.trust.alive {
+		if _, ok := kvs[r.cfg.Prefix+"/replicas/"+url.PathEscape(name)]; !ok {
+			delete(r.trust.alive, name)
 		}
 	}
 	r.view.reset(recs, rev, live, gen)
@@ -125,13 +133,15 @@ func (r *Replica) watchAndList(ctx context.Context) (int64, clientv3.WatchChan, 
 func (r *Replica) follow(rev int64, wch clientv3.WatchChan, cancel context.CancelFunc) {
 	defer close(r.followDone)
 	backoff := 10 * time.Millisecond
+	sweep := time.NewTicker(r.renewEvery())
+	defer sweep.Stop()
 	for r.ctx.Err() == nil {
 		if wch == nil {
 			var wctx context.Context
 			wctx, cancel = context.WithCancel(clientv3.WithRequireLeader(r.ctx))
 			wch = r.cli.Watch(wctx, r.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 		}
-		relist := r.consume(wch, cancel, &rev, &backoff)
+		relist := r.consume(wch, cancel, &rev, &backoff, sweep.C)
 		cancel()
 		wch = nil
 		if !relist {
@@ -154,9 +164,11 @@ func (r *Replica) follow(rev int64, wch clientv3.WatchChan, cancel context.Cance
 
 // consume applies wch's events past *rev to the view until the watch ends,
 // and reports whether the follower must list again.
-func (r *Replica) consume(wch clientv3.WatchChan, cancel context.CancelFunc, rev *int64, backoff *time.Duration) (relist bool) {
+func (r *Replica) consume(wch clientv3.WatchChan, cancel context.CancelFunc, rev *int64, backoff *time.Duration, sweep <-chan time.Time) (relist bool) {
 	for {
 		select {
+		case now := <-sweep:
+			r.sweepStale(now)
 		case <-r.trust.relist:
 			// A new session: list afresh, which shows the view again
 			// (see lose).
@@ -232,6 +244,11 @@ func (r *Replica) applyEvents(evs []*clientv3.Event) int64 {
 		if ev.Type == clientv3.EventTypeDelete {
 			kv = nil
 			puts[key] = nil
+			if name, ok := strings.CutPrefix(key, r.cfg.Prefix+"/replicas/"); ok {
+				if name, err := url.PathUnescape(name); err == nil {
+					delete(r.trust.alive, name)
+				}
+			}
 		} else if rec, ok := r.admit(ev.Kv); ok {
 			puts[key] = &rec
 		} else {

@@ -71,7 +71,7 @@ func (r *Replica) memberKey() string {
 func (r *Replica) join(ctx context.Context, s *concurrency.Session) (int64, error) {
 	ops := []clientv3.Op{clientv3.OpPut(r.enrollKey, r.enrollVal, clientv3.WithLease(s.Lease()))}
 	key := r.memberKey()
-	rec := Record{Replica: r.cfg.Replica, Endpoint: r.cfg.Advertise, Kind: KindReplica, Incarnation: r.incarnation}
+	rec := r.membership()
 	member := len(key) <= MaxKeyBytes && validRecord(r.cfg.Prefix, key, rec, r.trust.peerPath, r.trust.peers) == nil
 	if member {
 		val, err := seal(r.key, key, int64(s.Lease()), rec)

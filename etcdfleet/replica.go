@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -44,6 +45,7 @@ type Replica struct {
 	// authority at Join and put again with each session (identity.go).
 	key                  ed25519.PrivateKey
 	enrollKey, enrollVal string
+	seq                  atomic.Uint64 // the last membership renewal's (liveness.go)
 
 	mu      sync.Mutex
 	sess    *concurrency.Session // nil between sessions and once closed
@@ -122,6 +124,8 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	r.install(s, m)
 	go r.supervise(s)
 	go r.follow(rev, wch, wcancel)
+	r.undos.Add(1)
+	go r.renewals()
 	return r, nil
 }
 
@@ -144,6 +148,27 @@ func (r *Replica) open(ctx context.Context) (*concurrency.Session, member, error
 		return nil, member{}, err
 	}
 	return s, member{rev: rev}, nil
+}
+
+// renewals renews the membership every TTL/2 under the current session
+// (liveness.go), until the replica closes.
+func (r *Replica) renewals() {
+	defer r.undos.Done()
+	t := time.NewTicker(r.renewEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		s := r.sess
+		r.mu.Unlock()
+		if s != nil {
+			r.renew(s)
+		}
+	}
 }
 
 // unavailable marks a cluster that did not answer, keeping the cause.

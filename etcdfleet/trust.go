@@ -32,6 +32,8 @@ type trust struct {
 	relist   chan struct{} // a new session: the follower must list the prefix again
 
 	held map[string]*claim // this replica's claims by key; guarded by Replica.mu
+
+	alive map[string]*liveness // the follower's own, by replica name (liveness.go)
 }
 
 func newTrust(cfg Config) (*trust, error) {
@@ -49,7 +51,7 @@ func newTrust(cfg Config) (*trust, error) {
 	}
 	t := &trust{auth: auth, peerPath: cfg.PeerPath, peers: p, self: self,
 		reg:    registry{byName: map[string]enrolled{}, revoked: map[string]struct{}{}},
-		relist: make(chan struct{}, 1), held: map[string]*claim{},
+		relist: make(chan struct{}, 1), held: map[string]*claim{}, alive: map[string]*liveness{},
 		log: rejectLog{seen: map[string]struct{}{}}}
 	t.publish()
 	return t, nil
@@ -77,7 +79,12 @@ func (r *Replica) admit(kv *mvccpb.KeyValue) (Record, bool) {
 		r.reject(key, err)
 		return Record{}, false
 	}
-	return rec, true
+	// A stale replica's records are genuine, but not shown until it
+	// renews its membership (liveness.go).
+	if rec.Kind == KindReplica {
+		return rec, r.noteAlive(rec, time.Now())
+	}
+	return rec, !r.isStale(rec.Replica)
 }
 
 // rejectLog logs a dropped record once per key, and at most one line per
