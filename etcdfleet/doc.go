@@ -279,9 +279,13 @@
 // was signed for while that lease lives, which names the replica that
 // wrote it, and claim names under a lease of its own: its records are
 // never listed or located, but the names stay taken. It can also keep a
-// crashed replica's lease alive with keepalives, and so its claims and
-// membership, for as long as it goes on: the names stay listed, and calls
-// to them get a retryable peer_unavailable. Only etcd's own
+// crashed replica's lease alive with keepalives, and so its keys: the
+// names stay taken for as long as it goes on. They do not stay listed:
+// each replica renews its membership every TTL/2 with a signed, growing
+// sequence number, and a follower that has seen no renewal of a replica
+// for 4 TTLs (by its own clock) holds it stale: its records leave the
+// view and Peer, and Verify refuses it, until a renewal with a higher
+// sequence number, which no replay has, brings it back. Only etcd's own
 // authentication keeps writers out; a writer of the prefix learns no
 // secret and can make no replica believe a record it did not sign.
 //
