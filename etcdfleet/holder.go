@@ -20,7 +20,9 @@ import (
 // and its incarnation, a random name drawn once per process. It is put
 // when each session opens, attached to the session's lease, so it stands
 // exactly as long as the replica's lease does: a crashed process's goes
-// when its lease expires, as its claims do.
+// when its lease expires, as its claims do. It is put again every TTL/2
+// with a growing sequence number (liveness.go), so that a lease kept alive
+// by someone else's keepalives does not keep it believed.
 //
 // It is what tells the others whether a task's holder (package mcpserve's
 // tasks across a fleet) is still alive once it holds no claim: a task
