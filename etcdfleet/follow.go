@@ -250,7 +250,9 @@ func (r *Replica) applyEvents(evs []*clientv3.Event) int64 {
 				}
 			}
 		} else if rec, ok := r.admit(ev.Kv); ok {
-			puts[key] = &rec
+			if _, pending := puts[key]; pending || !r.view.renewal(key, rec) {
+				puts[key] = &rec
+			}
 		} else {
 			puts[key] = nil
 		}
@@ -258,7 +260,12 @@ func (r *Replica) applyEvents(evs []*clientv3.Event) int64 {
 			repair = append(repair, c)
 		}
 	}
-	r.view.apply(puts, rev)
+	if len(puts) == 0 {
+		// Renewals alone: nothing any reader of the view sees changed.
+		r.view.advance(rev)
+	} else {
+		r.view.apply(puts, rev)
+	}
 	for _, c := range repair {
 		r.repair(c)
 	}

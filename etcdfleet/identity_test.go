@@ -524,3 +524,27 @@ func TestStaleReplicaDropped(t *testing.T) {
 	assert.False(t, heldBy(a.View(), member, "b"), "a replayed membership brought b back")
 	assert.False(t, heldBy(a.View(), toolKey("on_b"), "b"))
 }
+
+// Membership renewals change nothing a reader of the view sees: over
+// several renewal periods of a quiet fleet the view's version stays put,
+// while its revision moves with the renewals.
+func TestRenewalsAreQuiet(t *testing.T) {
+	ep := startEtcd(t)
+	a := joinAs(t, ep, "a", epA, nil)
+	b := joinAs(t, ep, "b", epB, nil)
+	b.mustStart(t, lifeFor(t), "on_b")
+	waitView(t, a.View(), "b's route listed", func() bool { return heldBy(a.View(), toolKey("on_b"), "b") })
+	before, rev := a.View().Version(), a.View().Revision()
+	// Renewals every TTL/2 = 500 ms: wait until the view's revision has
+	// moved past several of them, by either replica.
+	deadline := time.After(patience)
+	for a.View().Revision() < rev+4 {
+		select {
+		case <-deadline:
+			t.Fatalf("no renewals seen: revision %d, from %d", a.View().Revision(), rev)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	assert.Equal(t, before, a.View().Version(), "renewals moved the view's version")
+	assert.True(t, heldBy(a.View(), prefix+"/replicas/b", "b"))
+}
