@@ -31,10 +31,16 @@ type Record struct {
 	// KindReplica; holder.go): the random name of the process that wrote
 	// it, the same across its sessions.
 	Incarnation string `json:"incarnation,omitempty"`
-	// MAC authenticates the rest, the key and the lease (base64url,
+	// Seq and Every are set in a replica's membership alone: the
+	// sequence number of this renewal, growing with each, and how often
+	// (in milliseconds) the replica renews it (liveness.go).
+	Seq   uint64 `json:"seq,omitempty"`
+	Every int64  `json:"every,omitempty"`
+	// Sig is the Ed25519 signature of the replica it names, by its
+	// enrolled key, over the rest, the key and the lease (base64url,
 	// unpadded): see the package doc's "What a replica trusts". Empty in
 	// the record a follower hands out, once checked.
-	MAC string `json:"mac,omitempty"`
+	Sig string `json:"sig,omitempty"`
 }
 
 // ToolDesc is a tool route as a claim records it.
@@ -167,7 +173,7 @@ func (r *Replica) Claim(ctx context.Context, cl catalog.Claim) (func(), error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	val, err := r.trust.keys.seal(key, int64(s.Lease()), rec)
+	val, err := seal(r.key, key, int64(s.Lease()), rec)
 	if err != nil {
 		return nil, wrap(fmt.Errorf("%w: %w", errInvalidName, err))
 	}
@@ -285,7 +291,7 @@ func (c *claim) delete() error {
 	return err
 }
 
-// DecodeRecord decodes a claim key's value. It checks neither the MAC nor
+// DecodeRecord decodes a claim key's value. It checks neither the signature nor
 // the route: what a follower believes goes through both (the package
 // doc's "What a replica trusts").
 func DecodeRecord(b []byte) (Record, error) {

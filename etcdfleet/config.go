@@ -1,6 +1,7 @@
 package etcdfleet
 
 import (
+	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
@@ -83,17 +84,25 @@ type Config struct {
 	Username, Password string
 
 	// Token is the fleet token, the same on every replica (package
-	// mcpserve's Fleet.Token): at least MinTokenBytes. Every record this
-	// replica writes carries a MAC under a key derived from it, and the
-	// follower believes only records that verify (the package doc's "What
-	// a replica trusts"). Required.
+	// mcpserve's Fleet.Token): at least MinTokenBytes. It never leaves the
+	// process: the fleet authority's Ed25519 key is derived from it, which
+	// enrolls this replica's own key (Key) at Join, and the follower
+	// believes only records signed by an enrolled key (the package doc's
+	// "Who a replica is"). Required.
 	Token string
-	// PreviousTokens are other fleet tokens accepted when verifying a
-	// record, never used to sign one (package mcpserve's
-	// Fleet.PreviousTokens does the same for the hop): the package doc's
-	// "What a replica trusts" says how a fleet rotates its token without
+	// PreviousTokens are other fleet tokens whose authorities' enrollments
+	// and revocations are accepted, never used to sign one: the package
+	// doc's "Rotation" says how a fleet rotates its token without
 	// downtime with them. Each is at least MinTokenBytes.
 	PreviousTokens []string
+
+	// Key is this replica's own Ed25519 private key, which signs its
+	// records and (Replica.Sign) its forwarded requests; nil means a fresh
+	// key drawn at Join, for this process alone. A key of the wrong size,
+	// or whose public half is not its seed's, fails Join with
+	// ErrInvalidConfig. No error or log of this package quotes it.
+	Key ed25519.PrivateKey
+
 	// PeerPath is the path every record's endpoint must end in; empty
 	// means DefaultPeerPath. Advertise must end in it too.
 	PeerPath string
@@ -151,6 +160,9 @@ func (cfg *Config) check() error {
 		return fmt.Errorf("%w: advertised endpoint %q: %w", ErrInvalidConfig, cfg.Advertise, err)
 	}
 	if err := cfg.checkTrust(); err != nil {
+		return err
+	}
+	if err := checkKey(cfg.Key); err != nil {
 		return err
 	}
 	if cfg.Logger == nil {

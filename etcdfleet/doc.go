@@ -137,30 +137,99 @@
 // certificate if the cluster wants one; Config.Username and
 // Config.Password log in as an etcd user, for a cluster with auth on
 // (etcdctl auth enable). Such a user needs a role with readwrite
-// permission on the keys under the prefix. A wrong password fails Join with
+// permission on the keys under the prefix, and nothing more (package
+// embedded's GrantPrefix makes one). A wrong password fails Join with
 // ErrAuthFailed, which quotes the user, never the password. Command
-// livereg-mcp's -etcd-embedded runs its etcd with auth on, its root
-// password derived from the fleet token.
+// livereg-mcp's -etcd-embedded runs its etcd with auth on: root's password
+// is random and stays in the data directory, and the replicas log in as a
+// user of the prefix alone.
+//
+// # Who a replica is
+//
+// Each replica has its own Ed25519 key pair (Config.Key, or one drawn at
+// Join for the process). The fleet authority, an Ed25519 key derived from
+// Config.Token with HKDF-SHA256 and a label of its own, enrolls it: at
+// Join, and again with each new session, the replica puts its enrollment,
+//
+//	<prefix>/enroll/<name>       the replica's name, public key and endpoint
+//
+// signed by the authority over the key it is stored under and its fields,
+// attached to the replica's lease, in the same Txn as its membership and
+// before any claim: a follower always sees a replica's enrollment before
+// a record the replica signs, whether it follows the watch or lists the
+// prefix again (after a compaction, say), since it applies the
+// enrollments and revocations of a listing or a watch response before its
+// records. The token itself never leaves the process, and nothing stored
+// in etcd (enrollments, signatures, records) gives it, the authority's
+// key or any key derived from it away.
+//
+// A follower believes a record only if it is signed by the enrolled key
+// of the replica the record names, and only if the record's endpoint is
+// that replica's enrolled endpoint: a replica signs only its own records,
+// and a record signed by A for a name on B is dropped. When a replica's
+// enrollment changes (a restart with a new key), goes or is revoked,
+// every record the view holds of it goes with it; those it signs under a
+// new enrollment come after that enrollment.
+//
+// Revocation. [Replica.Revoke] puts, for good, a revocation signed by the
+// authority,
+//
+//	<prefix>/revoked/<key>       the revoked public key (base64url)
+//
+// and revokes the lease the replica's enrollment hangs on. Every follower
+// that sees the revocation drops the revoked replica's records at once,
+// and [Replica.Verify] refuses the key: the bound is the follower's lag
+// behind etcd (a watch event), and for a replica cut off from etcd the
+// TTL, after which it loses its session and hides its view, and Verify
+// refuses every replica until it lists the prefix again. Deleting a
+// revocation revokes nothing back: a follower keeps the revocations it has
+// seen. The revoked process cannot open a session with that key again
+// (Join, and each new session, check in the same Txn that no revocation
+// names it: ErrRevoked). The others go on serving; nobody restarts.
+//
+// [Replica.Self], [Replica.Sign] and [Replica.Verify] are package
+// mcpserve's Identity for the fleet hop: a forwarder signs each request
+// with its own key, and the holder verifies it against the forwarder's
+// enrollment as its view has it now, without a round trip to etcd.
+//
+// Why Ed25519 keys enrolled by an authority, and not mTLS with a fleet CA:
+// records sit in etcd and are read by every replica long after the
+// connection that wrote them is gone, so they must carry their own
+// signatures whatever the transport; the same key then signs forwarded
+// requests, whose signature also covers a timestamp and a nonce (package
+// mcpserve), which TLS alone would not bind to the request. Revoking a key
+// is one record every replica already watches, where a CA would need a
+// revocation list or short-lived certificates distributed out of band.
+// TLS still protects the hop and etcd connections from sniffers; it is not
+// what names a replica.
+//
+// What token mode still trusts. With the authority derived from the token,
+// every holder of the token can enroll keys: a revocation shuts out a key
+// (a leaked one, a retired replica), not a holder of the token, who can
+// enroll a fresh one. To shut such a holder out, rotate the token (see
+// "Rotation" below).
 //
 // # What a replica trusts
 //
 // Anyone who can write the prefix in etcd could otherwise list a route on
 // every replica, or point a genuine route at a listener of their own and
-// receive, with every forwarded call, the fleet token and the caller's
-// credential. So a replica believes a record only if the fleet wrote it,
-// and only if it is a route a replica could have written.
+// receive every forwarded call. So a replica believes a record only if
+// the replica it names wrote it, and only if it is a route a replica could
+// have written.
 //
-// Signed records. Every record carries, in its flat "mac" field, an
-// HMAC-SHA256 (base64url) over the key, the lease the key is attached to
-// and the record's canonical JSON encoding with the MAC empty: replica,
-// endpoint, owner, kind and descriptor. The MAC key is derived from
-// Config.Token with HKDF-SHA256 and a fixed label, so the bearer token
-// itself is never a MAC key. A follower decodes the value, encodes the
-// decoded record again and checks the MAC of that, in constant time, under
-// Config.Token and each of Config.PreviousTokens: what it checks is
-// exactly what it then uses. A record without a valid MAC (none, a wrong
-// one, a signed record with any field changed, a signed value copied under
-// another key or put again without its lease) is dropped.
+// Signed records. Every record carries, in its flat "sig" field, the
+// Ed25519 signature (base64url) of the replica it names, by its enrolled
+// key, over the key, the lease the key is attached to and the record's
+// canonical JSON encoding with the signature empty: replica, endpoint,
+// owner, kind and descriptor. A follower decodes the value, encodes the
+// decoded record again and checks the signature of that against the
+// enrollment of the replica the record names (see "Who a replica is"):
+// what it checks is exactly what it then uses. A record without a valid
+// signature (none, a wrong one, another replica's, a signed record with
+// any field changed, a signed value copied under another key or put again
+// without its lease), of a replica not enrolled or revoked, or whose
+// endpoint is not its replica's enrolled one, is dropped. So is an
+// enrollment or a revocation the authority did not sign for its key.
 //
 // Validated records. A signed record must also be a valid route for its
 // key: its kind is its directory's, it carries that kind's descriptor
@@ -183,10 +252,13 @@
 // also never names this replica's own advertised endpoint, whatever
 // replica a record names.
 //
-// Rotation. PreviousTokens are accepted, never used to sign. A fleet
-// rotates from T1 to T2 with three rolling restarts: every replica on
-// Token T1 with PreviousTokens [T2]; then on T2 with [T1]; then on T2
-// alone. In each mixed state every replica accepts every other's records.
+// Rotation. The authorities derived from PreviousTokens are accepted for
+// enrollments and revocations, never used to sign one. A fleet rotates
+// from T1 to T2 with three rolling restarts: every replica on Token T1
+// with PreviousTokens [T2]; then on T2 with [T1]; then on T2 alone. In
+// each mixed state every replica accepts every other's enrollment, and so
+// its records; at the end no enrollment signed by T1's authority is
+// believed, and a holder of T1 alone can enroll nothing.
 //
 // Overwritten claims. A replica's follower also watches its own claims.
 // If one of its keys changes to anything it did not write (another value,
@@ -201,9 +273,21 @@
 // partition, two consumers may serve it.
 //
 // What this does not stop. A writer of the prefix can still delete keys
-// (their holders then give the names up) and replay a genuine value on the
-// key and lease it was signed for while that lease lives, which names the
-// replica that wrote it. Only etcd's own authentication keeps writers out.
+// (their holders then give the names up; an enrollment deleted or
+// overwritten hides its replica's records from every view until its next
+// session puts it again), replay a genuine value on the key and lease it
+// was signed for while that lease lives, which names the replica that
+// wrote it, and claim names under a lease of its own: its records are
+// never listed or located, but the names stay taken. It can also keep a
+// crashed replica's lease alive with keepalives, and so its keys: the
+// names stay taken for as long as it goes on. They do not stay listed:
+// each replica renews its membership every TTL/2 with a signed, growing
+// sequence number, and a follower that has seen no renewal of a replica
+// for 4 TTLs (by its own clock) holds it stale: its records leave the
+// view and Peer, and Verify refuses it, until a renewal with a higher
+// sequence number, which no replay has, brings it back. Only etcd's own
+// authentication keeps writers out; a writer of the prefix learns no
+// secret and can make no replica believe a record it did not sign.
 //
 // # While etcd stalls
 //
@@ -220,8 +304,12 @@
 // A claim and a release are one Txn round trip each (a capped claim two,
 // and one more for each claim of its kind that commits in between), on the
 // start and stop paths only: a catalog's lookups and calls never touch
-// etcd, and a catalog without a Claimer runs exactly as before. Checking a
-// record costs the follower a JSON decode and encode and one HMAC per
-// accepted token tried, about 10 to 20 µs (BenchmarkVerifyRecord), once
-// per record listed or watched: never on a call.
+// etcd, and a catalog without a Claimer runs exactly as before. Signing a
+// record costs one Ed25519 signature; checking one costs the follower a
+// JSON decode and encode and one Ed25519 verification
+// (BenchmarkVerifyRecord), once per record listed or watched: never on a
+// call. Verify costs one Ed25519 verification per forwarded request. Each
+// replica renews its membership every TTL/2: one Txn, and one watch event
+// for every replica, which lists nothing new and so moves no listing's
+// version.
 package etcdfleet

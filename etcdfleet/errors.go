@@ -24,6 +24,14 @@ var (
 	ErrSessionLost = errors.New("etcdfleet: session lost")
 	// ErrClosed: the replica was closed.
 	ErrClosed = errors.New("etcdfleet: replica closed")
+	// ErrNotEnrolled: no enrollment signed by the fleet authority names
+	// the replica (Verify, Revoke, a record's check).
+	ErrNotEnrolled = errors.New("etcdfleet: replica not enrolled")
+	// ErrRevoked: the replica's key is revoked (Verify, a record's check;
+	// Join and a new session of the revoked process itself).
+	ErrRevoked = errors.New("etcdfleet: replica key revoked")
+	// ErrBadSignature: a signature that is not the replica's (Verify).
+	ErrBadSignature = errors.New("etcdfleet: bad signature")
 )
 
 var (

@@ -1,5 +1,10 @@
 package etcdfleet
 
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+)
+
 // OrphanSession stops the current session's keepalives without revoking its
 // lease, as a partition or a stalled process would: the replica must treat
 // it as a lost session.
@@ -33,18 +38,71 @@ func (r *Replica) PauseFollower() (resume func()) {
 	return func() { r.pause <- struct{}{} }
 }
 
-// Seal returns the value a replica whose fleet token is token writes for
-// rec on key, attached to lease: a genuine record, for tests to alter.
+// KeyFor returns the Ed25519 key that Seal and Enrollment use for replica
+// in a fleet whose token is token.
+func KeyFor(token, replica string) ed25519.PrivateKey {
+	seed := sha256.Sum256([]byte(token + "\x00" + replica))
+	return ed25519.NewKeyFromSeed(seed[:])
+}
+
+// Seal returns the value that rec.Replica, with KeyFor(token,
+// rec.Replica) as its key, writes for rec on key, attached to lease: a
+// genuine record, for tests to alter. It verifies once Enrollment's value
+// for that replica and rec.Endpoint is in etcd.
 func Seal(token, key string, lease int64, rec Record) string {
-	ks, err := newMACKeys(token, nil)
-	if err != nil {
-		panic(err)
-	}
-	val, err := ks.seal(key, lease, rec)
+	val, err := seal(KeyFor(token, rec.Replica), key, lease, rec)
 	if err != nil {
 		panic(err)
 	}
 	return val
+}
+
+// SealWith returns the value that a replica whose key is priv writes for
+// rec on key, attached to lease, whatever replica rec names.
+func SealWith(priv ed25519.PrivateKey, key string, lease int64, rec Record) string {
+	val, err := seal(priv, key, lease, rec)
+	if err != nil {
+		panic(err)
+	}
+	return val
+}
+
+// Revocation returns the key and value of the revocation of pub, enrolled
+// for replica under prefix, signed by the authority of token.
+func Revocation(token, prefix, replica string, pub ed25519.PublicKey) (key, val string) {
+	a, err := newAuthority(token, nil)
+	if err != nil {
+		panic(err)
+	}
+	key, val, err = a.revoke(prefix, replica, pub)
+	if err != nil {
+		panic(err)
+	}
+	return key, val
+}
+
+// Enrollment returns the key and value of replica's enrollment under
+// prefix, of KeyFor(token, replica) at endpoint, signed by the authority
+// of token.
+func Enrollment(token, prefix, replica, endpoint string) (key, val string) {
+	a, err := newAuthority(token, nil)
+	if err != nil {
+		panic(err)
+	}
+	key, val, err = a.enroll(prefix, replica, KeyFor(token, replica).Public().(ed25519.PublicKey), endpoint)
+	if err != nil {
+		panic(err)
+	}
+	return key, val
+}
+
+// AuthoritySeed returns the seed of the authority key derived from token.
+func AuthoritySeed(token string) []byte {
+	k, err := authorityKey(token)
+	if err != nil {
+		panic(err)
+	}
+	return k.Seed()
 }
 
 // SetClaimPut makes every Claim call f with its key after its put

@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -33,10 +35,29 @@ func (r *Replica) list(ctx context.Context) (int64, error) {
 	rev := resp.Header.Revision
 	recs := make(map[string]Record, len(resp.Kvs))
 	kvs := make(map[string]*mvccpb.KeyValue, len(resp.Kvs))
+	// Enrollments and revocations first: the records of one revision are
+	// judged by the enrollments of that revision, whatever their order.
+	// Revocations seen before stay (see noteIdentity).
+	r.trust.reg.byName = map[string]enrolled{}
 	for _, kv := range resp.Kvs {
+		if r.identityDir(string(kv.Key)) != "" {
+			r.noteIdentity(kv, false, map[string]bool{})
+		}
+	}
+	r.trust.publish()
+	for _, kv := range resp.Kvs {
+		if r.identityDir(string(kv.Key)) != "" {
+			continue
+		}
 		kvs[string(kv.Key)] = kv
 		if rec, ok := r.admit(kv); ok {
 			recs[string(kv.Key)] = rec
+		}
+	}
+	// Forget the renewals of replicas whose membership is gone.
+	for name := range r.trust.alive {
+		if _, ok := kvs[r.cfg.Prefix+"/replicas/"+url.PathEscape(name)]; !ok {
+			delete(r.trust.alive, name)
 		}
 	}
 	r.view.reset(recs, rev, live, gen)
@@ -112,13 +133,15 @@ func (r *Replica) watchAndList(ctx context.Context) (int64, clientv3.WatchChan, 
 func (r *Replica) follow(rev int64, wch clientv3.WatchChan, cancel context.CancelFunc) {
 	defer close(r.followDone)
 	backoff := 10 * time.Millisecond
+	sweep := time.NewTicker(r.renewEvery())
+	defer sweep.Stop()
 	for r.ctx.Err() == nil {
 		if wch == nil {
 			var wctx context.Context
 			wctx, cancel = context.WithCancel(clientv3.WithRequireLeader(r.ctx))
 			wch = r.cli.Watch(wctx, r.cfg.Prefix+"/", clientv3.WithPrefix(), clientv3.WithRev(rev+1))
 		}
-		relist := r.consume(wch, cancel, &rev, &backoff)
+		relist := r.consume(wch, cancel, &rev, &backoff, sweep.C)
 		cancel()
 		wch = nil
 		if !relist {
@@ -141,9 +164,11 @@ func (r *Replica) follow(rev int64, wch clientv3.WatchChan, cancel context.Cance
 
 // consume applies wch's events past *rev to the view until the watch ends,
 // and reports whether the follower must list again.
-func (r *Replica) consume(wch clientv3.WatchChan, cancel context.CancelFunc, rev *int64, backoff *time.Duration) (relist bool) {
+func (r *Replica) consume(wch clientv3.WatchChan, cancel context.CancelFunc, rev *int64, backoff *time.Duration, sweep <-chan time.Time) (relist bool) {
 	for {
 		select {
+		case now := <-sweep:
+			r.sweepStale(now)
 		case <-r.trust.relist:
 			// A new session: list afresh, which shows the view again
 			// (see lose).
@@ -191,23 +216,56 @@ func (r *Replica) applyEvents(evs []*clientv3.Event) int64 {
 		rev    int64
 		repair []*claim
 	)
+	// Enrollments and revocations first (see list). A replica whose
+	// enrollment changed, went or was revoked loses every record the view
+	// holds of it; those it signs under a new enrollment come after it.
+	dirty, identities := map[string]bool{}, false
+	for _, ev := range evs {
+		rev = ev.Kv.ModRevision
+		if r.identityDir(string(ev.Kv.Key)) != "" {
+			r.noteIdentity(ev.Kv, ev.Type == clientv3.EventTypeDelete, dirty)
+			identities = true
+		}
+	}
+	if identities {
+		// Published even when no replica is dirty: a new session's
+		// enrollment moves to a new lease, which Revoke revokes.
+		r.trust.publish()
+	}
+	for _, k := range r.view.keysOf(dirty) {
+		puts[k] = nil
+	}
 	for _, ev := range evs {
 		key := string(ev.Kv.Key)
-		rev = ev.Kv.ModRevision
+		if r.identityDir(key) != "" {
+			continue
+		}
 		kv := ev.Kv
 		if ev.Type == clientv3.EventTypeDelete {
 			kv = nil
 			puts[key] = nil
+			if name, ok := strings.CutPrefix(key, r.cfg.Prefix+"/replicas/"); ok {
+				if name, err := url.PathUnescape(name); err == nil {
+					delete(r.trust.alive, name)
+				}
+			}
 		} else if rec, ok := r.admit(ev.Kv); ok {
-			puts[key] = &rec
+			if _, pending := puts[key]; pending || !r.view.renewal(key, rec) {
+				puts[key] = &rec
+			}
 		} else {
 			puts[key] = nil
 		}
-		if c := r.tampered(key, kv, rev); c != nil && !slices.Contains(repair, c) {
+		if c := r.tampered(key, kv, ev.Kv.ModRevision); c != nil && !slices.Contains(repair, c) {
 			repair = append(repair, c)
 		}
 	}
-	r.view.apply(puts, rev)
+	if len(puts) == 0 {
+		// Renewals alone: nothing any reader of the view sees changed.
+		r.view.advance(rev)
+	} else {
+		r.view.apply(puts, rev)
+	}
 	for _, c := range repair {
 		r.repair(c)
 	}

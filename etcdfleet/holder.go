@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/url"
 
 	"github.com/livereg/livereg/catalog"
@@ -19,7 +20,9 @@ import (
 // and its incarnation, a random name drawn once per process. It is put
 // when each session opens, attached to the session's lease, so it stands
 // exactly as long as the replica's lease does: a crashed process's goes
-// when its lease expires, as its claims do.
+// when its lease expires, as its claims do. It is put again every TTL/2
+// with a growing sequence number (liveness.go), so that a lease kept alive
+// by someone else's keepalives does not keep it believed.
 //
 // It is what tells the others whether a task's holder (package mcpserve's
 // tasks across a fleet) is still alive once it holds no claim: a task
@@ -60,24 +63,38 @@ func (r *Replica) memberKey() string {
 	return r.cfg.Prefix + "/replicas/" + url.PathEscape(r.cfg.Replica)
 }
 
-// join puts this replica's membership under session s, within ctx, and
-// returns the revision of the put. A membership the others would drop
+// join puts this replica's enrollment and membership under session s, in
+// one Txn within ctx, and returns the revision of the put. The enrollment
+// comes first and in the same revision, so that a follower knows the key
+// before it sees any record the replica signs with it; the Txn fails with
+// ErrRevoked if the key was revoked. A membership the others would drop
 // (a replica name too long for a key) is not put: the replica then stamps
-// no task, and its tasks are served by it alone.
+// no task, and its tasks are served by it alone (rev is then 0).
 func (r *Replica) join(ctx context.Context, s *concurrency.Session) (int64, error) {
+	ops := []clientv3.Op{clientv3.OpPut(r.enrollKey, r.enrollVal, clientv3.WithLease(s.Lease()))}
 	key := r.memberKey()
-	rec := Record{Replica: r.cfg.Replica, Endpoint: r.cfg.Advertise, Kind: KindReplica, Incarnation: r.incarnation}
-	if len(key) > MaxKeyBytes || validRecord(r.cfg.Prefix, key, rec, r.trust.peerPath, r.trust.peers) != nil {
+	rec := r.membership()
+	member := len(key) <= MaxKeyBytes && validRecord(r.cfg.Prefix, key, rec, r.trust.peerPath, r.trust.peers) == nil
+	if member {
+		val, err := seal(r.key, key, int64(s.Lease()), rec)
+		if err != nil {
+			return 0, err
+		}
+		ops = append(ops, clientv3.OpPut(key, val, clientv3.WithLease(s.Lease())))
+	} else {
 		r.cfg.Logger.Warn("etcdfleet: no membership: the replica's name makes no valid key; its tasks are served by it alone", zap.String("replica", quoted(r.cfg.Replica)))
-		return 0, nil
 	}
-	val, err := r.trust.keys.seal(key, int64(s.Lease()), rec)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := r.cli.Put(ctx, key, val, clientv3.WithLease(s.Lease()))
-	if err != nil {
+	resp, err := r.cli.Txn(ctx).
+		If(clientv3.Compare(clientv3.Version(revokedKey(r.cfg.Prefix, r.PublicKey())), "=", 0)).
+		Then(ops...).
+		Commit()
+	switch {
+	case err != nil:
 		return 0, unavailable(err)
+	case !resp.Succeeded:
+		return 0, fmt.Errorf("%w: this replica's key (%s)", ErrRevoked, quoted(r.cfg.Replica))
+	case !member:
+		return 0, nil
 	}
 	return resp.Header.Revision, nil
 }

@@ -107,7 +107,8 @@ func TestNameTooLongForAKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, kv := range resp.Kvs {
-		if !strings.HasPrefix(string(kv.Key), prefix+"/replicas/") { // a membership is no claim
+		// A membership or an enrollment is no claim.
+		if !strings.HasPrefix(string(kv.Key), prefix+"/replicas/") && !strings.HasPrefix(string(kv.Key), prefix+"/enroll/") {
 			t.Fatalf("key %s claimed", kv.Key)
 		}
 	}

@@ -2,11 +2,14 @@ package etcdfleet
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 	"go.uber.org/zap"
@@ -37,6 +40,12 @@ type Replica struct {
 	trust      *trust         // what the follower believes (trust.go)
 	// incarnation names this process in its membership (holder.go).
 	incarnation string
+	// key is this replica's own (Config.Key or drawn at Join), and
+	// enrollKey and enrollVal its enrollment, signed by the fleet
+	// authority at Join and put again with each session (identity.go).
+	key                  ed25519.PrivateKey
+	enrollKey, enrollVal string
+	seq                  atomic.Uint64 // the last membership renewal's (liveness.go)
 
 	mu      sync.Mutex
 	sess    *concurrency.Session // nil between sessions and once closed
@@ -62,12 +71,13 @@ type Replica struct {
 // once both are done, so a cluster that does not answer within ctx gives
 // ErrUnavailable (wrapping ctx's error), with the client closed and nothing
 // granted or running; a bad Config gives ErrInvalidConfig before anything
-// is dialled, and credentials the cluster refuses give ErrAuthFailed.
+// is dialled, credentials the cluster refuses give ErrAuthFailed, and a
+// Config.Key that the fleet authority revoked gives ErrRevoked.
 // Cost: four round trips (five with Config.Username): the watch the view
 // follows opens before the listing, so that it follows from the start, and
-// the session's lease is granted, then the replica's membership put under
-// it (holder.go); each later session costs the last two again. Close the
-// Replica when done.
+// the session's lease is granted, then the replica's enrollment and
+// membership put under it in one Txn (holder.go); each later session costs
+// the last two again. Close the Replica when done.
 func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err := cfg.check(); err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w", err)
@@ -76,12 +86,22 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: join: %w: %w", ErrInvalidConfig, err)
 	}
+	key := cfg.Key
+	if key == nil {
+		if _, key, err = ed25519.GenerateKey(nil); err != nil {
+			return nil, fmt.Errorf("etcdfleet: join: %w", err)
+		}
+	}
+	ekey, eval, err := tr.auth.enroll(cfg.Prefix, cfg.Replica, key.Public().(ed25519.PublicKey), cfg.Advertise)
+	if err != nil {
+		return nil, fmt.Errorf("etcdfleet: join: %w", err)
+	}
 	cli, err := dial(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("etcdfleet: join %v: %w", cfg.Endpoints, err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	r := &Replica{trust: tr, incarnation: newIncarnation(),
+	r := &Replica{trust: tr, incarnation: newIncarnation(), key: key, enrollKey: ekey, enrollVal: eval,
 		cfg: cfg, cli: cli, ctx: rctx, cancel: cancel,
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
 		view: newView(), followDone: make(chan struct{}), pause: make(chan struct{}),
@@ -104,6 +124,8 @@ func Join(ctx context.Context, cfg Config) (*Replica, error) {
 	r.install(s, m)
 	go r.supervise(s)
 	go r.follow(rev, wch, wcancel)
+	r.undos.Add(1)
+	go r.renewals()
 	return r, nil
 }
 
@@ -126,6 +148,27 @@ func (r *Replica) open(ctx context.Context) (*concurrency.Session, member, error
 		return nil, member{}, err
 	}
 	return s, member{rev: rev}, nil
+}
+
+// renewals renews the membership every TTL/2 under the current session
+// (liveness.go), until the replica closes.
+func (r *Replica) renewals() {
+	defer r.undos.Done()
+	t := time.NewTicker(r.renewEvery())
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		r.mu.Lock()
+		s := r.sess
+		r.mu.Unlock()
+		if s != nil {
+			r.renew(s)
+		}
+	}
 }
 
 // unavailable marks a cluster that did not answer, keeping the cause.
@@ -308,7 +351,9 @@ func (r *Replica) Close(ctx context.Context) error {
 	}
 	var err error
 	if s != nil {
-		if _, e := r.cli.Revoke(ctx, s.Lease()); e != nil {
+		// A lease already gone (revoked with the replica's key: see
+		// Revoke) took the keys with it.
+		if _, e := r.cli.Revoke(ctx, s.Lease()); e != nil && !errors.Is(e, rpctypes.ErrLeaseNotFound) {
 			err = fmt.Errorf("etcdfleet: close: revoke: %w", unavailable(e))
 		}
 	}

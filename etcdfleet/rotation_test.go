@@ -80,6 +80,11 @@ func TestTokenRotation(t *testing.T) {
 	}
 	sees(t, a, "a lists b's route on the new token", "on-a", "on-b")
 	sees(t, b, "b lists a's route on the new token", "on-a", "on-b")
+	// c is enrolled by the new token's authority; records signed with
+	// the keys c would have under the old token or an unknown one are
+	// not its enrolled key's.
+	ekey, eval := etcdfleet.Enrollment(token2, prefix, "c", "")
+	put(t, cli, ekey, eval)
 	before := a.Rejected()
 	for name, tok := range map[string]string{"old": token1, "unknown": token3} {
 		key := toolKey(name)

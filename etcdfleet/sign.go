@@ -1,15 +1,12 @@
 package etcdfleet
 
 import (
-	"crypto/hkdf"
-	"crypto/hmac"
-	"crypto/sha256"
+	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 )
 
 // MinTokenBytes is the shortest fleet token (Config.Token and each of
@@ -17,64 +14,37 @@ import (
 // mcpserve.MinFleetTokenBytes, since it is the same credential.
 const MinTokenBytes = 16
 
-// macLabel is the HKDF info that turns the fleet token into the record
-// MAC key. The token also authenticates the fleet's HTTP hop; a key of
-// its own for records means that a MAC never is, nor reveals, the bearer
-// credential, and that a change to one use cannot weaken the other.
-const macLabel = "livereg etcdfleet record MAC v1"
-
 // Errors a follower's check of a record gives, wrapped with the reason.
 var (
-	// errForged: the record carries no MAC, or none that a key the
-	// replica accepts (Config.Token or Config.PreviousTokens) made for
-	// this key, lease and content.
-	errForged = errors.New("not signed by the fleet")
+	// errForged: the record carries no signature, or none by the
+	// enrolled, unrevoked key of the replica it names for this key,
+	// lease and content, or an endpoint other than that replica's
+	// enrolled one.
+	errForged = errors.New("not signed by the replica it names")
 	// errInvalidRecord: the record is signed but is no valid route for
 	// its key (see validRecord), or is not a record at all.
 	errInvalidRecord = errors.New("invalid record")
 )
 
-// macKeys holds the record MAC keys derived from the fleet tokens: the
-// first signs and verifies, the rest (from Config.PreviousTokens) only
-// verify. Immutable after newMACKeys, so safe for concurrent use.
-type macKeys [][]byte
-
-func newMACKeys(token string, previous []string) (macKeys, error) {
-	keys := make(macKeys, 0, 1+len(previous))
-	for _, t := range append([]string{token}, previous...) {
-		k, err := hkdf.Key(sha256.New, []byte(t), nil, macLabel, sha256.Size)
-		if err != nil {
-			return nil, err
-		}
-		keys = append(keys, k)
-	}
-	return keys, nil
-}
-
-// sum is the MAC under k of a record body for key, attached to lease. The
-// key and the lease are part of what is signed, so that a genuine value
-// copied under another key, or put again without its lease (which would
-// detach it from the session whose end must delete it), does not verify.
-// Lengths are fixed or prefixed, so no two inputs share an encoding.
-func sum(h hash.Hash, key string, lease int64, body []byte) []byte {
-	var hdr [16]byte
-	binary.BigEndian.PutUint64(hdr[:8], uint64(lease))
-	binary.BigEndian.PutUint64(hdr[8:], uint64(len(key)))
-	h.Write(hdr[:])
-	h.Write([]byte(key))
-	h.Write(body)
-	return h.Sum(nil)
+// recordMessage is what a record's signature covers: the key, the lease
+// the key is attached to and the record's canonical body. The key and the
+// lease are part of it, so that a genuine value copied under another key,
+// or put again without its lease (which would detach it from the session
+// whose end must delete it), does not verify.
+func recordMessage(key string, lease int64, body []byte) []byte {
+	return frame(recordDomain, []byte(key), binary.BigEndian.AppendUint64(nil, uint64(lease)), body)
 }
 
 // seal returns the value a claim writes for rec on key under lease: rec
-// in its canonical encoding (see canonical) with its MAC under the
-// signing key in the "mac" field. The value is what open accepts.
-func (ks macKeys) seal(key string, lease int64, rec Record) (string, error) {
+// in its canonical encoding (see canonical) with its Ed25519 signature by
+// priv, the writing replica's own key, in the "sig" field. The value is
+// what open accepts.
+func seal(priv ed25519.PrivateKey, key string, lease int64, rec Record) (string, error) {
 	rec, body, err := canonical(rec)
 	if err != nil {
 		return "", err
 	}
-	rec.MAC = base64.RawURLEncoding.EncodeToString(sum(hmac.New(sha256.New, ks[0]), key, lease, body))
+	rec.Sig = base64.RawURLEncoding.EncodeToString(ed25519.Sign(priv, recordMessage(key, lease, body)))
 	val, err := json.Marshal(rec)
 	if err != nil {
 		return "", err
@@ -83,12 +53,12 @@ func (ks macKeys) seal(key string, lease int64, rec Record) (string, error) {
 }
 
 // canonical returns rec as a follower will decode it, and the encoding
-// that is signed: rec with an empty MAC, encoded, decoded and encoded
+// that is signed: rec with an empty signature, encoded, decoded and encoded
 // again. encoding/json is deterministic, but not idempotent on every
 // input (invalid UTF-8 becomes U+FFFD, raw schemas are compacted); one
 // round trip reaches the form every later one keeps.
 func canonical(rec Record) (Record, []byte, error) {
-	rec.MAC = ""
+	rec.Sig = ""
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return Record{}, nil, err
@@ -103,36 +73,42 @@ func canonical(rec Record) (Record, []byte, error) {
 	return out, b, nil
 }
 
-// open decodes the value of key, attached to lease, and checks its MAC
-// against every accepted key, in constant time each: what is checked is
-// the re-encoding of the decoded record, so that only what was decoded,
-// which is all a follower ever uses, is trusted, whatever the value's JSON
-// looked like. Errors wrap errForged or errInvalidRecord.
+// open decodes the value of key, attached to lease, and checks its
+// signature against the key enrolled for the replica it names (lookup):
+// what is checked is the re-encoding of the decoded record, so that only
+// what was decoded, which is all a follower ever uses, is trusted,
+// whatever the value's JSON looked like. The record's endpoint must be
+// the one the replica enrolled. Errors wrap errForged (and, from lookup,
+// ErrNotEnrolled or ErrRevoked) or errInvalidRecord.
 //
-// Cost: a JSON decode and encode of the record and one HMAC-SHA256 per
-// accepted key tried (BenchmarkVerifyRecord); it runs on the follower
-// only, once per record listed or watched, never on a call's path.
-func (ks macKeys) open(key string, lease int64, val []byte) (Record, error) {
+// Cost: a JSON decode and encode of the record and one Ed25519
+// verification (BenchmarkVerifyRecord); it runs on the follower only,
+// once per record listed or watched, never on a call's path.
+func open(key string, lease int64, val []byte, lookup func(replica string) (enrolled, error)) (Record, error) {
 	var rec Record
 	if err := json.Unmarshal(val, &rec); err != nil {
 		return Record{}, fmt.Errorf("%w: not a JSON record", errInvalidRecord)
 	}
-	if rec.MAC == "" {
-		return Record{}, fmt.Errorf("%w: no MAC", errForged)
+	if rec.Sig == "" {
+		return Record{}, fmt.Errorf("%w: no signature", errForged)
 	}
-	got, err := base64.RawURLEncoding.DecodeString(rec.MAC)
-	if err != nil || len(got) != sha256.Size {
-		return Record{}, fmt.Errorf("%w: a malformed MAC", errForged)
+	sig, err := base64.RawURLEncoding.DecodeString(rec.Sig)
+	if err != nil || len(sig) != ed25519.SignatureSize {
+		return Record{}, fmt.Errorf("%w: a malformed signature", errForged)
 	}
-	rec.MAC = ""
+	rec.Sig = ""
 	body, err := json.Marshal(rec)
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %w", errInvalidRecord, err)
 	}
-	for _, k := range ks {
-		if hmac.Equal(got, sum(hmac.New(sha256.New, k), key, lease, body)) {
-			return rec, nil
-		}
+	ent, err := lookup(rec.Replica)
+	switch {
+	case err != nil:
+		return Record{}, fmt.Errorf("%w: %w", errForged, err)
+	case !ed25519.Verify(ent.pub, recordMessage(key, lease, body), sig):
+		return Record{}, fmt.Errorf("%w: the signature is not the enrolled key's", errForged)
+	case rec.Endpoint != ent.endpoint:
+		return Record{}, fmt.Errorf("%w: an endpoint other than the replica's enrolled one", errForged)
 	}
-	return Record{}, fmt.Errorf("%w: the MAC does not match", errForged)
+	return rec, nil
 }

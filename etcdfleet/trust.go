@@ -13,13 +13,16 @@ import (
 	"go.uber.org/zap"
 )
 
-// trust is what a replica needs to believe a record: the MAC keys, the
+// trust is what a replica needs to believe a record: the fleet
+// authority, the enrollments and revocations it signed (enroll.go), the
 // rules a record's endpoint must pass, and the count and log of the
 // records it dropped. It also indexes the replica's own claims by key, so
 // that the follower notices when one of them is overwritten or deleted
 // behind its back (see the package doc's "What a replica trusts").
 type trust struct {
-	keys     macKeys
+	auth     authority
+	reg      registry                            // the follower's own
+	snap     atomic.Pointer[map[string]enrolled] // reg, published (enroll.go)
 	peerPath string
 	peers    peers
 	self     string // this replica's advertised endpoint, normalized; "" if none
@@ -29,10 +32,12 @@ type trust struct {
 	relist   chan struct{} // a new session: the follower must list the prefix again
 
 	held map[string]*claim // this replica's claims by key; guarded by Replica.mu
+
+	alive map[string]*liveness // the follower's own, by replica name (liveness.go)
 }
 
 func newTrust(cfg Config) (*trust, error) {
-	keys, err := newMACKeys(cfg.Token, cfg.PreviousTokens)
+	auth, err := newAuthority(cfg.Token, cfg.PreviousTokens)
 	if err != nil {
 		return nil, err
 	}
@@ -44,32 +49,42 @@ func newTrust(cfg Config) (*trust, error) {
 	if cfg.Advertise != "" {
 		self = normalEndpoint(cfg.Advertise)
 	}
-	return &trust{keys: keys, peerPath: cfg.PeerPath, peers: p, self: self,
-		relist: make(chan struct{}, 1), held: map[string]*claim{},
-		log: rejectLog{seen: map[string]struct{}{}}}, nil
+	t := &trust{auth: auth, peerPath: cfg.PeerPath, peers: p, self: self,
+		reg:    registry{byName: map[string]enrolled{}, revoked: map[string]struct{}{}},
+		relist: make(chan struct{}, 1), held: map[string]*claim{}, alive: map[string]*liveness{},
+		log: rejectLog{seen: map[string]struct{}{}}}
+	t.publish()
+	return t, nil
 }
 
 // Rejected returns how many records the follower has dropped since Join:
-// each put of a record that was not signed with the fleet token (nor a
-// previous one), or that is no valid route for its key (see the package
-// doc), counts once. One atomic load; safe for concurrent use.
+// each put of a record that was not signed by the enrolled, unrevoked key
+// of the replica it names, that is no valid route for its key, and each
+// enrollment or revocation the fleet authority did not sign (see the
+// package doc), counts once. One atomic load; safe for concurrent use.
 func (r *Replica) Rejected() uint64 { return r.trust.rejected.Load() }
 
-// admit returns the record kv holds if the fleet signed it for its key
-// and lease and it is a valid route; otherwise it counts and logs the
-// rejection and reports false.
+// admit returns the record kv holds if the replica it names signed it for
+// its key and lease, with the key and endpoint of its enrollment as the
+// follower's table has it now, and it is a valid route; otherwise it
+// counts and logs the rejection and reports false. Only the follower
+// calls it.
 func (r *Replica) admit(kv *mvccpb.KeyValue) (Record, bool) {
 	key := string(kv.Key)
-	rec, err := r.trust.keys.open(key, kv.Lease, kv.Value)
+	rec, err := open(key, kv.Lease, kv.Value, r.trust.lookup)
 	if err == nil {
 		err = validRecord(r.cfg.Prefix, key, rec, r.trust.peerPath, r.trust.peers)
 	}
 	if err != nil {
-		r.trust.rejected.Add(1)
-		r.trust.log.note(r.cfg.Logger, key, err)
+		r.reject(key, err)
 		return Record{}, false
 	}
-	return rec, true
+	// A stale replica's records are genuine, but not shown until it
+	// renews its membership (liveness.go).
+	if rec.Kind == KindReplica {
+		return rec, r.noteAlive(rec, time.Now())
+	}
+	return rec, !r.isStale(rec.Replica)
 }
 
 // rejectLog logs a dropped record once per key, and at most one line per

@@ -3,6 +3,7 @@ package etcdfleet_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -85,6 +86,14 @@ func edit(t *testing.T, val string, set func(m map[string]any)) string {
 	return string(b)
 }
 
+// enrollAt enrolls replica at endpoint in the fleet of fleetToken, with
+// the key etcdfleet.Seal signs its records with.
+func enrollAt(t *testing.T, cli *clientv3.Client, replica, endpoint string) {
+	t.Helper()
+	key, val := etcdfleet.Enrollment(fleetToken, prefix, replica, endpoint)
+	put(t, cli, key, val)
+}
+
 func put(t *testing.T, cli *clientv3.Client, key, val string, opts ...clientv3.OpOption) {
 	t.Helper()
 	if _, err := cli.Put(ctxFor(t), key, val, opts...); err != nil {
@@ -120,15 +129,18 @@ func TestForgedRecordsNeverFollowed(t *testing.T) {
 		return etcdfleet.Seal(fleetToken, toolKey(name), l, toolRecord("b", ep, name))
 	}
 	aEndpoint := strings.TrimSuffix(a.url, "/mcp") + "/fleet"
+	// b is enrolled at the trap, m at a's own endpoint.
+	enrollAt(t, cli, "b", tr.endpoint())
+	enrollAt(t, cli, "m", aEndpoint)
 	forged := map[string]string{
 		"no_mac": func() string {
 			b, _ := json.Marshal(toolRecord("b", tr.endpoint(), "no_mac"))
 			return string(b)
 		}(),
 		"wrong_mac": edit(t, genuine("wrong_mac", tr.endpoint()), func(m map[string]any) {
-			m["mac"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+			m["sig"] = strings.Repeat("A", 86) // 64 bytes, not b's signature
 		}),
-		"mac_not_base64": edit(t, genuine("mac_not_base64", tr.endpoint()), func(m map[string]any) { m["mac"] = "!!" }),
+		"mac_not_base64": edit(t, genuine("mac_not_base64", tr.endpoint()), func(m map[string]any) { m["sig"] = "!!" }),
 		"endpoint_altered": edit(t, genuine("endpoint_altered", "http://10.9.9.9:1/fleet"), func(m map[string]any) {
 			m["endpoint"] = tr.endpoint()
 		}),
@@ -150,7 +162,7 @@ func TestForgedRecordsNeverFollowed(t *testing.T) {
 	forged["lease_detached"] = ""
 	// A genuine record under another replica's name that points at a's
 	// own endpoint: listed, but a never forwards to itself.
-	put(t, cli, toolKey("mirror"), genuine("mirror", aEndpoint), clientv3.WithLease(lease.ID))
+	put(t, cli, toolKey("mirror"), etcdfleet.Seal(fleetToken, toolKey("mirror"), l, toolRecord("m", aEndpoint, "mirror")), clientv3.WithLease(lease.ID))
 	// The control comes last: once a lists it, a has seen every put.
 	put(t, cli, toolKey("control"), genuine("control", tr.endpoint()), clientv3.WithLease(lease.ID))
 	waitListed(t, a.cat, "the control listed on a", func() bool { return listed(a.cat, "control") })
@@ -289,6 +301,29 @@ func TestInvalidRecordsDropped(t *testing.T) {
 	member(prefix+"/replicas/m", func(r *etcdfleet.Record) { r.Endpoint = "http://10.1.2.3:1/fleet" })
 	member(prefix+"/replicas/m", func(r *etcdfleet.Record) { r.Incarnation = strings.Repeat("i", 65) })
 	add(tool("incarnation", func(r *etcdfleet.Record) { r.Incarnation = "inc" }))
+	// Each replica enrolls one endpoint: a case whose endpoint is not
+	// its replica's enrolled one names a replica of its own, enrolled
+	// there, so that it is the record's check that drops it. The
+	// enrollments of endpoints the fleet refuses are dropped too.
+	enrolledAt := map[string]string{"b": good, "m": good, "ok": good, "b6": "http://[::1]:1/fleet", "bn": "https://PEER.example/x/fleet", "bs": ""}
+	validEndpoint := map[string]bool{}
+	for _, ep := range enrolledAt {
+		validEndpoint[ep] = true
+	}
+	for i := range cases {
+		r := &cases[i].rec
+		if ep, ok := enrolledAt[r.Replica]; r.Replica != "" && (!ok || ep != r.Endpoint) {
+			r.Replica = fmt.Sprintf("e%d", i)
+			enrolledAt[r.Replica] = r.Endpoint
+		}
+	}
+	badEnrollments := 0
+	for name, ep := range enrolledAt {
+		enrollAt(t, cli, name, ep)
+		if !validEndpoint[ep] {
+			badEnrollments++
+		}
+	}
 	for _, c := range cases {
 		put(t, cli, c.key, etcdfleet.Seal(fleetToken, c.key, 0, c.rec))
 	}
@@ -299,7 +334,8 @@ func TestInvalidRecordsDropped(t *testing.T) {
 	put(t, cli, okMember, etcdfleet.Seal(fleetToken, okMember, 0, etcdfleet.Record{Replica: "ok", Endpoint: good, Kind: etcdfleet.KindReplica, Incarnation: "inc"}))
 	valid := map[string]string{"v6": "http://[::1]:1/fleet", "named": "https://PEER.example/x/fleet", "silent": "", "control": good}
 	for _, name := range []string{"v6", "named", "silent", "control"} {
-		rec := toolRecord("b", valid[name], name)
+		replica := map[string]string{"v6": "b6", "named": "bn", "silent": "bs", "control": "b"}[name]
+		rec := toolRecord(replica, valid[name], name)
 		if name == "silent" {
 			rec.Tool.InputSchema = nil
 		}
@@ -346,8 +382,8 @@ func TestInvalidRecordsDropped(t *testing.T) {
 	if got, ok := a.Peer(catalog.KindTool, "v6"); !ok || got != valid["v6"] {
 		t.Errorf("Peer(v6) = %q, %v", got, ok)
 	}
-	if got := a.Rejected(); got != uint64(len(cases)) {
-		t.Errorf("Rejected() = %d, want %d", got, len(cases))
+	if got := a.Rejected(); got != uint64(len(cases)+badEnrollments) {
+		t.Errorf("Rejected() = %d, want %d", got, len(cases)+badEnrollments)
 	}
 }
 

@@ -174,6 +174,9 @@ func validRecord(prefix, key string, rec Record, peerPath string, p peers) error
 	if (kind == KindReplica) != (rec.Incarnation != "") {
 		return bad("an incarnation in a record that is not a replica's membership, or none in one")
 	}
+	if kind != KindReplica && (rec.Seq != 0 || rec.Every != 0) || rec.Every < 0 {
+		return bad("a renewal in a record that is not a replica's membership")
+	}
 	switch kind {
 	case KindReplica:
 		switch {

@@ -138,6 +138,42 @@ func (v *View) Holder(key string) (Record, bool) {
 	return rec, ok
 }
 
+// renewal reports whether rec, a record admitted for key, is a renewal of
+// the membership the view holds there: the same replica, endpoint and
+// incarnation, which the view need not apply (liveness.go). Only the
+// follower calls it.
+func (v *View) renewal(key string, rec Record) bool {
+	if rec.Kind != KindReplica {
+		return false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	old, ok := v.recs[key]
+	return ok && old.Replica == rec.Replica && old.Endpoint == rec.Endpoint && old.Incarnation == rec.Incarnation
+}
+
+// advance moves the view to rev when the events up to it changed none of
+// its records: no version moves, and nobody is told.
+func (v *View) advance(rev int64) {
+	v.mu.Lock()
+	v.rev = rev
+	v.mu.Unlock()
+}
+
+// keysOf returns the keys of the records the view holds of the replicas
+// named. Only the follower calls it; O(records).
+func (v *View) keysOf(replicas map[string]bool) []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var keys []string
+	for k, rec := range v.recs {
+		if replicas[rec.Replica] {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
 // shown returns the records the view shows: none while hidden. v.mu is
 // held.
 func (v *View) shown() map[string]Record {

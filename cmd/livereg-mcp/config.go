@@ -136,7 +136,7 @@ func (c *joinConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&a.cert, "etcd-cert", "", "with -etcd: PEM file of this replica's client certificate for etcd (with -etcd-key)")
 	fs.StringVar(&a.key, "etcd-key", "", "with -etcd: PEM file of the key of -etcd-cert")
 	fs.StringVar(&a.user, "etcd-user", "", "with -etcd: log in to etcd as this user, with the password in $"+etcdPasswordEnv+
-		" or -etcd-password-file (default: root, with a password derived from the fleet token, as -etcd-embedded sets it)")
+		" or -etcd-password-file (default: livereg-fleet, read and write on the fleet's prefix alone, with a password derived from the fleet token, as -etcd-embedded sets it)")
 	fs.StringVar(&a.passwordFile, "etcd-password-file", "", "read -etcd-user's password from this file (mode 0600); there is no password flag: ps shows command lines")
 }
 
@@ -250,8 +250,8 @@ A fleet of replicas: -etcd URL[,URL...] joins one over an etcd cluster;
 -etcd-embedded DIR starts a single-node etcd on loopback and joins it, and
 other replicas join with -etcd. Every replica needs the same fleet token,
 in $%s (-fleet-token shows in ps).
-The embedded etcd's auth is on, its root password derived from the fleet
-token; for an etcd of your own, see -etcd-ca, -etcd-cert, -etcd-key and
+The embedded etcd's auth is on, root's password random in DIR, the
+replicas' user's derived from the fleet token; for an etcd of your own, see -etcd-ca, -etcd-cert, -etcd-key and
 -etcd-user (its password in $%s).
 
 Flags:

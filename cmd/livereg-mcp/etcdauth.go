@@ -3,12 +3,18 @@ package main
 // How a replica authenticates to etcd, and how -etcd-embedded keeps its
 // etcd to the fleet.
 //
-// -etcd-embedded turns etcd's auth on, with one user, root, whose password
-// is derived from the fleet token (etcdRootPassword). A replica joining
-// with -etcd and no -etcd-user logs in as that root, so the replicas of a
-// fleet that share the token need no other flag. The cost: such a replica
-// sends the derived password (never the token) to whatever etcd -etcd
-// names, which is the point of deriving it. With -etcd-user the replica
+// -etcd-embedded turns etcd's auth on. Root's password is random, kept
+// mode 0600 in the data directory (package embedded's RootPassword), and
+// used only there, to set auth up: it derives from nothing that crosses
+// the network or sits in etcd. The replicas log in as etcdFleetUser,
+// whose role may read and write the fleet's prefix alone (package
+// embedded's GrantPrefix), with a password derived from the fleet token
+// (etcdFleetPassword, HKDF with a label of its own), set at each start of
+// the embedded etcd: so the replicas of a fleet that share the token need
+// no other flag. The cost: a replica joining with -etcd and no -etcd-user
+// sends that derived password (never the token) to whatever etcd -etcd
+// names, which is the point of deriving it, and whoever learns it can
+// read and write the fleet's prefix, never root. With -etcd-user the replica
 // logs in as that user instead, with the password from
 // $LIVEREG_ETCD_PASSWORD or -etcd-password-file: never a flag, which ps
 // would show. The rest of what keeps the embedded etcd to the fleet (no
@@ -17,6 +23,7 @@ package main
 
 import (
 	"context"
+	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -37,13 +44,23 @@ import (
 // etcdPasswordEnv holds the password of -etcd-user.
 const etcdPasswordEnv = "LIVEREG_ETCD_PASSWORD"
 
-// etcdRoot is the embedded etcd's only user, and its role (package
+// etcdRoot is the embedded etcd's superuser, and its role (package
 // embedded's Root).
 const etcdRoot = embedded.Root
 
-// etcdRootLabel separates the root password's derivation from any other
-// use of the fleet token; v1 leaves room for another derivation.
-const etcdRootLabel = "livereg etcd root v1"
+// etcdFleetUser is the embedded etcd's user for the replicas, and its
+// role: read and write on the fleet's prefix alone.
+const etcdFleetUser = "livereg-fleet"
+
+// etcdFleetUserLabel is the HKDF info that derives etcdFleetUser's
+// password from the fleet token, apart from every other use of it; v1
+// leaves room for another derivation.
+const etcdFleetUserLabel = "livereg etcd fleet user v1"
+
+// legacyRootLabel is how root's password was derived from the fleet token
+// by earlier versions: secureEtcd uses it once, to take such an etcd
+// over, and never sets it.
+const legacyRootLabel = "livereg etcd root v1"
 
 // maxPasswordFile bounds -etcd-password-file.
 const maxPasswordFile = 4096
@@ -70,7 +87,7 @@ func checkEtcdAuth(cfg *config, set map[string]bool, getenv func(string) string)
 		for _, name := range etcdAuthFlagNames {
 			if set[name] {
 				return fmt.Errorf("-%s is for an etcd of your own (-etcd): -etcd-embedded serves plain HTTP on loopback, "+
-					"and its one user is root, with a password derived from the fleet token", name)
+					"and its replicas' user has a password derived from the fleet token", name)
 			}
 		}
 		if envPassword != "" {
@@ -148,83 +165,116 @@ func readPasswordFile(name string) (string, error) {
 	return pw, nil
 }
 
-// etcdRootPassword derives the embedded etcd's root password from a fleet
-// token: base64url(HMAC-SHA256(token, etcdRootLabel)). Whoever has the
-// token can derive it; the password does not give the token back.
-func etcdRootPassword(fleetToken string) string {
+// etcdFleetPassword derives etcdFleetUser's password from a fleet token:
+// base64url(HKDF-SHA256(token, etcdFleetUserLabel)). Whoever has the token
+// can derive it; the password does not give the token back, and it grants
+// the fleet's prefix alone.
+func etcdFleetPassword(fleetToken string) string {
+	k, err := hkdf.Key(sha256.New, []byte(fleetToken), nil, etcdFleetUserLabel, sha256.Size)
+	if err != nil {
+		panic(err) // only for a length over 255 hashes
+	}
+	return base64.RawURLEncoding.EncodeToString(k)
+}
+
+// legacyRootPassword is root's password as earlier versions derived it
+// from a fleet token: base64url(HMAC-SHA256(token, legacyRootLabel)).
+func legacyRootPassword(fleetToken string) string {
 	m := hmac.New(sha256.New, []byte(fleetToken))
-	m.Write([]byte(etcdRootLabel))
+	m.Write([]byte(legacyRootLabel))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // etcdCredentials returns the etcd user and password the replica logs in
-// with: -etcd-user's, or else root with the derived password (sent to the
-// -etcd cluster too, which ignores it if its auth is off).
+// with: -etcd-user's, or else etcdFleetUser with the derived password
+// (sent to the -etcd cluster too, which ignores it if its auth is off).
 func (cfg config) etcdCredentials() (user, password string) {
 	if cfg.etcdAuth.user != "" {
 		return cfg.etcdAuth.user, cfg.etcdAuth.password
 	}
-	return etcdRoot, etcdRootPassword(cfg.fleetToken)
+	return etcdFleetUser, etcdFleetPassword(cfg.fleetToken)
 }
 
 // explainAuthFailure adds what to do to an ErrAuthFailed from joining
-// with the derived root credential.
+// with the derived credential.
 func explainAuthFailure(cfg config, err error) error {
 	if !errors.Is(err, etcdfleet.ErrAuthFailed) || cfg.etcdAuth.user != "" {
 		return err
 	}
-	return fmt.Errorf("%w (without -etcd-user a replica logs in as root with a password derived from the fleet token: "+
-		"is this etcd the one a replica with -etcd-embedded runs, with this fleet token? For an etcd of your own, give -etcd-user)", err)
+	return fmt.Errorf("%w (without -etcd-user a replica logs in as %s with a password derived from the fleet token: "+
+		"is this etcd the one a replica with -etcd-embedded runs, started with this fleet token? For an etcd of your own, give -etcd-user)", err, etcdFleetUser)
 }
 
-// secureEtcd turns the auth of the embedded etcd e on, or
-// checks it: on the first start it creates root with the derived password
-// and enables auth; on a later start it logs in with it, and if the fleet
-// token changed, logs in with a previous token's password and sets the
-// current one's. Cost: a few round trips and bcrypt checks, tens of ms.
+// secureEtcd turns the auth of the embedded etcd e on, or checks it, and
+// grants the replicas their user. On the first start it draws root's
+// password, keeps it in the data directory and enables auth; on a later
+// start it logs in as root with it. An etcd that an earlier version
+// secured, with root's password derived from the fleet token (or a
+// previous one), is taken over: root's password becomes the kept one.
+// Then etcdFleetUser gets the current token's password and read and write
+// on the fleet's prefix alone. Cost: a few round trips and bcrypt checks,
+// tens of ms.
 func secureEtcd(ctx context.Context, e *embedded.Etcd, cfg joinConfig, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, etcdReadyTimeout)
 	defer cancel()
-	password := etcdRootPassword(cfg.fleetToken)
-	if !e.AuthEnabled() {
+	rootPassword, _, err := e.RootPassword()
+	if err != nil {
+		return err
+	}
+	switch {
+	case !e.AuthEnabled():
 		// The sweep of what a stranger planted before auth was on is
 		// EnableAuth's; the embedded etcd holds only the fleet's claims,
 		// whose replicas are not running yet when it starts.
-		if err := e.EnableAuth(ctx, password); err != nil {
+		if err := e.EnableAuth(ctx, rootPassword); err != nil {
 			return fmt.Errorf("embedded etcd: turning its auth on: %w", err)
 		}
-		log.Info("embedded etcd: auth turned on; replicas log in as root, with a password derived from the fleet token")
-		return nil
+		log.Info("embedded etcd: auth turned on; root's password is kept in the data directory, replicas log in as " + etcdFleetUser)
+	default:
+		if err := adoptRoot(ctx, e, cfg, rootPassword, log); err != nil {
+			return err
+		}
 	}
+	if err := e.GrantPrefix(ctx, rootPassword, etcdFleetUser, etcdFleetPassword(cfg.fleetToken), cfg.fleetPrefix); err != nil {
+		return err
+	}
+	return nil
+}
+
+// adoptRoot logs in as root with the kept password, or, for an etcd whose
+// root password an earlier version derived from the fleet token or a
+// previous one, changes it to the kept one.
+func adoptRoot(ctx context.Context, e *embedded.Etcd, cfg joinConfig, rootPassword string, log *slog.Logger) error {
 	cli, err := e.Client(ctx, "", "")
 	if err != nil {
 		return fmt.Errorf("embedded etcd: %w", err)
 	}
 	defer cli.Close()
-	_, err = cli.Authenticate(ctx, etcdRoot, password)
+	_, err = cli.Authenticate(ctx, etcdRoot, rootPassword)
 	if !errors.Is(err, rpctypes.ErrAuthFailed) {
 		if err != nil {
 			return fmt.Errorf("embedded etcd: logging in as root: %w", err)
 		}
 		return nil
 	}
-	for _, old := range cfg.fleetPrevious {
-		if _, err := cli.Authenticate(ctx, etcdRoot, etcdRootPassword(old)); errors.Is(err, rpctypes.ErrAuthFailed) {
+	for _, tok := range append([]string{cfg.fleetToken}, cfg.fleetPrevious...) {
+		old := legacyRootPassword(tok)
+		if _, err := cli.Authenticate(ctx, etcdRoot, old); errors.Is(err, rpctypes.ErrAuthFailed) {
 			continue
 		} else if err != nil {
 			return fmt.Errorf("embedded etcd: logging in as root: %w", err)
 		}
-		prev, err := e.Client(ctx, etcdRoot, etcdRootPassword(old))
+		prev, err := e.Client(ctx, etcdRoot, old)
 		if err == nil {
-			_, err = prev.UserChangePassword(ctx, etcdRoot, password)
+			_, err = prev.UserChangePassword(ctx, etcdRoot, rootPassword)
 			_ = prev.Close()
 		}
 		if err != nil {
-			return fmt.Errorf("embedded etcd: changing root's password to the current fleet token's: %w", err)
+			return fmt.Errorf("embedded etcd: changing root's password to the one kept in the data directory: %w", err)
 		}
-		log.Info("embedded etcd: root's password changed from a previous fleet token's to the current one's")
+		log.Info("embedded etcd: root's password, derived from a fleet token by an earlier version, is now the one kept in the data directory")
 		return nil
 	}
-	return fmt.Errorf("embedded etcd: auth is on, and root's password derives neither from the fleet token nor from one in $%s: "+
-		"put the token it last ran with there", fleetTokenPreviousEnv)
+	return fmt.Errorf("embedded etcd: auth is on, and root's password is neither the one kept in the data directory "+
+		"nor one an earlier version derived from the fleet token or one in $%s", fleetTokenPreviousEnv)
 }

@@ -61,13 +61,13 @@ func TestEtcdAuthFlags(t *testing.T) {
 		wantErr  string // "" for success
 		wantUser string
 	}{
-		{[]string{"-etcd", "http://e:2379"}, none, "", "root"},
-		{[]string{"-etcd-embedded", "d"}, none, "", "root"},
+		{[]string{"-etcd", "http://e:2379"}, none, "", etcdFleetUser},
+		{[]string{"-etcd-embedded", "d"}, none, "", etcdFleetUser},
 		{[]string{"-etcd", "http://e:2379", "-etcd-user", "fleet"}, withPw, "", "fleet"},
 		{[]string{"-etcd", "http://e:2379", "-etcd-user", "fleet", "-etcd-password-file", pwFile}, none, "", "fleet"},
-		{[]string{"-etcd", https + ",unixs:///run/e.sock", "-etcd-ca", ca}, none, "", "root"},
+		{[]string{"-etcd", https + ",unixs:///run/e.sock", "-etcd-ca", ca}, none, "", etcdFleetUser},
 		{[]string{"-etcd", https, "-etcd-ca", ca, "-etcd-cert", cert, "-etcd-key", key, "-etcd-user", "fleet"}, withPw, "", "fleet"},
-		{[]string{"-etcd", https, "-etcd-cert", cert, "-etcd-key", key}, none, "", "root"},
+		{[]string{"-etcd", https, "-etcd-cert", cert, "-etcd-key", key}, none, "", etcdFleetUser},
 		{[]string{}, withPw, "", ""}, // the variable alone joins nothing
 
 		{[]string{"-etcd-ca", ca}, none, "-etcd-ca needs -etcd", ""},
@@ -106,8 +106,8 @@ func TestEtcdAuthFlags(t *testing.T) {
 		case err == nil && cfg.joins():
 			user, pw := cfg.etcdCredentials()
 			wantPw := testEtcdPassword
-			if tt.wantUser == etcdRoot {
-				wantPw = etcdRootPassword(testFleetToken)
+			if tt.wantUser == etcdFleetUser {
+				wantPw = etcdFleetPassword(testFleetToken)
 			}
 			if user != tt.wantUser || pw != wantPw {
 				t.Errorf("%q: logs in as %q (password right: %v), want %q", tt.args, user, pw == wantPw, tt.wantUser)
@@ -179,8 +179,12 @@ func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 			t.Errorf("gateway put (%s) without credentials: HTTP %d", ct, code)
 		}
 	}
+	rootPassword, _, err := e.RootPassword()
+	if err != nil {
+		t.Fatal(err)
+	}
 	root, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		Username: etcdRoot, Password: etcdRootPassword(testFleetToken)})
+		Username: etcdRoot, Password: rootPassword})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +192,10 @@ func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 	if resp, err := root.Get(ctx, "", clientv3.WithFromKey(), clientv3.WithKeysOnly()); err != nil || len(resp.Kvs) != 0 {
 		t.Errorf("the etcd holds %v, %v after refused writes; want nothing", resp, err)
 	}
-	// The gateway works, with a token.
+	// The gateway works, with the replicas' user's token, on the
+	// fleet's prefix alone.
 	resp, err := http.Post(ep+"/v3/auth/authenticate", "application/json",
-		strings.NewReader(`{"name":"root","password":"`+etcdRootPassword(testFleetToken)+`"}`))
+		strings.NewReader(`{"name":"`+etcdFleetUser+`","password":"`+etcdFleetPassword(testFleetToken)+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,11 +205,14 @@ func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 	if err != nil || auth.Token == "" {
 		t.Fatalf("gateway authenticate as root: %v", err)
 	}
-	if code := put("application/json", auth.Token, "/with-token"); code != http.StatusOK {
-		t.Errorf("gateway put with root's token: HTTP %d", code)
+	if code := put("application/json", auth.Token, defaultFleetPrefix+"/with-token"); code != http.StatusOK {
+		t.Errorf("gateway put with the replicas' token: HTTP %d", code)
 	}
-	if resp, err := root.Get(ctx, "/with-token"); err != nil || len(resp.Kvs) != 1 {
-		t.Errorf("gateway put with root's token wrote %v, %v", resp, err)
+	if resp, err := root.Get(ctx, defaultFleetPrefix+"/with-token"); err != nil || len(resp.Kvs) != 1 {
+		t.Errorf("gateway put with the replicas' token wrote %v, %v", resp, err)
+	}
+	if code := put("application/json", auth.Token, "/outside"); code == http.StatusOK {
+		t.Error("gateway put outside the fleet's prefix with the replicas' token")
 	}
 
 	// CORS: a preflight from a foreign origin gets no grant.
@@ -251,41 +259,66 @@ func TestEmbeddedEtcdRefusesStrangers(t *testing.T) {
 	}
 }
 
-// A restart over the same directory logs in; a new fleet token with the
-// old one in $LIVEREG_FLEET_TOKEN_PREVIOUS takes root's password over; a
-// token the etcd never knew is refused, without quoting it.
+// Root's password is random, kept 0600 in the data directory, and
+// derives from no fleet token: a restart logs in with it, and sets the
+// replicas' user's password to the current token's, so that a new token
+// takes over and the old one's password stops working. An etcd an earlier
+// version secured, root's password derived from the token, is taken over
+// with $LIVEREG_FLEET_TOKEN_PREVIOUS; a token it never knew is refused,
+// without quoting it.
 func TestEmbeddedEtcdRestartAndRotation(t *testing.T) {
 	dir := t.TempDir()
 	const next, stranger = "fleet-secret-next-0123456789", "fleet-secret-stranger-012345"
 	for _, cfg := range []joinConfig{
 		{fleetToken: testFleetToken}, // the first start turns auth on
 		{fleetToken: testFleetToken}, // a restart logs in
-		{fleetToken: next, fleetTrust: fleetTrust{fleetPrevious: []string{"not-this-one-0123456789", testFleetToken}}},
+		{fleetToken: next, fleetTrust: fleetTrust{fleetPrevious: []string{testFleetToken}}},
 	} {
 		startSecuredEtcd(t, dir, cfg).Close()
 	}
+	st, err := os.Stat(filepath.Join(dir, "root.password"))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("root's password file: %v, %v; want mode 0600", st, err)
+	}
 	secured := startSecuredEtcd(t, dir, joinConfig{fleetToken: next})
 	ep := secured.Endpoint()
-	for tok, ok := range map[string]bool{next: true, testFleetToken: false} {
+	login := func(user, password string) error {
 		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-			Username: etcdRoot, Password: etcdRootPassword(tok)})
+			Username: user, Password: password})
 		if err == nil {
 			_ = cli.Close()
 		}
-		if (err == nil) != ok {
-			t.Errorf("root login with the password of token %q: %v, want success %v", tok[:12], err, ok)
+		return err
+	}
+	for tok, ok := range map[string]bool{next: true, testFleetToken: false} {
+		if err := login(etcdFleetUser, etcdFleetPassword(tok)); (err == nil) != ok {
+			t.Errorf("the replicas' login with the password of token %q: %v, want success %v", tok[:12], err, ok)
+		}
+		if err := login(etcdRoot, legacyRootPassword(tok)); err == nil {
+			t.Errorf("root logs in with a password derived from token %q", tok[:12])
 		}
 	}
 	secured.Close()
-	e, err := startEtcd(ctxGuard(t), dir, freeLoopbackURL(t))
+
+	// An etcd that an earlier version secured, root's password derived
+	// from the token: taken over with the token, or refused.
+	legacy := t.TempDir()
+	e, err := startEtcd(ctxGuard(t), legacy, freeLoopbackURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer e.Close()
-	err = secureEtcd(ctxGuard(t), e, joinConfig{fleetToken: stranger}, quiet())
+	if err := e.EnableAuth(ctxGuard(t), legacyRootPassword(testFleetToken)); err != nil {
+		t.Fatal(err)
+	}
+	err = secureEtcd(ctxGuard(t), e, joinConfig{fleetToken: stranger, fleetPrefix: defaultFleetPrefix}, quiet())
 	if err == nil || !strings.Contains(err.Error(), fleetTokenPreviousEnv) || strings.Contains(err.Error(), stranger) {
 		t.Errorf("a token the etcd never knew: %v", err)
 	}
+	if err := secureEtcd(ctxGuard(t), e, joinConfig{fleetToken: next, fleetPrefix: defaultFleetPrefix,
+		fleetTrust: fleetTrust{fleetPrevious: []string{testFleetToken}}}, quiet()); err != nil {
+		t.Fatalf("taking over an etcd secured by an earlier version: %v", err)
+	}
+	e.Close()
 }
 
 // startSecuredEtcd starts the embedded etcd in dir as joinFleet does, on
@@ -299,6 +332,9 @@ func startSecuredEtcd(t *testing.T, dir string, cfg joinConfig) *embedded.Etcd {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
+	if cfg.fleetPrefix == "" {
+		cfg.fleetPrefix = defaultFleetPrefix
+	}
 	if err := secureEtcd(ctxGuard(t), e, cfg, quiet()); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,9 @@
 // processes and browsers (no CORS grant, loopback Host names only, mutual
 // TLS on the peer port), and Etcd.EnableAuth turns etcd's auth on with one
 // root user, sweeping what a stranger planted before it was on.
+// Etcd.RootPassword keeps root's password, random, in the data directory,
+// and Etcd.GrantPrefix makes the user a fleet's replicas log in as, who
+// may read and write the fleet's prefix and nothing else.
 //
 // etcd's server is large: a program that imports this package links it,
 // while one that imports only package etcdfleet links etcd's client.

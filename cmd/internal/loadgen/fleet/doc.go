@@ -71,13 +71,13 @@
 // no replica wrote into the fleet's tool directory, one every 100 ms, with
 // the run's own etcd client, as anyone who can reach etcd could. It works
 // on raw JSON maps copied from a genuine record, so that it forges
-// whatever the record format is, a top-level "mac" included. Each cycle
+// whatever the record format is, a top-level "sig" included. Each cycle
 // starts a decoy consumer on a random replica and copies its record into:
-// a made-up name with the "mac" removed; one with a wrong "mac"; one whose
-// descriptor is invalid ("inputSchema": 5), "mac" kept; the decoy's
+// a made-up name with the "sig" removed; one with a wrong "sig"; one whose
+// descriptor is invalid ("inputSchema": 5), "sig" kept; the decoy's
 // genuine value, unchanged, under a made-up name's key; and, over the
 // decoy's own key (its lease kept), its record with the "endpoint"
-// changed, "mac" kept, then with its "tool" descriptor changed. Made-up
+// changed, "sig" kept, then with its "tool" descriptor changed. Made-up
 // names begin with "forged-", altered descriptors carry "FORGED" in their
 // title, and every forged endpoint is a trap: a loopback HTTP server that
 // counts every request and notes which credentials came with it (it

@@ -25,12 +25,16 @@ import (
 // It works on raw JSON maps, never on etcdfleet.Record, so that it forges
 // whatever the record format is: each record it writes starts as a copy of
 // a genuine one (its decoy's, below) and changes only the fields it names.
-// A top-level "mac", when genuine records carry one, is removed, replaced
+// A top-level "sig", when genuine records carry one, is removed, replaced
 // or kept as each kind says.
 
 // forgedPrefix begins every name the forger makes up: no consumer of the
 // run has one, so a listing that shows one lists a forged record.
 const forgedPrefix = "forged-"
+
+// sigField is the top-level field of a record that signs it (etcdfleet's
+// Record.Sig): the forger removes it, alters it, or keeps it.
+const sigField = "sig"
 
 // forgeMarker is in the title of every descriptor the forger makes up or
 // alters.
@@ -160,7 +164,7 @@ func (w *world) startDecoy(fg *forger, rng *rand.Rand, cycle int) *decoy {
 	d.genuine = resp.Kvs[0].Value
 	var m map[string]any
 	if json.Unmarshal(d.genuine, &m) == nil {
-		if _, ok := m["mac"]; ok {
+		if _, ok := m[sigField]; ok {
 			fg.signed.Add(1)
 		} else {
 			fg.unsigned.Add(1)
@@ -195,9 +199,9 @@ func (w *world) forgeOne(ctx context.Context, fg *forger, rng *rand.Rand, kind f
 		m["endpoint"] = fg.trap.url
 		switch kind {
 		case forgeNoMAC:
-			delete(m, "mac")
+			delete(m, sigField)
 		case forgeBadMAC:
-			m["mac"] = wrongMAC(m["mac"])
+			m[sigField] = wrongMAC(m[sigField])
 		case forgeSchema:
 			tool["inputSchema"] = 5
 		}

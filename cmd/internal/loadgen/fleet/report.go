@@ -96,7 +96,7 @@ type ForgeReport struct {
 	// bad_schema, copy, endpoint, tool).
 	Written map[string]int64 `json:"written"`
 	// SignedRecords and UnsignedRecords count the genuine records the
-	// forger copied by whether they carried a "mac".
+	// forger copied by whether they carried a "sig".
 	SignedRecords   int64 `json:"signed_records"`
 	UnsignedRecords int64 `json:"unsigned_records"`
 	// TrapHits counts the requests that reached the trap, and of them the
