@@ -3,7 +3,8 @@ package main
 // The command line: every flag, the config it fills, grouped by the part
 // of the server each group configures, and its parsing. The checks of a
 // group's values live with the part (checkFleet in fleet.go, checkEtcdAuth
-// in etcdauth.go, checkFleetTrust in fleettrust.go); parseArgs calls them.
+// in etcdauth.go, checkFleetTrust in fleettrust.go, checkTLS in tls.go);
+// parseArgs calls them.
 
 import (
 	"crypto/tls"
@@ -30,6 +31,7 @@ type config struct {
 	logConfig
 	joinConfig
 	gcConfig
+	tlsSettings // tls.go
 }
 
 // serveConfig is where and how MCP is served, and which routes.
@@ -155,6 +157,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	cfg.logConfig.flags(fs)
 	cfg.joinConfig.flags(fs)
 	cfg.gcConfig.flags(fs)
+	cfg.tlsSettings.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err // the flag package printed the usage
@@ -174,6 +177,9 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := checkTLS(&cfg, set); err != nil {
+		return config{}, err
+	}
 	if err := checkFleet(&cfg, set, getenv); err != nil {
 		return config{}, err
 	}

@@ -65,6 +65,8 @@ func fleetConfig(cfg config, endpoints []string, advertise string) etcdfleet.Con
 		Token:          cfg.fleetToken,
 		PreviousTokens: cfg.fleetPrevious,
 		Peers:          cfg.fleetPeers,
+
+		InsecureNetwork: cfg.insecureNetwork,
 	}
 }
 
