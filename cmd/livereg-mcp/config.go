@@ -260,6 +260,11 @@ The embedded etcd's auth is on, its root password derived from the fleet
 token; for an etcd of your own, see -etcd-ca, -etcd-cert, -etcd-key and
 -etcd-user (its password in $%s).
 
+TLS: -tls-cert and -tls-key serve HTTPS on the MCP and fleet endpoints,
+reloaded when the files change or on SIGHUP; -fleet-ca names the CAs the
+replicas' https endpoints are checked against. An http:// -advertise URL
+beyond loopback needs -fleet-insecure-network.
+
 Flags:
 `, tokensEnv, tokenSpecHelp, minTokenLen, fleetTokenEnv, etcdPasswordEnv)
 	fs.SetOutput(w)
