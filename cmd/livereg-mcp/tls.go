@@ -104,7 +104,13 @@ func loadKeyPair(certFile, keyFile string, now time.Time) (*tls.Certificate, err
 	if err != nil {
 		return nil, fmt.Errorf("-tls-cert %s and -tls-key %s: %w", certFile, keyFile, err)
 	}
-	leaf := pair.Leaf // LoadX509KeyPair parses it
+	leaf := pair.Leaf // LoadX509KeyPair parses it, unless GODEBUG=x509keypairleaf=0
+	if leaf == nil {
+		if leaf, err = x509.ParseCertificate(pair.Certificate[0]); err != nil {
+			return nil, fmt.Errorf("-tls-cert %s: %w", certFile, err)
+		}
+		pair.Leaf = leaf
+	}
 	switch {
 	case now.After(leaf.NotAfter):
 		return nil, fmt.Errorf("-tls-cert %s: the certificate expired at %s", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))

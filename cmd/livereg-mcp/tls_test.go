@@ -213,3 +213,22 @@ func TestTLSMinVersion(t *testing.T) {
 	assert.GreaterOrEqual(t, conn.ConnectionState().Version, uint16(tls.VersionTLS12))
 	_ = conn.Close()
 }
+
+// Where GODEBUG=x509keypairleaf=0 leaves the parsed leaf out of a loaded
+// pair, the pair is still checked for its validity dates, and served with
+// its leaf.
+func TestLoadKeyPairWithoutLeaf(t *testing.T) {
+	t.Setenv("GODEBUG", "x509keypairleaf=0")
+	dir := t.TempDir()
+	ca := newTestCA(t, "fleet CA")
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	good := ca.issueNow(t)
+	good.write(t, cert, key)
+	pair, err := loadKeyPair(cert, key, time.Now())
+	require.NoError(t, err)
+	require.NotNil(t, pair.Leaf)
+	assert.Equal(t, good.serial.String(), pair.Leaf.SerialNumber.String())
+	ca.issue(t, time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour)).write(t, cert, key)
+	_, err = loadKeyPair(cert, key, time.Now())
+	require.ErrorContains(t, err, "the certificate expired at")
+}
