@@ -125,7 +125,7 @@ func (c *joinConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.etcd, "etcd", "", "join the fleet over the etcd cluster at these client URLs (comma-separated)")
 	fs.StringVar(&c.etcdEmbedded, "etcd-embedded", "", "start a single-node etcd with its data in this directory, and join the fleet over it")
 	fs.StringVar(&c.etcdListen, "etcd-listen", defaultEtcdListen, "client URL of the -etcd-embedded etcd, on loopback (port 0: a free one)")
-	fs.StringVar(&c.advertise, "advertise", "", "URL at which the other replicas reach this one's fleet endpoint (default: the listening address and "+mcpserve.DefaultFleetPath+")")
+	fs.StringVar(&c.advertise, "advertise", "", "URL at which the other replicas reach this one's fleet endpoint (default: the listening address and "+mcpserve.DefaultFleetPath+", https with -tls-cert); http:// beyond loopback needs -fleet-insecure-network")
 	fs.StringVar(&c.fleetToken, "fleet-token", "", "credential the replicas of a fleet share, at least 16 bytes (default $"+fleetTokenEnv+
 		"); visible to every user of the machine in ps: prefer $"+fleetTokenEnv)
 	fs.DurationVar(&c.fleetTTL, "fleet-ttl", etcdfleet.DefaultTTL, "lease TTL, whole seconds: how long a crashed replica's names stay claimed")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -231,4 +232,45 @@ func TestLoadKeyPairWithoutLeaf(t *testing.T) {
 	ca.issue(t, time.Now().Add(-48*time.Hour), time.Now().Add(-time.Hour)).write(t, cert, key)
 	_, err = loadKeyPair(cert, key, time.Now())
 	require.ErrorContains(t, err, "the certificate expired at")
+}
+
+// Handshakes get the certificate concurrently with rotations, looks at
+// the files and reloads: each gets a pair that loaded, never nil. Run
+// with -race, it checks that get shares nothing unguarded.
+func TestCertReloadConcurrent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		ca := newTestCA(t, "fleet CA")
+		pairs := []testPair{ca.issueNow(t), ca.issueNow(t), ca.issueNow(t)}
+		valid := map[string]bool{}
+		for _, p := range pairs {
+			valid[p.serial.String()] = true
+		}
+		cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		pairs[0].write(t, cert, key)
+		var cfg config
+		cfg.certFile, cfg.keyFile = cert, key
+		require.NoError(t, checkTLS(&cfg, nil))
+		certs := cfg.certs
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				for range 40 {
+					c := certs.get()
+					if !assert.NotNil(t, c) || !assert.True(t, valid[c.Leaf.SerialNumber.String()]) {
+						return
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			})
+		}
+		for i := 1; i <= 6; i++ {
+			time.Sleep(reloadInterval / 2)
+			pairs[i%len(pairs)].write(t, cert, key)
+			if i%3 == 0 {
+				certs.reload()
+			}
+		}
+		wg.Wait()
+	})
 }
