@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"io"
 	"log/slog"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/livereg/livereg/etcdfleet"
 )
 
 // The TLS flags: the pair goes together and loads at start, a bad,
@@ -273,4 +276,49 @@ func TestCertReloadConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 	})
+}
+
+// A default advertise URL that only the bound address shows to be beyond
+// loopback (an -addr host name) is refused when the replica joins, before
+// anything starts, unless TLS is on or the network is trusted; the trusted
+// network reaches etcdfleet, which would refuse the URL too.
+func TestDerivedAdvertise(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, "fleet CA")
+	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	ca.issueNow(t).write(t, cert, key)
+	withToken := func(k string) string {
+		if k == fleetTokenEnv {
+			return testFleetToken
+		}
+		return ""
+	}
+	bound := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 7), Port: 8931}
+	// A context already ended: a join that gets past the checks fails at
+	// once, on etcd.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, tt := range []struct {
+		name    string
+		args    []string
+		refused bool
+	}{
+		{"plain", nil, true},
+		{"trusted network", []string{"-fleet-insecure-network"}, false},
+		{"TLS", []string{"-tls-cert", cert, "-tls-key", key}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseArgs(append([]string{"-etcd", "http://127.0.0.1:1", "-addr", "replica.example:8931"}, tt.args...), withToken, io.Discard)
+			require.NoError(t, err)
+			fl, err := joinFleet(ctx, cfg, bound, quiet())
+			require.Error(t, err)
+			assert.Nil(t, fl)
+			if tt.refused {
+				assert.ErrorContains(t, err, "the advertise URL derived from -addr is http:// on a host beyond loopback")
+				return
+			}
+			assert.NotContains(t, err.Error(), "beyond loopback")
+			assert.NotErrorIs(t, err, etcdfleet.ErrPlainHTTP)
+		})
+	}
 }
