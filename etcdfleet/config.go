@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -64,8 +66,14 @@ type Config struct {
 	// other replicas forward calls for its routes, such as package
 	// mcpserve's Server.FleetHandler mounted at /fleet. Empty means its
 	// routes are listed fleet-wide but not forwarded to ([Replica.Peer]
-	// does not locate them).
+	// does not locate them). A plain http URL must name a loopback host
+	// (127.0.0.0/8, ::1 or localhost) unless InsecureNetwork is set: the
+	// hop would otherwise cross a network in clear text by accident.
 	Advertise string
+	// InsecureNetwork allows an http Advertise URL on a host other than
+	// loopback: set it only where the network between the replicas is
+	// trusted, as a sniffer on it reads every forwarded call.
+	InsecureNetwork bool
 	// Logger receives the etcd client's logs; nil discards them.
 	Logger *zap.Logger
 
@@ -156,7 +164,7 @@ func (cfg *Config) check() error {
 	if !printable(cfg.Replica) || len(cfg.Replica) > maxReplicaBytes {
 		return fmt.Errorf("%w: replica name %q: not printable UTF-8 of at most %d bytes", ErrInvalidConfig, cfg.Replica, maxReplicaBytes)
 	}
-	if err := checkAdvertise(cfg.Advertise); err != nil {
+	if err := checkAdvertise(cfg.Advertise, cfg.InsecureNetwork); err != nil {
 		return fmt.Errorf("%w: advertised endpoint %q: %w", ErrInvalidConfig, cfg.Advertise, err)
 	}
 	if err := cfg.checkTrust(); err != nil {
@@ -173,8 +181,9 @@ func (cfg *Config) check() error {
 
 // checkAdvertise accepts an empty endpoint, or an absolute http(s) URL
 // with a host and without user info, query or fragment: the URL another
-// replica posts forwarded requests to.
-func checkAdvertise(ep string) error {
+// replica posts forwarded requests to. An http URL must name a loopback
+// host unless insecure says the network is trusted.
+func checkAdvertise(ep string, insecure bool) error {
 	if ep == "" {
 		return nil
 	}
@@ -191,7 +200,25 @@ func checkAdvertise(ep string) error {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return fmt.Errorf("user info, a query or a fragment is not an endpoint")
 	}
+	if u.Scheme == "http" && !insecure && !LoopbackHost(u.Hostname()) {
+		return ErrPlainHTTP
+	}
 	return nil
+}
+
+// ErrPlainHTTP is the refusal of an http Advertise URL beyond loopback
+// without Config.InsecureNetwork.
+var ErrPlainHTTP = errors.New("etcdfleet: http:// beyond loopback sends every forwarded call in clear text: " +
+	"advertise https://, or set InsecureNetwork where the network is trusted")
+
+// LoopbackHost reports whether host, as url.URL.Hostname returns it,
+// names this machine without a lookup: an IP address in 127.0.0.0/8 or
+// ::1, or localhost (RFC 6761 keeps it on loopback).
+func LoopbackHost(host string) bool {
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	return strings.EqualFold(strings.TrimSuffix(host, "."), "localhost")
 }
 
 // checkEndpoint accepts what the etcd client dials: a URL with a scheme it

@@ -3,7 +3,8 @@ package main
 // The command line: every flag, the config it fills, grouped by the part
 // of the server each group configures, and its parsing. The checks of a
 // group's values live with the part (checkFleet in fleet.go, checkEtcdAuth
-// in etcdauth.go, checkFleetTrust in fleettrust.go); parseArgs calls them.
+// in etcdauth.go, checkFleetTrust in fleettrust.go, checkTLS in tls.go);
+// parseArgs calls them.
 
 import (
 	"crypto/tls"
@@ -30,6 +31,7 @@ type config struct {
 	logConfig
 	joinConfig
 	gcConfig
+	tlsSettings // tls.go
 }
 
 // serveConfig is where and how MCP is served, and which routes.
@@ -123,7 +125,7 @@ func (c *joinConfig) flags(fs *flag.FlagSet) {
 	fs.StringVar(&c.etcd, "etcd", "", "join the fleet over the etcd cluster at these client URLs (comma-separated)")
 	fs.StringVar(&c.etcdEmbedded, "etcd-embedded", "", "start a single-node etcd with its data in this directory, and join the fleet over it")
 	fs.StringVar(&c.etcdListen, "etcd-listen", defaultEtcdListen, "client URL of the -etcd-embedded etcd, on loopback (port 0: a free one)")
-	fs.StringVar(&c.advertise, "advertise", "", "URL at which the other replicas reach this one's fleet endpoint (default: the listening address and "+mcpserve.DefaultFleetPath+")")
+	fs.StringVar(&c.advertise, "advertise", "", "URL at which the other replicas reach this one's fleet endpoint (default: the listening address and "+mcpserve.DefaultFleetPath+", https with -tls-cert); http:// beyond loopback needs -fleet-insecure-network")
 	fs.StringVar(&c.fleetToken, "fleet-token", "", "credential the replicas of a fleet share, at least 16 bytes (default $"+fleetTokenEnv+
 		"); visible to every user of the machine in ps: prefer $"+fleetTokenEnv)
 	fs.DurationVar(&c.fleetTTL, "fleet-ttl", etcdfleet.DefaultTTL, "lease TTL, whole seconds: how long a crashed replica's names stay claimed")
@@ -155,6 +157,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	cfg.logConfig.flags(fs)
 	cfg.joinConfig.flags(fs)
 	cfg.gcConfig.flags(fs)
+	cfg.tlsSettings.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return config{}, err // the flag package printed the usage
@@ -174,6 +177,9 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (con
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if err := checkTLS(&cfg, set); err != nil {
+		return config{}, err
+	}
 	if err := checkFleet(&cfg, set, getenv); err != nil {
 		return config{}, err
 	}
@@ -253,6 +259,11 @@ in $%s (-fleet-token shows in ps).
 The embedded etcd's auth is on, root's password random in DIR, the
 replicas' user's derived from the fleet token; for an etcd of your own, see -etcd-ca, -etcd-cert, -etcd-key and
 -etcd-user (its password in $%s).
+
+TLS: -tls-cert and -tls-key serve HTTPS on the MCP and fleet endpoints,
+reloaded when the files change or on SIGHUP; -fleet-ca names the CAs the
+replicas' https endpoints are checked against. An http:// -advertise URL
+beyond loopback needs -fleet-insecure-network.
 
 Flags:
 `, tokensEnv, tokenSpecHelp, minTokenLen, fleetTokenEnv, etcdPasswordEnv)

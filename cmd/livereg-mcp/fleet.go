@@ -80,7 +80,7 @@ func checkFleet(cfg *config, set map[string]bool, getenv func(string) string) er
 		return errors.New("-etcd-listen must be http://IP:PORT on a loopback address (port 0 picks a free one): the embedded etcd serves plain HTTP")
 	}
 	if cfg.advertise != "" && !validAdvertise(cfg.advertise) {
-		return errors.New("-advertise must be an http:// or https:// URL with a host and a path, such as http://10.0.0.5:8931" + mcpserve.DefaultFleetPath)
+		return errors.New("-advertise must be an http:// or https:// URL with a host and a path, such as https://10.0.0.5:8931" + mcpserve.DefaultFleetPath)
 	}
 	if cfg.replica == "" {
 		cfg.replica = defaultReplicaName()
@@ -100,6 +100,9 @@ func checkFleet(cfg *config, set map[string]bool, getenv func(string) string) er
 		return errors.New("the fleet token is not a bearer token (letters, digits, -._~+/ and trailing '=' only)")
 	case len(cfg.fleetToken) < mcpserve.MinFleetTokenBytes:
 		return fmt.Errorf("the fleet token is shorter than %d bytes", mcpserve.MinFleetTokenBytes)
+	}
+	if err := checkAdvertiseScheme(cfg); err != nil {
+		return err
 	}
 	return checkFleetTrust(cfg, getenv)
 }
@@ -186,9 +189,12 @@ func joinFleet(ctx context.Context, cfg config, addr net.Addr, log *slog.Logger)
 	f := &fleet{log: log, advertise: cfg.advertise}
 	if f.advertise == "" {
 		var wildcard bool
-		f.advertise, wildcard = endpointURL(addr, mcpserve.DefaultFleetPath)
+		f.advertise, wildcard = cfg.tlsSettings.serveURL(addr, mcpserve.DefaultFleetPath)
 		if wildcard {
 			log.Warn("advertising a loopback URL to the fleet: replicas on other machines cannot forward calls to it; set -advertise", "advertise", f.advertise)
+		}
+		if err := checkDerivedAdvertise(&cfg, f.advertise, "the advertise URL derived from -addr"); err != nil {
+			return nil, err
 		}
 	}
 	endpoints := splitEndpoints(cfg.etcd)

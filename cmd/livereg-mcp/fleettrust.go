@@ -65,6 +65,10 @@ func fleetConfig(cfg config, endpoints []string, advertise string) etcdfleet.Con
 		Token:          cfg.fleetToken,
 		PreviousTokens: cfg.fleetPrevious,
 		Peers:          cfg.fleetPeers,
+
+		// -fleet-insecure-network (tls.go): Join refuses a plain http
+		// Advertise beyond loopback without it, as checkAdvertiseScheme does.
+		InsecureNetwork: cfg.insecureNetwork,
 	}
 }
 

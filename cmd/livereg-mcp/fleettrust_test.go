@@ -43,14 +43,14 @@ func TestFleetTrustFlags(t *testing.T) {
 		{args: []string{"-etcd", "http://e:2379"}},
 		{args: []string{"-etcd-embedded", "d"}, peers: embeddedPeers},
 		{args: []string{"-etcd-embedded", "d", "-fleet-peers", "127.0.0.1, host.example"}, peers: []string{"127.0.0.1", "host.example"}},
-		{args: []string{"-etcd", "http://e:2379", "-fleet-peers", "10.0.0.0/8,fleet.internal", "-advertise", "http://10.0.0.5:8931/fleet"},
+		{args: []string{"-etcd", "http://e:2379", "-fleet-peers", "10.0.0.0/8,fleet.internal", "-advertise", "https://10.0.0.5:8931/fleet"},
 			peers: []string{"10.0.0.0/8", "fleet.internal"}},
 		{args: []string{"-etcd", "http://e:2379"}, prev: previous + ", other-previous-token-0123", previous: []string{previous, "other-previous-token-0123"}},
 
 		{args: []string{"-fleet-peers", "10.0.0.0/8"}, wantErr: "-fleet-peers needs -etcd"},
-		{args: []string{"-etcd", "http://e:2379", "-fleet-peers", "10.0.0.0/8", "-advertise", "http://192.168.1.5:8931/fleet"}, wantErr: "-advertise"},
-		{args: []string{"-etcd-embedded", "d", "-advertise", "http://10.0.0.5:8931/fleet"}, wantErr: "-advertise"},
-		{args: []string{"-etcd", "http://e:2379", "-advertise", "http://10.0.0.5:8931/steal"}, wantErr: "/fleet"},
+		{args: []string{"-etcd", "http://e:2379", "-fleet-peers", "10.0.0.0/8", "-advertise", "https://192.168.1.5:8931/fleet"}, wantErr: "-advertise"},
+		{args: []string{"-etcd-embedded", "d", "-advertise", "https://10.0.0.5:8931/fleet"}, wantErr: "-advertise"},
+		{args: []string{"-etcd", "http://e:2379", "-advertise", "https://10.0.0.5:8931/steal"}, wantErr: "/fleet"},
 		{args: []string{"-etcd", "http://e:2379", "-fleet-peers", "not a host"}, wantErr: "-fleet-peers"},
 		{args: []string{"-etcd", "http://e:2379", "-fleet-peers", "10.0.0.0/8,,"}, wantErr: "-fleet-peers"},
 		{args: []string{"-etcd", "http://e:2379"}, prev: "short-secret", wantErr: "token 1 is shorter than 16 bytes"},
@@ -72,7 +72,7 @@ func TestFleetTrustFlags(t *testing.T) {
 
 // Contradicting fleet flags exit 2, quoting no token.
 func TestFleetTrustFlagsExit2(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-etcd-embedded", t.TempDir(), "-advertise", "http://10.0.0.5:8931/fleet")
+	cmd := exec.Command(os.Args[0], "-etcd-embedded", t.TempDir(), "-advertise", "https://10.0.0.5:8931/fleet")
 	cmd.Env = append(os.Environ(), runMainEnv+"=1", fleetTokenEnv+"="+testFleetToken)
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError

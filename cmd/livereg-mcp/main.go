@@ -22,6 +22,7 @@
 //	             | -etcd-embedded DIR [-etcd-listen URL]]
 //	            [-advertise URL] [-fleet-token token] [-fleet-ttl d]
 //	            [-fleet-prefix /prefix] [-replica name] [-fleet-peers list]
+//	            [-tls-cert file -tls-key file] [-fleet-ca file] [-fleet-insecure-network]
 //
 // For a wildcard -addr (0.0.0.0, [::]) it logs, and writes to -url-file,
 // the loopback URL, which a client on the machine can use, and logs the
@@ -78,6 +79,15 @@
 // -etcd-embedded), is neither listed nor forwarded to. While the fleet
 // rotates its token, $LIVEREG_FLEET_TOKEN_PREVIOUS (comma-separated)
 // holds the tokens still accepted, never sent.
+//
+// With -tls-cert and -tls-key the one listener, the MCP endpoint and the
+// fleet endpoint both, speaks TLS only (1.2 at least), and loads the pair
+// again when its files change (looked at no more than once a second) or
+// on SIGHUP; a new pair that does not load is logged and the old one
+// served. A replica then advertises https, and its hop trusts the CAs of
+// -fleet-ca (default: the system's roots). An http -advertise URL on a
+// host other than loopback is refused unless -fleet-insecure-network says
+// the network between the replicas is trusted.
 //
 // Without tokens only public routes answer and the server refuses to listen
 // on a non-loopback address; with tokens, a non-loopback listener answers

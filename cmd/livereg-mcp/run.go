@@ -25,11 +25,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	if err != nil {
 		return err
 	}
+	defer cfg.tlsSettings.watch(log)()
 	var ln net.Listener
 	if !cfg.stdio {
 		if ln, err = listen(ctx, cfg.addr, auth); err != nil {
 			return err
 		}
+		ln = cfg.tlsSettings.listener(ln)
 		defer ln.Close() // Serve closes it; this covers an early return
 	}
 	// The consumers live until run returns: their context is run's.
@@ -43,7 +45,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	if err != nil {
 		return err
 	}
-	srv, err := mcpserve.New(cat, serverOptions(cfg, log, p.fl))
+	opts := serverOptions(cfg, log, p.fl)
+	if opts.Fleet != nil {
+		opts.Fleet.HTTPClient = cfg.tlsSettings.hopClient()
+	}
+	srv, err := mcpserve.New(cat, opts)
 	if err != nil {
 		return err
 	}

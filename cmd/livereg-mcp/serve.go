@@ -18,13 +18,13 @@ import (
 // cfg asks for one, and then reports the endpoint URL: to the log, to
 // -url-file and to ready.
 func serveHTTP(ctx context.Context, cfg config, ln net.Listener, srv *mcpserve.Server, cat *catalog.Catalog, fl *fleet, log *slog.Logger, ready func(url string)) error {
-	url, wildcard := endpointURL(ln.Addr(), cfg.path)
+	url, wildcard := cfg.tlsSettings.serveURL(ln.Addr(), cfg.path)
 	if wildcard {
 		log.Info("listening on every interface; from this machine use the loopback URL",
 			"addr", ln.Addr().String(), "interfaces", interfaceAddrs())
 	}
 	stats := cat.Stats()
-	log.Info("serving streamable HTTP", "addr", ln.Addr().String(), "url", url,
+	log.Info("serving streamable HTTP", "addr", ln.Addr().String(), "url", url, "tls", cfg.tlsSettings.on(),
 		"tools", stats.Tools, "resources", stats.Resources, "conformance", cfg.conformance, "stateless", cfg.stateless)
 	metricsDone, err := startMetrics(ctx, cfg.logConfig, cat, srv, fl, log)
 	if err != nil {
