@@ -130,6 +130,10 @@ func (s *Server) receiveListen(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, s.refuseListen(err)
 		}
 		defer done()
+		// The SDK subscribes to the stream's resources with requests of
+		// its own, which carry no extra: they present the stream's
+		// credential to the routes' plans (subjudge.go).
+		lctx = context.WithValue(lctx, listenCredKey{}, s.credential(ctx, req))
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && isForwarded(req.GetExtra()) {
 			// Another replica's stream of its subscriptions here
 			// (fleetsubs.go): the table ends it when it drops one of

@@ -40,7 +40,7 @@ func BenchmarkSubscriptionRecheck(b *testing.B) {
 				b.Fatalf("%s not served", uri)
 			}
 			t.mu.Lock()
-			t.byURI[uri] = &uriSubs{owner: o, sessions: map[*mcp.ServerSession]struct{}{ss: {}}}
+			t.byURI[uri] = &uriSubs{owner: o, sessions: map[*mcp.ServerSession]grant{ss: {by: o}}}
 			t.indexLocked(uri, o)
 			t.ix.total++
 			t.mu.Unlock()

@@ -44,3 +44,10 @@ func (s *Server) RelayFrom(endpoint, uri string) {
 		s.subs.relay(ps, uri)
 	}
 }
+
+// SubscriptionsHeld returns the subscriptions counted against the caps.
+func (s *Server) SubscriptionsHeld() int {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	return int(s.subs.ix.total)
+}
