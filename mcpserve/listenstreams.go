@@ -134,10 +134,11 @@ func (s *Server) receiveListen(next mcp.MethodHandler) mcp.MethodHandler {
 		// its own, which carry no extra: they present the stream's
 		// credential to the routes' plans (subjudge.go).
 		lctx = context.WithValue(lctx, listenCredKey{}, s.credential(ctx, req))
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && isForwarded(req.GetExtra()) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && isForwarded(req.GetExtra()) && !isCheck(req.GetExtra().Header) {
 			// Another replica's stream of its subscriptions here
 			// (fleetsubs.go): the table ends it when it drops one of
-			// its URIs.
+			// its URIs. A check of one caller's subscribe
+			// (fleetsubjudge.go) is judged as a client's own instead.
 			var end context.CancelCauseFunc
 			lctx, end = context.WithCancelCause(lctx)
 			defer s.subs.trackPeerStream(ss, end)()

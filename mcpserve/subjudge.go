@@ -66,12 +66,7 @@ func (t *subscriptions) judge(ctx context.Context, req *mcp.SubscribeRequest, fr
 		}
 		return grant{by: o, peer: true}, nil
 	}
-	cred := ""
-	if c, ok := ctx.Value(listenCredKey{}).(string); ok {
-		cred = c
-	} else if t.credOf != nil {
-		cred = t.credOf(ctx, req)
-	}
+	cred := t.credential(ctx, req)
 	o, pr, err := t.cat.AuthorizeResource(ctx, uri, cred)
 	switch {
 	case errors.Is(err, catalog.ErrNotFound):
@@ -80,6 +75,17 @@ func (t *subscriptions) judge(ctx context.Context, req *mcp.SubscribeRequest, fr
 		return grant{}, t.refuse(ctx, uri, err)
 	}
 	return grant{cred: cred, expires: pr.Expires(), by: o}, nil
+}
+
+// credential is what the subscribe req presents to the routes' plans.
+func (t *subscriptions) credential(ctx context.Context, req *mcp.SubscribeRequest) string {
+	if c, ok := ctx.Value(listenCredKey{}).(string); ok {
+		return c
+	}
+	if t.credOf != nil {
+		return t.credOf(ctx, req)
+	}
+	return ""
 }
 
 // refuse maps a refused judgment onto the wire as resources/read does.

@@ -155,6 +155,13 @@ func (t *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		if ep, ok = t.fleet.locate(uri); !ok {
 			return mcp.ResourceNotFoundError(uri)
 		}
+		// Judged by the plan of the replica that serves it
+		// (fleetsubjudge.go), unless prepare did, before the sdk lock.
+		if judged, _ := ctx.Value(judgedAtKey{}).(string); judged != uri {
+			if err := t.fleet.judgeAt(ctx, ep, uri, t.credential(ctx, req)); err != nil {
+				return err
+			}
+		}
 	}
 	t.mu.Lock()
 	uris := t.bySession[req.Session]
@@ -268,11 +275,14 @@ func (t *subscriptions) subscribeChecked(ctx context.Context, method string, req
 	if req.Params != nil {
 		// A URI another replica serves: its stream is made to carry it
 		// first, so that the wait holds up no other subscribe.
-		release, err := t.fleet.prepare(ctx, req.Params.URI, req.Session)
+		release, judged, err := t.fleet.prepare(ctx, req.Params.URI, req.Session, t.credential(ctx, req))
 		if err != nil {
 			return nil, err
 		}
 		defer release()
+		if judged {
+			ctx = context.WithValue(ctx, judgedAtKey{}, req.Params.URI)
+		}
 	}
 	t.sdk.Lock()
 	defer t.sdk.Unlock()

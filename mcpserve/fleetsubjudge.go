@@ -1,0 +1,89 @@
+package mcpserve
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A subscription to a URI another replica serves is judged by that
+// replica's plan for the caller, as a read forwarded there would be. The
+// stream that carries the URI (fleetsubs.go) is one per peer, opened
+// with the fleet credential for every subscriber of this replica, and
+// the peer does not judge what it carries: so before the table records
+// the subscription, this replica opens a short listen of the URI at the
+// peer that presents the caller's credential as a forwarded call does
+// (callerHeader), marked with checkHeader. The peer judges that listen
+// as a client's own (subjudge.go): a refusal comes back as the error
+// the caller's resources/read would get there, and is this subscribe's
+// answer; an acknowledgement admits the subscription, and the check's
+// stream is closed at once. It costs one more request to the peer per
+// subscribe to a remote URI, within Fleet.ForwardTimeout.
+//
+// The grant is judged once, at the subscribe: a later change of the
+// peer's owner or of the caller's expiry is not judged again here (the
+// peer's stream carries no caller).
+
+// checkHeader marks a peer's listen that judges one caller's subscribe,
+// rather than carries the peer's subscriptions: the replica that serves
+// it judges it by the forwarded caller's credential. Only a request that
+// passed FleetHandler's fleet credential is read for it.
+const checkHeader = "Livereg-Fleet-Subscribe-Check"
+
+// judgedAtKey marks the context of a subscribe whose URI, its value,
+// the serving replica has judged already (prepare).
+type judgedAtKey struct{}
+
+// errChecked ends the stream of a check once acknowledged.
+var errChecked = errors.New("mcpserve: subscription judged")
+
+// callerCheck is the caller a peer's listen judges.
+type callerCheck struct{ cred string }
+
+// mark sets, on the check's request, the caller's credential and the
+// mark that asks for the judgment.
+func (c *callerCheck) mark(h http.Header) {
+	h[checkHeader] = []string{"1"}
+	if c.cred != "" {
+		h[callerHeader] = []string{c.cred}
+	}
+}
+
+// isCheck reports whether a forwarded listen with header h judges a
+// caller's subscribe (see checkHeader).
+func isCheck(h http.Header) bool { return len(h[checkHeader]) > 0 }
+
+// judgeAt has the replica at ep judge cred's subscribe to uri by its
+// route's plan: nil when admitted, the replica's JSON-RPC error when
+// refused (the error a read there would get), or CodePeerUnavailable.
+func (fs *fleetSubs) judgeAt(ctx context.Context, ep, uri, cred string) error {
+	type result struct {
+		s   *listenStream
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		s, err := fs.openAs(&peerStream{endpoint: ep}, []string{uri}, &callerCheck{cred: cred})
+		done <- result{s, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "resource subscription: request ended: " + context.Cause(ctx).Error()}
+	}
+	if r.err != nil {
+		var ref *peerRefusal
+		if errors.As(r.err, &ref) {
+			return mcp.ResourceNotFoundError(uri)
+		}
+		return fs.unavailable(uri, r.err)
+	}
+	if _, ok := r.s.agreed[uri]; !ok {
+		return fs.unavailable(uri, errNotAcknowledged)
+	}
+	return nil
+}
