@@ -7,6 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/livereg/livereg/bindsec"
 )
 
 // A subscription to a URI another replica serves is judged by that
@@ -23,9 +25,12 @@ import (
 // stream is closed at once. It costs one more request to the peer per
 // subscribe to a remote URI, within Fleet.ForwardTimeout.
 //
-// The grant is judged once, at the subscribe: a later change of the
-// peer's owner or of the caller's expiry is not judged again here (the
-// peer's stream carries no caller).
+// The grant keeps the expiry of the principal this replica's own
+// authenticator finds for the credential, if it knows it: once that has
+// passed, the next update drops the grant without asking the peer, as
+// an expired principal passes no plan that needs a credential. A change
+// of the peer's owner is not judged again here (the peer's stream
+// carries no caller).
 
 // checkHeader marks a peer's listen that judges one caller's subscribe,
 // rather than carries the peer's subscriptions: the replica that serves
@@ -55,6 +60,17 @@ func (c *callerCheck) mark(h http.Header) {
 // isCheck reports whether a forwarded listen with header h judges a
 // caller's subscribe (see checkHeader).
 func isCheck(h http.Header) bool { return len(h[checkHeader]) > 0 }
+
+// remoteGrant is the grant of a subscribe the peer admitted for cred.
+func (t *subscriptions) remoteGrant(ctx context.Context, cred string) grant {
+	g := grant{cred: cred, remote: true}
+	if cred != "" && bindsec.Configured(t.cat.Authenticator()) {
+		if pr, err := bindsec.Authenticate(ctx, t.cat.Authenticator(), cred); err == nil {
+			g.expires = pr.Expires()
+		}
+	}
+	return g
+}
 
 // judgeAt has the replica at ep judge cred's subscribe to uri by its
 // route's plan: nil when admitted, the replica's JSON-RPC error when

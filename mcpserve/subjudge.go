@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/livereg/livereg/bindsec"
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/owner"
 )
@@ -40,6 +41,7 @@ type grant struct {
 	expires time.Time // the principal's expiry; zero for none
 	by      owner.Ref // the owner whose plan judged it
 	peer    bool      // held by another replica's stream: not judged here
+	remote  bool      // judged by the replica that serves the URI (fleetsubjudge.go)
 }
 
 // listenCredKey carries the credential of a subscriptions/listen to the
@@ -121,10 +123,14 @@ func (t *subscriptions) stale(uri string) (uint64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	us := t.byURI[uri]
-	if us == nil || us.peer != nil {
+	if us == nil {
 		return v, false
 	}
-	return v, us.gen != v || !us.soonest.IsZero() && !t.now().Before(us.soonest)
+	expiring := !us.soonest.IsZero() && !t.now().Before(us.soonest)
+	if us.peer != nil {
+		return v, expiring // another replica's plan: see fleetsubjudge.go
+	}
+	return v, us.gen != v || expiring
 }
 
 // rejudge judges again the grants of uri that another owner's plan
@@ -133,7 +139,6 @@ func (t *subscriptions) stale(uri string) (uint64, bool) {
 // no lock held.
 func (t *subscriptions) rejudge(uri string, v uint64) {
 	cur, served := t.cat.ResourceOwner(uri)
-	now := t.now()
 	type verdict struct {
 		ss      *mcp.ServerSession
 		cred    string
@@ -143,17 +148,27 @@ func (t *subscriptions) rejudge(uri string, v uint64) {
 	}
 	var vs []verdict
 	t.mu.Lock()
-	if us := t.byURI[uri]; us != nil && us.peer == nil {
+	now := t.now()
+	if us := t.byURI[uri]; us != nil {
 		for ss, g := range us.sessions {
 			expired := !g.expires.IsZero() && !now.Before(g.expires)
-			if g.peer || !expired && (!served || g.by.Same(cur)) {
-				continue
+			switch {
+			case us.peer != nil && expired:
+				// Served by another replica, whose plan this one
+				// cannot run: an expired principal is refused by any
+				// plan that needed a credential.
+				vs = append(vs, verdict{ss: ss, cred: g.cred, expired: true, err: bindsec.ErrExpired})
+			case g.peer || us.peer != nil || !expired && (!served || g.by.Same(cur)):
+			default:
+				vs = append(vs, verdict{ss: ss, cred: g.cred, expired: expired})
 			}
-			vs = append(vs, verdict{ss: ss, cred: g.cred, expired: expired})
 		}
 	}
 	t.mu.Unlock()
 	for i := range vs {
+		if vs[i].err != nil {
+			continue
+		}
 		o, pr, err := t.cat.AuthorizeResource(context.Background(), uri, vs[i].cred)
 		vs[i].g, vs[i].err = grant{cred: vs[i].cred, expires: pr.Expires(), by: o}, err
 	}
@@ -162,7 +177,7 @@ func (t *subscriptions) rejudge(uri string, v uint64) {
 	defer t.sdk.Unlock()
 	t.mu.Lock()
 	us := t.byURI[uri]
-	if us == nil || us.peer != nil {
+	if us == nil {
 		t.mu.Unlock()
 		return
 	}

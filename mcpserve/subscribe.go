@@ -61,8 +61,8 @@ type subscriptions struct {
 	// (subjudge.go); now is the clock expiries are read on.
 	credOf    func(ctx context.Context, req mcp.Request) string
 	readError func(ctx context.Context, uri string, err error) error
-	now       func() time.Time
-	rejudged  atomic.Uint64 // grants judged again since New
+	now       func() time.Time // read under mu
+	rejudged  atomic.Uint64    // grants judged again since New
 
 	// recorded, a test hook (nil in production), runs at the end of
 	// subscribe, once the subscription is in this table and before the
@@ -157,11 +157,13 @@ func (t *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		}
 		// Judged by the plan of the replica that serves it
 		// (fleetsubjudge.go), unless prepare did, before the sdk lock.
+		cred := t.credential(ctx, req)
 		if judged, _ := ctx.Value(judgedAtKey{}).(string); judged != uri {
-			if err := t.fleet.judgeAt(ctx, ep, uri, t.credential(ctx, req)); err != nil {
+			if err := t.fleet.judgeAt(ctx, ep, uri, cred); err != nil {
 				return err
 			}
 		}
+		g = t.remoteGrant(ctx, cred)
 	}
 	t.mu.Lock()
 	uris := t.bySession[req.Session]
