@@ -31,9 +31,9 @@ import (
 //     (subscriptions/listen), subscribes to the admin URI and reads it,
 //     over and over; it starts tasks of the tool, and reads the valid
 //     credential's tasks by their IDs.
-//   - A principal that holds the role until deniedShortLife after the
-//     start subscribes to the late URI at once; the late URI is updated
-//     only after that expiry.
+//   - A principal that holds the role until deniedShortLife after it
+//     subscribes to the late URI; the late URI is updated only after
+//     that expiry.
 //   - The valid credential's session subscribes to every URI: it is the
 //     control that shows updates flow.
 //
@@ -60,19 +60,22 @@ type deniedChecker struct {
 	srv    *mcpserve.Server
 	mu     sync.Mutex
 	tokens map[*mcp.ServerSession]string
-	expiry time.Time
+	// expiry is the short principal's, set just before it subscribes,
+	// so that a slow start of the run cannot expire it first.
+	expiry atomic.Pointer[time.Time]
 
 	heardOpen atomic.Int64 // updates the control heard: the check is not vacuous
 }
 
 // newDeniedChecker builds the checker's catalog, routes and server.
 func newDeniedChecker(t *tally) (*deniedChecker, error) {
-	d := &deniedChecker{t: t, tokens: map[*mcp.ServerSession]string{}, expiry: time.Now().Add(deniedShortLife)}
-	auth := bindsec.NewStaticTokens(map[string]bindsec.Principal{
+	d := &deniedChecker{t: t, tokens: map[*mcp.ServerSession]string{}}
+	never := time.Time{}
+	d.expiry.Store(&never)
+	auth := &shortAuth{d: d, static: bindsec.NewStaticTokens(map[string]bindsec.Principal{
 		tokenValid:  bindsec.NewPrincipal(subjectValid, roleCall),
 		tokenNoRole: bindsec.NewPrincipal("loadgen-norole", "loadgen.other"),
-		tokenShort:  bindsec.NewPrincipal("loadgen-short", roleCall).WithExpires(d.expiry),
-	})
+	})}
 	var err error
 	if d.cat, err = catalog.New(catalog.Config{Authenticator: auth, Logger: discardLogger}); err != nil {
 		return nil, err
@@ -85,6 +88,26 @@ func newDeniedChecker(t *tally) (*deniedChecker, error) {
 			return d.tokens[ss]
 		}})
 	return d, err
+}
+
+// shortAuth is the loadgen's authenticator with the short principal,
+// which expires at the checker's expiry.
+type shortAuth struct {
+	d      *deniedChecker
+	static bindsec.Authenticator
+}
+
+func (a *shortAuth) Authenticate(ctx context.Context, cred string) (bindsec.Principal, error) {
+	if cred == tokenShort {
+		return bindsec.NewPrincipal("loadgen-short", roleCall).WithExpires(*a.d.expiry.Load()), nil
+	}
+	return a.static.Authenticate(ctx, cred)
+}
+
+// expired reports whether the short principal has expired by now.
+func (d *deniedChecker) expired() bool {
+	e := *d.expiry.Load()
+	return !e.IsZero() && time.Now().After(e)
 }
 
 func (d *deniedChecker) startResource(ctx context.Context, uri string, p bindsec.Plan) (*catalog.Consumer, error) {
@@ -152,6 +175,8 @@ func (d *deniedChecker) loop(ctx context.Context) {
 	for _, c := range []*mcp.ClientSession{legacy, current, short, valid} {
 		defer c.Close()
 	}
+	expiry := time.Now().Add(deniedShortLife)
+	d.expiry.Store(&expiry)
 	for _, sub := range []struct {
 		c   *mcp.ClientSession
 		uri string
@@ -161,9 +186,10 @@ func (d *deniedChecker) loop(ctx context.Context) {
 			return
 		}
 	}
-	for i := 0; ctx.Err() == nil; i++ {
+	i := 0
+	for ; ctx.Err() == nil; i++ {
 		d.probe(rctx, legacy)
-		if time.Now().After(d.expiry) {
+		if d.expired() {
 			_ = late.Updated()
 		}
 		_ = admin.Updated()
@@ -178,7 +204,7 @@ func (d *deniedChecker) loop(ctx context.Context) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if d.heardOpen.Load() == 0 {
+	if i >= 100 && d.heardOpen.Load() == 0 {
 		d.t.Unexpected("denied_heard: the control session heard no update: the check judged nothing")
 	}
 }
