@@ -136,7 +136,8 @@ func (t *subscriptions) stale(uri string) (uint64, bool) {
 // rejudge judges again the grants of uri that another owner's plan
 // judged, or whose principal has expired, at version v, and drops those
 // that no longer pass. The lookups and the authenticator's calls run with
-// no lock held.
+// no lock held, on run's goroutine: a slow authenticator delays the
+// updates queued behind, at each expiry or change of owner only.
 func (t *subscriptions) rejudge(uri string, v uint64) {
 	cur, served := t.cat.ResourceOwner(uri)
 	type verdict struct {
