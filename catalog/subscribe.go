@@ -69,7 +69,8 @@ func (k *Consumer) Updated() error {
 // reach now (see ReadResource): a live fixed resource's, or the best matching
 // live template's; false when none. A server uses it to refuse a
 // subscription to a URI nobody serves, and to tell when the owner behind
-// a subscribed URI changes. It does not run the route's plan.
+// a subscribed URI changes. It does not run the route's plan:
+// AuthorizeResource does.
 //
 // A URI longer than Config.MaxURIBytes has no owner: it is not looked up.
 func (c *Catalog) ResourceOwner(uri string) (owner.Ref, bool) {

@@ -171,6 +171,14 @@
 // done on them, and no error quotes more than 64 bytes of a client's
 // string. Cross-origin browser requests need [Options.AllowedOrigins].
 //
+// A subscription is judged as a read is: resources/subscribe and each
+// resource subscription of a subscriptions/listen run the plan of the
+// route that serves the URI for the caller's credential, and a refused
+// caller gets its read's error with nothing recorded. An update reaches
+// only the subscribers that still pass, judged again once a principal
+// has expired or another owner serves the URI, not per update; one that
+// fails is dropped without a word (subjudge.go).
+//
 // # Call contexts
 //
 // A route body's context ends, with a cause that says why, when the HTTP
@@ -214,7 +222,9 @@
 // resourceSubscriptions) to a fixed resource that Fleet.Peers places on
 // another replica is followed there: one subscriptions/listen stream per
 // peer carries every URI this replica's clients follow on it, and each
-// update it carries reaches them as a local one. The subscribe fails with
+// update it carries reaches them as a local one. The peer judges each
+// subscribe first by its route's plan for the caller (fleetsubjudge.go).
+// The subscribe fails with
 // [CodePeerUnavailable] (retryable) when the peer cannot be reached. The
 // subscription follows the resource to another holder, here or on another
 // replica, and is dropped, its subscribers told once, when no replica

@@ -59,6 +59,13 @@ func (e *peerRefusal) Error() string {
 // *peerRefusal when the peer refuses one URI, the peer's JSON-RPC error
 // for another refusal, or what failed.
 func (fs *fleetSubs) open(ps *peerStream, uris []string) (*listenStream, error) {
+	return fs.openAs(ps, uris, nil)
+}
+
+// openAs is open with the caller of check set: then ps is nil, the
+// request presents check's credential, as a judged caller's listen
+// (fleetsubjudge.go), and it is closed once acknowledged.
+func (fs *fleetSubs) openAs(ps *peerStream, uris []string, check *callerCheck) (*listenStream, error) {
 	ctx, cancel := context.WithCancelCause(fs.ctx)
 	timer := time.AfterFunc(fs.begin, func() { cancel(errNoAnswer) })
 	fail := func(err error) (*listenStream, error) {
@@ -81,7 +88,16 @@ func (fs *fleetSubs) open(ps *peerStream, uris []string) (*listenStream, error) 
 	h[methodHeader] = []string{methodSubscriptionsListen}
 	h[hopHeader] = []string{"1"}
 	now := time.Now()
-	if err := fs.sign.sign(req, body, ps.endpoint, anonymous(now), now); err != nil {
+	assertion := anonymous(now)
+	if check != nil {
+		// A check asserts its caller as a forwarded call does; the mark
+		// it carries is signed with the rest (hopMessageOf).
+		h[checkHeader] = []string{"1"}
+		if assertion, err = fs.sign.assert(check.ctx, check.cred, now); err != nil {
+			return fail(err)
+		}
+	}
+	if err := fs.sign.sign(req, body, ps.endpoint, assertion, now); err != nil {
 		return fail(err)
 	}
 	resp, err := fs.hc.Do(req)
@@ -117,7 +133,7 @@ func (fs *fleetSubs) open(ps *peerStream, uris []string) (*listenStream, error) 
 			return fail(fmt.Errorf("%w: %v", errNotAcknowledged, err))
 		}
 		switch {
-		case msg.Method == notificationResourceUpdated:
+		case msg.Method == notificationResourceUpdated && check == nil:
 			fs.relayed(ps, msg.Params)
 		case isHopResponse(msg):
 			_ = resp.Body.Close()
@@ -140,6 +156,13 @@ func (fs *fleetSubs) open(ps *peerStream, uris []string) (*listenStream, error) 
 	s := &listenStream{uris: uris, agreed: map[string]struct{}{}, cancel: cancel, done: make(chan struct{})}
 	for _, uri := range ack.Notifications.ResourceSubscriptions {
 		s.agreed[uri] = struct{}{}
+	}
+	if check != nil {
+		// Judged and admitted: nothing is followed on this stream.
+		_ = resp.Body.Close()
+		cancel(errChecked)
+		close(s.done)
+		return s, nil
 	}
 	fs.wg.Add(1)
 	go fs.read(ps, s, br, eb, resp.Body)

@@ -215,24 +215,32 @@ func (ps *peerStream) wantLocked() []string {
 // prepare makes the stream to the replica that serves uri carry it before
 // a resources/subscribe takes the table's sdk lock, so that the wait
 // holds up no other subscribe; release undoes it once the table holds
-// the subscription. For a URI served here, or nowhere, it does nothing.
-func (fs *fleetSubs) prepare(ctx context.Context, uri string, ss *mcp.ServerSession) (release func(), err error) {
+// the subscription. First the replica judges cred's subscribe
+// (fleetsubjudge.go): judged reports that it admitted it. For a URI
+// served here, or nowhere, it does nothing.
+func (fs *fleetSubs) prepare(ctx context.Context, uri string, ss *mcp.ServerSession, cred string) (release func(), judged bool, err error) {
+	nothing := func() {}
 	if fs == nil {
-		return func() {}, nil
+		return nothing, false, nil
 	}
 	if _, ok := fs.t.cat.ResourceOwner(uri); ok {
-		return func() {}, nil
+		return nothing, false, nil
 	}
 	ep, ok := fs.locate(uri)
 	if !ok {
-		return func() {}, nil
+		return nothing, false, nil
 	}
 	t := fs.t
 	t.mu.Lock()
-	if _, fromPeer := t.fleetStreams[ss]; fromPeer {
-		t.mu.Unlock()
-		return func() {}, nil
+	_, fromPeer := t.fleetStreams[ss]
+	t.mu.Unlock()
+	if fromPeer {
+		return nothing, false, nil
 	}
+	if err := fs.judgeAt(ctx, ep, uri, cred); err != nil {
+		return nil, false, err
+	}
+	t.mu.Lock()
 	ps := fs.streamLocked(ep)
 	ps.pins[uri]++
 	ps.changedLocked()
@@ -248,9 +256,9 @@ func (fs *fleetSubs) prepare(ctx context.Context, uri string, ss *mcp.ServerSess
 	}
 	if err := fs.await(ctx, ps, uri, seq); err != nil {
 		release()
-		return nil, err
+		return nil, false, err
 	}
-	return release, nil
+	return release, true, nil
 }
 
 // await waits until ps's open stream carries uri, at most

@@ -188,7 +188,7 @@ func hopMessageOf(h http.Header, method, uri string, bodySum [sha256.Size]byte) 
 		h.Get(hopTimeHeader), h.Get(hopNonceHeader),
 		base64.RawURLEncoding.EncodeToString(bodySum[:]),
 		h.Get(protocolHeader), h.Get(methodHeader), h.Get(nameHeader), h.Get(hopHeader),
-		h.Get(hopPrincipalHeader),
+		h.Get(hopPrincipalHeader), h.Get(checkHeader),
 	} {
 		b.WriteString(v)
 		b.WriteByte('\n')

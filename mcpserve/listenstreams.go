@@ -130,10 +130,18 @@ func (s *Server) receiveListen(next mcp.MethodHandler) mcp.MethodHandler {
 			return nil, s.refuseListen(err)
 		}
 		defer done()
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && isForwarded(req.GetExtra()) {
+		// The SDK subscribes to the stream's resources with requests of
+		// its own, which carry no extra: they present the stream's
+		// credential to the routes' plans (subjudge.go).
+		// The context vouches for the credential (a mark in a fleet:
+		// dispatch.go's credential), for the plans that judge it.
+		vctx, cred := s.credential(lctx, req)
+		lctx = context.WithValue(vctx, listenCredKey{}, cred)
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && isForwarded(req.GetExtra()) && !isCheck(req.GetExtra().Header) {
 			// Another replica's stream of its subscriptions here
 			// (fleetsubs.go): the table ends it when it drops one of
-			// its URIs.
+			// its URIs. A check of one caller's subscribe
+			// (fleetsubjudge.go) is judged as a client's own instead.
 			var end context.CancelCauseFunc
 			lctx, end = context.WithCancelCause(lctx)
 			defer s.subs.trackPeerStream(ss, end)()

@@ -74,8 +74,9 @@ type Options struct {
 	// TransportCredential, if set, gives the credential of a request on a
 	// session served by ServeTransport or ServeStdio, which carry no HTTP
 	// headers: without it such sessions present none. It runs on every
-	// tools/call, resources/read and prompts/get of those sessions and must
-	// be safe for concurrent use. HTTP requests always present their
+	// tools/call, resources/read, prompts/get, resources/subscribe and
+	// subscriptions/listen of those sessions and must be safe for
+	// concurrent use. HTTP requests always present their
 	// bearer token (the Authorization header), which RequireCredential
 	// and the session binding judge.
 	TransportCredential func(ctx context.Context, req mcp.Request) string

@@ -178,6 +178,8 @@ func newServer(cat *catalog.Catalog, opts Options, window func(stop <-chan struc
 		return nil, err
 	}
 	s.subs = subs
+	subs.credOf = s.credential
+	subs.readError = func(ctx context.Context, uri string, err error) error { return s.resourceError(ctx, uri, err, false) }
 	subs.limit(opts, clientShare, anonShare, auth, s.refused, s.requestClient)
 	if err := s.startFleet(opts, sdkLog); err != nil {
 		return nil, err

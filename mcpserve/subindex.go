@@ -354,7 +354,9 @@ func (t *subscriptions) tellDropped(dead []gone, moved []string, ended []context
 		h()
 	}
 	for _, uri := range moved {
-		t.send(uri)
+		// Through run, which judges the grants by the successor's plan
+		// first (subjudge.go): the successor's may refuse some.
+		t.queue(uri)
 	}
 	for _, g := range dead {
 		if len(g.sessions) == 0 {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -40,7 +41,7 @@ func BenchmarkSubscriptionRecheck(b *testing.B) {
 				b.Fatalf("%s not served", uri)
 			}
 			t.mu.Lock()
-			t.byURI[uri] = &uriSubs{owner: o, sessions: map[*mcp.ServerSession]struct{}{ss: {}}}
+			t.byURI[uri] = &uriSubs{owner: o, sessions: map[*mcp.ServerSession]grant{ss: {by: o}}}
 			t.indexLocked(uri, o)
 			t.ix.total++
 			t.mu.Unlock()
@@ -81,5 +82,72 @@ func BenchmarkSubscriptionRecheck(b *testing.B) {
 			}
 		})
 		_ = k.Stop(context.Background())
+	}
+}
+
+// BenchmarkSubscriptionUpdate measures what the judgment of the grants
+// adds to an update of a URI with n subscribers whose grants still pass:
+// "send" is the update as it went out before subscriptions were judged
+// (the SDK's ResourceUpdated, here with no session of its own to write
+// to), "deliver" the update as it goes out now, when no principal
+// expires, and "deliver-expiring" when every principal has an expiry
+// yet to come, which costs a clock read; "check" is the judgment's part
+// of "deliver" alone.
+func BenchmarkSubscriptionUpdate(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		for _, expiring := range []bool{false, true} {
+			cat, err := catalog.New(catalog.Config{Authenticator: bindsec.NewStaticTokens(nil)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			read := func(context.Context, catalog.Read) (catalog.Contents, error) { return catalog.Contents{}, nil }
+			k, err := cat.StartResource(context.Background(), catalog.Resource{URI: "test://u"}, bindsec.Plan{Roles: []string{"r"}}, read)
+			if err != nil {
+				b.Fatal(err)
+			}
+			quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+			t := newSubscriptions(cat, quiet)
+			t.srv = mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ServerOptions{Logger: quiet})
+			var expires time.Time
+			if expiring {
+				expires = time.Now().Add(time.Hour)
+			}
+			us := &uriSubs{owner: k.Owner(), sessions: map[*mcp.ServerSession]grant{}, gen: t.version()}
+			for range n {
+				// Stands for a session; never used as one.
+				us.grantLocked(new(mcp.ServerSession), grant{cred: "c", expires: expires, by: k.Owner()})
+			}
+			t.byURI["test://u"] = us
+			suffix := fmt.Sprintf("/%d", n)
+			if expiring {
+				suffix = "-expiring" + suffix
+			}
+			if !expiring {
+				b.Run("send"+suffix, func(b *testing.B) {
+					b.ReportAllocs()
+					for range b.N {
+						t.send("test://u")
+					}
+				})
+			}
+			b.Run("check"+suffix, func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					if _, stale := t.stale("test://u"); stale {
+						b.Fatal("stale grants")
+					}
+				}
+			})
+			b.Run("deliver"+suffix, func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					t.deliver("test://u")
+				}
+				if t.rejudged.Load() != 0 {
+					b.Fatalf("%d grants judged again", t.rejudged.Load())
+				}
+			})
+			_ = k.Stop(context.Background())
+		}
 	}
 }

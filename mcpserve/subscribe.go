@@ -2,8 +2,11 @@ package mcpserve
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -53,6 +56,14 @@ type subscriptions struct {
 	stopOnce     sync.Once
 	stopUpdating func()
 
+	// credOf gives the credential a resources/subscribe presents, and
+	// readError maps a refused judgment as resources/read maps its own
+	// (subjudge.go); now is the clock expiries are read on.
+	credOf    func(ctx context.Context, req mcp.Request) (context.Context, string)
+	readError func(ctx context.Context, uri string, err error) error
+	now       func() time.Time // read under mu
+	rejudged  atomic.Uint64    // grants judged again since New
+
 	// recorded, a test hook (nil in production), runs at the end of
 	// subscribe, once the subscription is in this table and before the
 	// SDK records it in its own.
@@ -62,7 +73,13 @@ type subscriptions struct {
 type uriSubs struct {
 	owner    owner.Ref   // the owner of the route that served the URI last we looked
 	peer     *peerStream // the stream of the replica that serves it; nil when served here
-	sessions map[*mcp.ServerSession]struct{}
+	sessions map[*mcp.ServerSession]grant
+	// gen is the catalog's resource version the grants were last
+	// confirmed at, soonest the earliest expiry among them (zero for
+	// none): an update re-judges only when either has passed
+	// (subjudge.go).
+	gen     uint64
+	soonest time.Time
 }
 
 // internalKey marks the unsubscribes the table makes itself, so that the
@@ -71,7 +88,7 @@ type internalKey struct{}
 
 func newSubscriptions(cat *catalog.Catalog, log *slog.Logger) *subscriptions {
 	t := &subscriptions{
-		cat: cat, log: log,
+		cat: cat, log: log, now: time.Now,
 		byURI:        make(map[string]*uriSubs),
 		bySession:    make(map[*mcp.ServerSession]map[string]struct{}),
 		pending:      make(map[string]struct{}),
@@ -109,7 +126,9 @@ func (t *subscriptions) close() {
 
 // subscribe is the SDK's SubscribeHandler: a URI that no live route
 // serves (a fixed resource or a template that matches it) is refused
-// with the specification's resource-not-found error, and a new URI beyond
+// with the specification's resource-not-found error, a caller the
+// route's plan refuses with the error its resources/read would get
+// (subjudge.go), and a new URI beyond
 // the caps (subindex.go) with CodeOverloaded; then nothing is recorded.
 // In a fleet, a URI served by another replica is followed there, over
 // that replica's stream (fleetsubs.go): subscribe returns once the
@@ -118,18 +137,33 @@ func (t *subscriptions) close() {
 // elsewhere: a subscription crosses one hop at most.
 func (t *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
 	uri := req.Params.URI
-	o, ok := t.cat.ResourceOwner(uri)
+	t.mu.Lock()
+	_, fromPeer := t.fleetStreams[req.Session]
+	t.mu.Unlock()
+	v := t.version()
+	g, err := t.judge(ctx, req, fromPeer)
+	o := g.by
 	var ep string
-	if !ok {
-		t.mu.Lock()
-		_, fromPeer := t.fleetStreams[req.Session]
-		t.mu.Unlock()
+	if err != nil {
+		if !errors.Is(err, catalog.ErrNotFound) {
+			return err
+		}
+		var ok bool
 		if fromPeer {
 			return mcp.ResourceNotFoundError(uri)
 		}
 		if ep, ok = t.fleet.locate(uri); !ok {
 			return mcp.ResourceNotFoundError(uri)
 		}
+		// Judged by the plan of the replica that serves it
+		// (fleetsubjudge.go), unless prepare did, before the sdk lock.
+		ctx, cred := t.credential(ctx, req)
+		if judged, _ := ctx.Value(judgedAtKey{}).(string); judged != uri {
+			if err := t.fleet.judgeAt(ctx, ep, uri, cred); err != nil {
+				return err
+			}
+		}
+		g = t.remoteGrant(ctx, cred)
 	}
 	t.mu.Lock()
 	uris := t.bySession[req.Session]
@@ -143,7 +177,7 @@ func (t *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 	us := t.byURI[uri]
 	switch {
 	case us == nil:
-		us = &uriSubs{sessions: make(map[*mcp.ServerSession]struct{})}
+		us = &uriSubs{sessions: make(map[*mcp.ServerSession]grant), gen: v}
 		t.byURI[uri] = us
 		t.fileLocked(uri, us, o, ep)
 	case ep == "" && (us.peer != nil || !us.owner.Same(o)),
@@ -154,7 +188,7 @@ func (t *subscriptions) subscribe(ctx context.Context, req *mcp.SubscribeRequest
 		t.unfileLocked(uri, us)
 		t.fileLocked(uri, us, o, ep)
 	}
-	us.sessions[req.Session] = struct{}{}
+	us.grantLocked(req.Session, g)
 	if uris == nil {
 		uris = make(map[string]struct{})
 		t.bySession[req.Session] = uris
@@ -243,11 +277,15 @@ func (t *subscriptions) subscribeChecked(ctx context.Context, method string, req
 	if req.Params != nil {
 		// A URI another replica serves: its stream is made to carry it
 		// first, so that the wait holds up no other subscribe.
-		release, err := t.fleet.prepare(ctx, req.Params.URI, req.Session)
+		pctx, cred := t.credential(ctx, req)
+		release, judged, err := t.fleet.prepare(pctx, req.Params.URI, req.Session, cred)
 		if err != nil {
 			return nil, err
 		}
 		defer release()
+		if judged {
+			ctx = context.WithValue(ctx, judgedAtKey{}, req.Params.URI)
+		}
 	}
 	t.sdk.Lock()
 	defer t.sdk.Unlock()
@@ -295,7 +333,10 @@ func (t *subscriptions) watch(ss *mcp.ServerSession) {
 
 // published is the catalog's listener: it queues uri if anybody follows
 // it, and returns at once.
-func (t *subscriptions) published(uri string) {
+func (t *subscriptions) published(uri string) { t.queue(uri) }
+
+// queue has run deliver an update of uri, if anybody follows it.
+func (t *subscriptions) queue(uri string) {
 	t.mu.Lock()
 	_, followed := t.byURI[uri]
 	if followed {
@@ -325,7 +366,7 @@ func (t *subscriptions) run() {
 		t.pending = make(map[string]struct{})
 		t.mu.Unlock()
 		for uri := range uris {
-			t.send(uri)
+			t.deliver(uri)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package mcpserve
 
 import (
 	"context"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,4 +44,18 @@ func (s *Server) RelayFrom(endpoint, uri string) {
 	if ps != nil {
 		s.subs.relay(ps, uri)
 	}
+}
+
+// SubscriptionsHeld returns the subscriptions counted against the caps.
+func (s *Server) SubscriptionsHeld() int {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	return int(s.subs.ix.total)
+}
+
+// SetSubscriptionClock makes s's table read expiries on now.
+func SetSubscriptionClock(s *Server, now func() time.Time) {
+	s.subs.mu.Lock()
+	defer s.subs.mu.Unlock()
+	s.subs.now = now
 }

@@ -3,7 +3,7 @@
 // starts and stops of tools, prompts and resource templates while
 // consumers die in every way ADR-0068 names (clean stop, context cancel,
 // panic in the route body, drop without stop), checks the ADR's invariants
-// (nineteen, listed in package cmd/internal/loadgen/inproc) as it runs, and
+// (twenty, listed in package cmd/internal/loadgen/inproc) as it runs, and
 // reports throughput, latency percentiles and violations.
 //
 // Usage:

@@ -6,7 +6,7 @@
 // their MCP clients' credential (bearer) and bounded waits (wait):
 //
 //   - inproc, the default: one in-process catalog (and, with -mcp, an MCP
-//     client beside it), nineteen invariants;
+//     client beside it), twenty invariants;
 //   - fleet, with -fleet N: N replicas of a fleet over etcd in one
 //     process, while replicas crash and lose their sessions, eight
 //     invariants counted as twelve checks.

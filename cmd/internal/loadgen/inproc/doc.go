@@ -223,6 +223,17 @@
 //     tasks come from the valid credential, so its cap binds first). Every
 //     sample of the catalog's Stats (the cap prober's) must find the store
 //     within all three.
+//  20. denied_heard: beside the load, on a catalog and an in-memory
+//     mcpserve server of its own (deniedcheck.go), so that its routes
+//     count against none of the run's caps and reach none of its
+//     listeners, a principal without the role subscribes to a resource
+//     that needs it (resources/subscribe at 2025-11-25,
+//     subscriptions/listen at 2026-07-28), reads it, starts tasks of a
+//     tool that needs it and reads the valid credential's tasks, while
+//     the resource publishes updates and its consumer restarts; a
+//     principal that holds the role until 300 ms after the start follows
+//     a resource updated only after that. The check fails for any update
+//     either hears, a subscribe or read admitted, or a task result read.
 //
 // What the catalog promises about deaths other than Stop is stronger than
 // invariant 1: a body is admitted only while its owner lives, whenever its

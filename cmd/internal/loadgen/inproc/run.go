@@ -167,6 +167,14 @@ func (w *world) startHelpers(ctx context.Context, progress io.Writer) *sync.Wait
 		bg.Go(func() { w.notes.loop(ctx, notifyInterval) })
 	}
 	bg.Go(func() { w.changes.follow(ctx) })
+	if _, real := w.sys.(*CatalogSystem); real {
+		// Invariant 20 runs on a catalog of its own (deniedcheck.go).
+		if d, err := newDeniedChecker(w.t); err != nil {
+			w.t.Unexpected("denied_heard: %v", err)
+		} else {
+			bg.Go(func() { d.loop(ctx) })
+		}
+	}
 	bg.Go(func() { w.changes.loop(ctx, notifyInterval) })
 	if progress != nil {
 		began := time.Now()

@@ -26,7 +26,8 @@ const (
 	InvRoundReachedOther
 	InvTaskOutlivedConsumer
 	InvTaskStoreBounds
-	numInvariants = int(InvTaskStoreBounds)
+	InvDeniedHeard
+	numInvariants = int(InvDeniedHeard)
 )
 
 // Invariants lists every invariant in order.
@@ -35,7 +36,7 @@ var Invariants = []Invariant{
 	InvDeadEntryReturned, InvDuplicateWithDeadIncumbent, InvResourceGrowth,
 	InvBodyAfterStop, InvOneWinner, InvListChanged, InvTemplateMatch, InvResourceUpdate,
 	InvStopDrain, InvAfterDeathOrder, InvListingInstant, InvListedDeadOwner, InvRoundReachedOther,
-	InvTaskOutlivedConsumer, InvTaskStoreBounds,
+	InvTaskOutlivedConsumer, InvTaskStoreBounds, InvDeniedHeard,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -59,6 +60,7 @@ var invariantNames = [numInvariants + 1]string{
 	"round_reached_other",
 	"task_outlived_consumer",
 	"task_store_bounds",
+	"denied_heard",
 }
 
 // String is the invariant's key in reports and JSON.
