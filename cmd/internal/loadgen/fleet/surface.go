@@ -128,7 +128,7 @@ func (w *world) startSurface(r *replica, sn *surfName, public bool) (*surfHeld, 
 		}
 		return nil, err
 	}
-	rec.done = k.Done()
+	rec.done, rec.owner = k.Done(), k.Owner().ID()
 	if after := r.rep.Lease(); after == before && before != 0 {
 		rec.lease.Store(int64(before))
 	}
@@ -355,6 +355,7 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	if located {
 		holder = w.holderAt(sn.ns.name, peer)
 	}
+	before := locate(r, sn.kind.catalogKind(), sn.ns.name)
 	seq := w.tick()
 	var text string
 	var err error
@@ -389,7 +390,7 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	}
 	w.surfOutcomes[sn.kind][o].Add(1)
 	if holder != nil {
-		w.forward.answered(holder, r, seq, credValid, o, text, hidden, nil)
+		w.forward.answered(holder, r, seq, credValid, o, text, hidden, before.shows(holder), nil)
 	}
 	switch o {
 	case outcomeOK:
