@@ -138,7 +138,8 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
 			// The replica located before the call is up and serving: it
 			// should have answered.
-			w.t.Unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up: %s", name, r.name, p.name, errText(err))
+			w.t.Unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up (located by %s at view revision %d; after the call, %s): %s",
+				name, r.name, p.name, before, before.rev, locate(r, catalog.KindTool, name).after(), errText(err))
 		}
 	}
 	if o == outcomeOther && (r.down.Load() || ctx.Err() != nil) {
@@ -208,6 +209,9 @@ func locate(r *replica, kind catalog.Kind, name string) located {
 func (l located) shows(holder *record) bool {
 	return holder != nil && l.owner != 0 && l.owner == holder.owner && l.replica == holder.rep.name
 }
+
+// after describes l as read after a call, for a report.
+func (l located) after() string { return fmt.Sprintf("by %s at view revision %d", l, l.rev) }
 
 func (l located) String() string {
 	if l.replica == "" {

@@ -382,7 +382,8 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	o := surfaceOutcome(err)
 	if o == outcomePeerUnavailable {
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
-			w.t.Unexpected("%s %s on %s: peer unavailable, though the holder it located, %s, is up: %s", sn.kind, sn.ns.name, r.name, p.name, errText(err))
+			w.t.Unexpected("%s %s on %s: peer unavailable, though the holder it located, %s, is up (located by %s at view revision %d; after the call, %s): %s",
+				sn.kind, sn.ns.name, r.name, p.name, before, before.rev, locate(r, sn.kind.catalogKind(), sn.ns.name).after(), errText(err))
 		}
 	}
 	if o == outcomeOther && (r.down.Load() || ctx.Err() != nil) {
