@@ -299,6 +299,17 @@
 // lists and locates them again once it has a new session and has listed
 // the prefix afresh under it.
 //
+// # A view lags
+//
+// A view is exact for its revision, and follows etcd by the watch's
+// latency. When a name's consumer stops and a successor claims the name,
+// on the same replica or another, a view that applies the release in one
+// watch response and the claim in a later one holds no record of the name
+// in between: a replica locates it nowhere, and a call through it is
+// "unknown", although the successor's start may have returned already
+// (TestForwardThroughAViewBetweenClaims). A record's Owner tells the
+// successor's record from its predecessor's on the same replica.
+//
 // # Cost
 //
 // A claim and a release are one Txn round trip each (a capped claim two,

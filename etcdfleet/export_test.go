@@ -122,3 +122,9 @@ func (r *Replica) Claims() int {
 // it lists again (after a compaction or a new session), on its own
 // goroutine.
 func (r *Replica) SetBeforeList(f func()) { r.beforeList = f }
+
+// SetBeforeApply makes the follower call f, on its own goroutine, before it
+// applies each watch response, with the keys the response's events touch;
+// f may block to hold the view at the revision before them. Set it before
+// the events of interest are written.
+func (r *Replica) SetBeforeApply(f func(keys []string)) { r.beforeApply.Store(&f) }

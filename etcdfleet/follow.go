@@ -198,11 +198,23 @@ func (r *Replica) consume(wch clientv3.WatchChan, cancel context.CancelFunc, rev
 				evs = evs[1:] // in the listing already
 			}
 			if len(evs) > 0 {
+				if f := r.beforeApply.Load(); f != nil {
+					(*f)(eventKeys(evs))
+				}
 				*rev = r.applyEvents(evs)
 				*backoff = 10 * time.Millisecond
 			}
 		}
 	}
+}
+
+// eventKeys returns the keys evs touch, in order (tests' beforeApply).
+func eventKeys(evs []*clientv3.Event) []string {
+	keys := make([]string, len(evs))
+	for i, ev := range evs {
+		keys[i] = string(ev.Kv.Key)
+	}
+	return keys
 }
 
 // applyEvents applies a watch response's events to the view and returns

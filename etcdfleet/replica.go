@@ -64,6 +64,11 @@ type Replica struct {
 	// beforeList, if set (tests), runs between a follower's watch opening
 	// and its listing.
 	beforeList func()
+	// beforeApply, if set (tests), runs on the follower before it applies
+	// one watch response's events, with the keys they touch; it may block
+	// to hold the view at the revision before them. Atomic: a test sets it
+	// while the follower runs.
+	beforeApply atomic.Pointer[func(keys []string)]
 }
 
 // Join connects to the cluster at cfg.Endpoints, lists the fleet's claims

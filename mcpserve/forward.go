@@ -248,9 +248,17 @@ func (f *forwarder) failed(ctx context.Context, endpoint string, pc *peerClient,
 	}
 	retryable := pc == nil || refused(err)
 	f.log.Warn("mcpserve: forwarding to the replica that holds the route failed", "kind", kind, "name", quote.Name(name), "retryable", retryable, "err", err)
+	data := map[string]any{"reason": "peer_unavailable", "retryable": retryable}
+	if hs := (*hopStatus)(nil); errors.As(err, &hs) {
+		// The peer answered, with an HTTP error rather than a JSON-RPC
+		// answer: its status tells a peer that refused the hop (401, or
+		// 503 while its nonces are full) from one that could not be
+		// reached, without the forwarder's log.
+		data["status"] = hs.code
+	}
 	return &jsonrpc.Error{Code: CodePeerUnavailable,
 		Message: fmt.Sprintf("%s %s: the replica that serves it cannot be reached", kind, quote.Name(name)),
-		Data:    marshalData(map[string]any{"reason": "peer_unavailable", "retryable": retryable})}
+		Data:    marshalData(data)}
 }
 
 // refused reports whether err is a failure to connect (the request never

@@ -120,6 +120,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 	if located {
 		holder = w.holderAt(name, peer)
 	}
+	before := locate(r, catalog.KindTool, name)
 	a := callArgs{Seq: w.tick(), Cred: creds[ci], Via: r.id, Progress: progress}
 	params := &mcp.CallToolParams{Name: name, Arguments: a}
 	if progress != 0 {
@@ -137,7 +138,8 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
 			// The replica located before the call is up and serving: it
 			// should have answered.
-			w.t.Unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up: %s", name, r.name, p.name, errText(err))
+			w.t.Unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up (located by %s at view revision %d; after the call, %s): %s",
+				name, r.name, p.name, before, before.rev, locate(r, catalog.KindTool, name).after(), errText(err))
 		}
 	}
 	if o == outcomeOther && (r.down.Load() || ctx.Err() != nil) {
@@ -151,7 +153,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 		}
 	}
 	if holder != nil {
-		w.forward.answered(holder, r, a.Seq, creds[ci], o, text, hidden, func() string {
+		w.forward.answered(holder, r, a.Seq, creds[ci], o, text, hidden, before.shows(holder), func() string {
 			ep, ok := r.rep.Peer(catalog.KindTool, name)
 			where := "nowhere"
 			if p := w.f.byEndpoint(ep); ok && p != nil {
@@ -159,8 +161,8 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 			} else if ok {
 				where = ep
 			}
-			return fmt.Sprintf("%s located it %s, at view revision %d, with %d sessions lost (%d before) and lease %x; the answer: %s",
-				r.name, where, r.rep.View().Revision(), r.rep.SessionsLost(), lost, r.rep.Lease(), errText(err))
+			return fmt.Sprintf("%s located it %s, by %s, at view revision %d, with %d sessions lost (%d before) and lease %x; before it, by %s, at view revision %d; the answer: %s",
+				r.name, where, locate(r, catalog.KindTool, name), r.rep.View().Revision(), r.rep.SessionsLost(), lost, r.rep.Lease(), before, before.rev, errText(err))
 		})
 	}
 	switch o {
@@ -175,6 +177,47 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 	case outcomeOther:
 		w.t.Unexpected("tools/call %s on %s: %s", name, r.name, text)
 	}
+}
+
+// located is the record by which a replica's view locates a name: the
+// replica and owner it names (none: ""), and the view's revision.
+type located struct {
+	replica string
+	owner   uint64
+	rev     int64
+}
+
+// locate reads the record by which r's view locates the route of kind
+// and name. Its owner tells a consumer's record from a predecessor's on
+// the same replica: a view that lags may locate a name by the record of
+// a consumer that has since stopped, while its successor, on the same
+// replica, already serves it (etcdfleet's TestForwardThroughAViewBetweenClaims).
+func locate(r *replica, kind catalog.Kind, name string) located {
+	v := r.rep.View()
+	l := located{rev: v.Revision()}
+	key, err := r.rep.Key(kind, name)
+	if err != nil {
+		return l
+	}
+	if rec, ok := v.Holder(key); ok {
+		l.replica, l.owner = rec.Replica, rec.Owner
+	}
+	return l
+}
+
+// shows reports whether l is holder's own record.
+func (l located) shows(holder *record) bool {
+	return holder != nil && l.owner != 0 && l.owner == holder.owner && l.replica == holder.rep.name
+}
+
+// after describes l as read after a call, for a report.
+func (l located) after() string { return fmt.Sprintf("by %s at view revision %d", l, l.rev) }
+
+func (l located) String() string {
+	if l.replica == "" {
+		return "no record"
+	}
+	return fmt.Sprintf("the record of owner %d on %s", l.owner, l.replica)
 }
 
 // holderAt returns the one consumer of name that lives, has not begun to

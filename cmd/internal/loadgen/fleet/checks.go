@@ -25,6 +25,7 @@ type record struct {
 	rep    *replica // the replica instance it started on
 
 	done  <-chan struct{} // the owner's Done; nil until the start succeeded
+	owner uint64          // the owner's ID, as its claim records it; set with done
 	lease atomic.Int64    // the lease its claim hangs on; 0 when unknown
 	won   atomic.Bool     // its start succeeded
 	// death is the clock reading taken when the owner's Done was observed
@@ -298,11 +299,15 @@ type forwardChecker struct {
 // located at holder's replica, whose consumer lived when the call began. hidden says via lost its
 // session during the call, or is between sessions: it then hides the
 // fleet's routes (etcdfleet's "While etcd stalls"), so an unknown is
-// inconclusive.
+// inconclusive. shown says via's view located the route, before the
+// call, by holder's own record: one that located it by a predecessor's
+// record on the same replica lags behind the successor's claim, and may
+// apply the predecessor's release before it, holding no record of the
+// name in between, so an unknown is inconclusive then too.
 //
 // state, if set, describes via's view and session after the call, for the
 // report of a violation.
-func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred string, o outcome, text string, hidden bool, state func() string) {
+func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred string, o outcome, text string, hidden, shown bool, state func() string) {
 	if !holder.alive() || holder.stopping.Load() || holder.rep.down.Load() || via.down.Load() {
 		return // it died, began to stop, or a replica went down: anything goes
 	}
@@ -312,7 +317,7 @@ func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred 
 		return
 	case o == outcomeDenied && !holder.public && cred != credValid:
 		return
-	case o == outcomeUnknown && hidden:
+	case o == outcomeUnknown && (hidden || !shown):
 		c.t.unsure(InvForwardAnswer)
 		return
 	}

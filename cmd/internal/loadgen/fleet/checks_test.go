@@ -302,24 +302,29 @@ func TestForwardChecker(t *testing.T) {
 		live         []int64 // live leases: the holder's is 7
 		stale        bool    // via holds its own consumer of the name, lease 9
 		hidden       bool    // via lost its session during the call
+		lagging      bool    // via's view located, before the call, a predecessor's record on the holder's replica
 		violations   int64
 		inconclusive int64
 	}{
-		{"the holder's body answered", true, credValid, outcomeOK, "fl-1", false, []int64{7}, false, false, 0, 0},
-		{"denied by the holder's plan", false, credNone, outcomeDenied, "", false, []int64{7}, false, false, 0, 0},
-		{"another body answered", true, credValid, outcomeOK, "fl-2", false, []int64{7, 8}, false, false, 1, 0},
-		{"unknown tool", true, credValid, outcomeUnknown, "", false, []int64{7}, false, false, 1, 0},
-		{"route gone while its owner lived", true, credValid, outcomeGone, "", false, []int64{7}, false, false, 1, 0},
-		{"peer unavailable while it was up", true, credValid, outcomePeerUnavailable, "", false, []int64{7}, false, false, 1, 0},
-		{"denied by a public plan", true, credNone, outcomeDenied, "", false, []int64{7}, false, false, 1, 0},
-		{"denied with the valid credential", false, credValid, outcomeDenied, "", false, []int64{7}, false, false, 1, 0},
-		{"the holder died during the call", true, credValid, outcomeUnknown, "", true, []int64{7}, false, false, 0, 0},
-		{"the holder's lease is gone", true, credValid, outcomeUnknown, "", false, nil, false, false, 0, 1},
-		{"answered by a consumer whose lease is gone", true, credValid, outcomeOK, "fl-2", false, []int64{7}, false, false, 0, 1},
-		{"denied where via still serves its own consumer, its lease gone", true, credNone, outcomeDenied, "", false, []int64{7}, true, false, 0, 1},
-		{"denied where via serves its own consumer, its lease alive", true, credNone, outcomeDenied, "", false, []int64{7, 9}, true, false, 1, 0},
-		{"unknown through a replica that lost its session meanwhile", true, credValid, outcomeUnknown, "", false, []int64{7}, false, true, 0, 1},
-		{"route gone through a replica that lost its session meanwhile", true, credValid, outcomeGone, "", false, []int64{7}, false, true, 1, 0},
+		{"the holder's body answered", true, credValid, outcomeOK, "fl-1", false, []int64{7}, false, false, false, 0, 0},
+		{"denied by the holder's plan", false, credNone, outcomeDenied, "", false, []int64{7}, false, false, false, 0, 0},
+		{"another body answered", true, credValid, outcomeOK, "fl-2", false, []int64{7, 8}, false, false, false, 1, 0},
+		{"unknown tool", true, credValid, outcomeUnknown, "", false, []int64{7}, false, false, false, 1, 0},
+		{"route gone while its owner lived", true, credValid, outcomeGone, "", false, []int64{7}, false, false, false, 1, 0},
+		{"peer unavailable while it was up", true, credValid, outcomePeerUnavailable, "", false, []int64{7}, false, false, false, 1, 0},
+		{"denied by a public plan", true, credNone, outcomeDenied, "", false, []int64{7}, false, false, false, 1, 0},
+		{"denied with the valid credential", false, credValid, outcomeDenied, "", false, []int64{7}, false, false, false, 1, 0},
+		{"the holder died during the call", true, credValid, outcomeUnknown, "", true, []int64{7}, false, false, false, 0, 0},
+		{"the holder's lease is gone", true, credValid, outcomeUnknown, "", false, nil, false, false, false, 0, 1},
+		{"answered by a consumer whose lease is gone", true, credValid, outcomeOK, "fl-2", false, []int64{7}, false, false, false, 0, 1},
+		{"denied where via still serves its own consumer, its lease gone", true, credNone, outcomeDenied, "", false, []int64{7}, true, false, false, 0, 1},
+		{"denied where via serves its own consumer, its lease alive", true, credNone, outcomeDenied, "", false, []int64{7, 9}, true, false, false, 1, 0},
+		{"unknown through a replica that lost its session meanwhile", true, credValid, outcomeUnknown, "", false, []int64{7}, false, true, false, 0, 1},
+		{"route gone through a replica that lost its session meanwhile", true, credValid, outcomeGone, "", false, []int64{7}, false, true, false, 1, 0},
+		{"unknown through a view that located a predecessor on the holder's replica", true, credValid, outcomeUnknown, "", false, []int64{7}, false, false, true, 0, 1},
+		{"route gone through a view that located a predecessor", true, credValid, outcomeGone, "", false, []int64{7}, false, false, true, 1, 0},
+		{"peer unavailable through a view that located a predecessor", true, credValid, outcomePeerUnavailable, "", false, []int64{7}, false, false, true, 1, 0},
+		{"another body answered through a view that located a predecessor", true, credValid, outcomeOK, "fl-2", false, []int64{7, 8}, false, false, true, 1, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tl := &tally{}
@@ -346,7 +351,7 @@ func TestForwardChecker(t *testing.T) {
 			if tc.holderDies {
 				holder.done = closedChan()
 			}
-			c.answered(holder, via, 5, tc.cred, tc.o, tc.text, tc.hidden, func() string { return "via's state" })
+			c.answered(holder, via, 5, tc.cred, tc.o, tc.text, tc.hidden, !tc.lagging, func() string { return "via's state" })
 			if got := tl.Violations(InvForwardAnswer); got != tc.violations {
 				t.Errorf("violations = %d, want %d (%v)", got, tc.violations, tl.Examples(InvForwardAnswer))
 			}

@@ -126,7 +126,11 @@
 //     nor denied by its plan (unknown, route_gone, peer_unavailable,
 //     another body's answer, a denial the plan does not call for). Its
 //     lease gone, or an answer from the called replica's own consumer of
-//     the name whose lease is gone, makes the case inconclusive.
+//     the name whose lease is gone, makes the case inconclusive; so does
+//     an unknown through a view that located the name, before the call,
+//     by another record than that consumer's (a predecessor's on the same
+//     replica, which a lagging view then drops before it applies the
+//     successor's claim).
 //  4. listing_convergence: once churn stops, every replica's tool, prompt
 //     and template listing (one list of the three) is the same within
 //     100 ms, and then, within the TTL and 2 s (a crashed replica's claims

@@ -128,7 +128,7 @@ func (w *world) startSurface(r *replica, sn *surfName, public bool) (*surfHeld, 
 		}
 		return nil, err
 	}
-	rec.done = k.Done()
+	rec.done, rec.owner = k.Done(), k.Owner().ID()
 	if after := r.rep.Lease(); after == before && before != 0 {
 		rec.lease.Store(int64(before))
 	}
@@ -355,6 +355,7 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	if located {
 		holder = w.holderAt(sn.ns.name, peer)
 	}
+	before := locate(r, sn.kind.catalogKind(), sn.ns.name)
 	seq := w.tick()
 	var text string
 	var err error
@@ -381,7 +382,8 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	o := surfaceOutcome(err)
 	if o == outcomePeerUnavailable {
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
-			w.t.Unexpected("%s %s on %s: peer unavailable, though the holder it located, %s, is up: %s", sn.kind, sn.ns.name, r.name, p.name, errText(err))
+			w.t.Unexpected("%s %s on %s: peer unavailable, though the holder it located, %s, is up (located by %s at view revision %d; after the call, %s): %s",
+				sn.kind, sn.ns.name, r.name, p.name, before, before.rev, locate(r, sn.kind.catalogKind(), sn.ns.name).after(), errText(err))
 		}
 	}
 	if o == outcomeOther && (r.down.Load() || ctx.Err() != nil) {
@@ -389,7 +391,7 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	}
 	w.surfOutcomes[sn.kind][o].Add(1)
 	if holder != nil {
-		w.forward.answered(holder, r, seq, credValid, o, text, hidden, nil)
+		w.forward.answered(holder, r, seq, credValid, o, text, hidden, before.shows(holder), nil)
 	}
 	switch o {
 	case outcomeOK:

@@ -205,7 +205,7 @@ func (w *world) start(r *replica, ns *nameState, public bool) (*held, error) {
 		}
 		return nil, err
 	}
-	rec.done = k.Done()
+	rec.done, rec.owner = k.Done(), k.Owner().ID()
 	if after := r.rep.Lease(); after == before && before != 0 {
 		rec.lease.Store(int64(before))
 	}
