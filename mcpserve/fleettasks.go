@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -186,7 +187,15 @@ func (s *Server) tasksElsewhere(w http.ResponseWriter, r *http.Request, data []b
 			unavailable(refused(err))
 		}
 	case where == catalog.HolderLost && ep != "" && !forwarded:
-		if err := s.relayTasks(w, r, data, cred, ep); err != nil {
+		var hs *hopStatus
+		switch err := s.relayTasks(w, r, data, cred, ep); {
+		case err == nil:
+		case errors.As(err, &hs) && hs.hopRefused():
+			// The process answered: it lives, and refused only the hop
+			// (between sessions, say, its view hides the fleet's
+			// enrollments); it may still hold the task.
+			unavailable(true)
+		default:
 			s.lostTask(w, method, rpcID, wireID, ft)
 		}
 	case where == catalog.HolderLost:
@@ -236,9 +245,11 @@ func (s *Server) relayTasks(w http.ResponseWriter, r *http.Request, data []byte,
 	if err != nil {
 		return err
 	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		// The holder authenticated the credential again and refused it
-		// (taskfront.go): the caller gets what it would get here.
+	if resp.StatusCode == http.StatusUnauthorized && !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), hopRealm) {
+		// The holder judged the asserted caller again and refused it
+		// (taskfront.go): the caller gets what it would get here. A
+		// refusal of the hop itself (hopRealm) is the fleet's failure,
+		// not the caller's: peer_unavailable, below.
 		refuseUnauthenticated(w)
 		return nil
 	}

@@ -262,13 +262,16 @@ func (f *forwarder) failed(ctx context.Context, endpoint string, pc *peerClient,
 }
 
 // refused reports whether err is a failure to connect (the request never
-// left this process), or a connection lost before the peer began its
-// answer (a holder begins it before the body runs): either way the
-// route's body cannot have run.
+// left this process), a connection lost before the peer began its
+// answer (a holder begins it before the body runs), or the peer's
+// refusal of the hop itself (hopRefused): either way the route's body
+// cannot have run.
 func refused(err error) bool {
 	var (
 		op *net.OpError
 		nd *notDispatched
+		hs *hopStatus
 	)
-	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &nd)
+	return errors.As(err, &op) && op.Op == "dial" || errors.As(err, &nd) ||
+		errors.As(err, &hs) && hs.hopRefused()
 }

@@ -99,6 +99,23 @@ type fleetTransport struct {
 	limit    int64
 }
 
+// hopRetryDelay is how long a forward waits before it sends again a
+// request whose hop the peer refused (hopRefusedBy).
+const hopRetryDelay = 100 * time.Millisecond
+
+// hopRefusedBy reports whether resp is a peer's refusal of the hop itself
+// (hopsign.go's hopRefusal): a 401 with the fleet's challenge, or a 503
+// while its nonces are full. Nothing was dispatched.
+func hopRefusedBy(resp *http.Response) bool {
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		return strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), hopRealm)
+	case http.StatusServiceUnavailable:
+		return resp.Header.Get("Retry-After") != ""
+	}
+	return false
+}
+
 func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if keyOf(r.URL) != t.endpoint {
 		if r.Body != nil {
@@ -145,19 +162,44 @@ func (t *fleetTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Body = io.NopCloser(bytes.NewReader(data))
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
 	}
-	now := time.Now()
-	assertion := anonymous(now)
-	if h != nil && h.assert != "" {
-		assertion = h.assert
-	}
 	r.Header[hopHeader] = []string{"1"}
-	if err := t.sign.sign(r, data, t.peer, assertion, now); err != nil {
-		timer.Stop()
-		body.stop()
-		cancel(nil)
-		return nil, &notDispatched{err}
+	var resp *http.Response
+	for retried := false; ; retried = true {
+		now := time.Now()
+		assertion := anonymous(now)
+		if h != nil && h.assert != "" {
+			assertion = h.assert
+		}
+		if err := t.sign.sign(r, data, t.peer, assertion, now); err != nil {
+			timer.Stop()
+			body.stop()
+			cancel(nil)
+			return nil, &notDispatched{err}
+		}
+		resp, err = t.base.RoundTrip(r)
+		if err != nil || retried || !hopRefusedBy(resp) {
+			break
+		}
+		// The peer refused the hop itself, before dispatching anything:
+		// its view may not have caught up yet with this replica's
+		// enrollment (a replica that just joined, or opened a new
+		// session). Once more, signed anew, a moment later, within the
+		// same bound: the enrollment's watch event takes milliseconds.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		_ = resp.Body.Close()
+		select {
+		case <-ctx.Done():
+			resp, err = nil, context.Cause(ctx)
+		case <-time.After(hopRetryDelay):
+			answering.Store(false)
+			r = r.Clone(ctx)
+			if data != nil {
+				r.Body = io.NopCloser(bytes.NewReader(data))
+			}
+			continue
+		}
+		break
 	}
-	resp, err := t.base.RoundTrip(r)
 	if !timer.Stop() {
 		// The bound passed, whatever the base says: the peer's answer, if
 		// one came, came too late, and its context has ended.

@@ -199,6 +199,15 @@ type hopStatus struct {
 	body string // its start, for the log
 }
 
+// hopRefused reports whether the peer refused the hop request itself
+// (hopsign.go's hopRefusal), before anything was dispatched: its
+// signature or sender was refused (401; a forwarder whose enrollment the
+// holder's view has not seen yet, or has seen go with its lease), or its
+// nonces were full (503).
+func (e *hopStatus) hopRefused() bool {
+	return e.code == http.StatusUnauthorized || e.code == http.StatusServiceUnavailable
+}
+
 func (e *hopStatus) Error() string {
 	return fmt.Sprintf("mcpserve: the peer answered HTTP %d: %.128q", e.code, e.body)
 }

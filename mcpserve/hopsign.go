@@ -301,6 +301,10 @@ type hopCaller struct {
 
 type hopCallerKey struct{}
 
+// hopRealm is the auth scheme of a hop refusal's challenge, which tells
+// it from a caller's refusal (exposure.go's Bearer challenge).
+const hopRealm = "Livereg-Fleet"
+
 // hopRefusal writes the 401 of a hop request refused for err, which
 // names no secret (the replica's name is quoted, truncated).
 func hopRefusal(w http.ResponseWriter, replica string, err error) {
@@ -309,7 +313,7 @@ func hopRefusal(w http.ResponseWriter, replica string, err error) {
 		http.Error(w, "Service Unavailable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	w.Header().Set("WWW-Authenticate", `Livereg-Fleet realm="livereg-fleet"`)
+	w.Header().Set("WWW-Authenticate", hopRealm+` realm="livereg-fleet"`)
 	msg := "Unauthorized: " + err.Error()
 	if replica != "" && !errors.Is(err, ErrUnknownReplica) && !errors.Is(err, ErrBadSignature) {
 		msg += " (replica " + quote.Name(replica) + ")"

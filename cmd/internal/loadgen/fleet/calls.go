@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/livereg/livereg/catalog"
 	"github.com/livereg/livereg/mcpserve"
@@ -105,6 +106,16 @@ func (w *world) resolver(ctx context.Context, index int, stop <-chan struct{}) {
 	})
 }
 
+// unenrolled reports whether lease, the one a replica held when a call
+// through it began, is gone from etcd: the replica's enrollment went with
+// it, and a holder rightly refuses its hop (signed by a replica it no
+// longer knows) until its next session enrolls it again, though the
+// replica itself may not have noticed the loss yet. One round trip to
+// etcd, on a peer_unavailable answer only.
+func (w *world) unenrolled(lease clientv3.LeaseID) bool {
+	return lease == clientv3.NoLease || !w.f.leaseAlive(int64(lease))
+}
+
 // call calls name through r's client of credential class ci; with
 // progress set, as the progress call of that nonce (progress.go).
 func (w *world) call(ctx context.Context, r *replica, ci int, name string, progress uint64) {
@@ -114,7 +125,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 	}
 	// Read before locating: a loss between the two would hide the route
 	// from the call and yet not count as one during it.
-	lost := r.rep.SessionsLost()
+	lost, lease := r.rep.SessionsLost(), r.rep.Lease()
 	peer, located := r.rep.Peer(catalog.KindTool, name)
 	var holder *record
 	if located {
@@ -134,7 +145,10 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 	// rightly be unknown.
 	hidden := r.rep.SessionsLost() != lost || r.rep.Lease() == 0
 	o, text := classify(res, err)
-	if o == outcomePeerUnavailable {
+	if o == outcomePeerUnavailable && !hidden {
+		hidden = w.unenrolled(lease)
+	}
+	if o == outcomePeerUnavailable && !hidden {
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
 			// The replica located before the call is up and serving: it
 			// should have answered.

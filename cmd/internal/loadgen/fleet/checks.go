@@ -297,9 +297,11 @@ type forwardChecker struct {
 // answered judges the answer (o, text) of a call through via that began
 // at clock reading seq, with credential cred, to the route that via
 // located at holder's replica, whose consumer lived when the call began. hidden says via lost its
-// session during the call, or is between sessions: it then hides the
-// fleet's routes (etcdfleet's "While etcd stalls"), so an unknown is
-// inconclusive. shown says via's view located the route, before the
+// session during the call, or is between sessions, or (for a
+// peer_unavailable) held, when the call began, a lease that is gone: it
+// then hides the fleet's routes (etcdfleet's "While etcd stalls"), and
+// its enrollment went with the lease, so an unknown or a
+// peer_unavailable is inconclusive. shown says via's view located the route, before the
 // call, by holder's own record: one that located it by a predecessor's
 // record on the same replica lags behind the successor's claim, and may
 // apply the predecessor's release before it, holding no record of the
@@ -318,6 +320,11 @@ func (c forwardChecker) answered(holder *record, via *replica, seq uint64, cred 
 	case o == outcomeDenied && !holder.public && cred != credValid:
 		return
 	case o == outcomeUnknown && (hidden || !shown):
+		c.t.unsure(InvForwardAnswer)
+		return
+	case o == outcomePeerUnavailable && hidden:
+		// via's enrollment went with its lease: the holder rightly
+		// refused a hop signed by a replica it no longer knew.
 		c.t.unsure(InvForwardAnswer)
 		return
 	}

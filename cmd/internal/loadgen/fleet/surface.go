@@ -349,7 +349,7 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	if cs == nil {
 		return
 	}
-	lost := r.rep.SessionsLost()
+	lost, lease := r.rep.SessionsLost(), r.rep.Lease()
 	peer, located := r.rep.Peer(sn.kind.catalogKind(), sn.ns.name)
 	var holder *record
 	if located {
@@ -380,7 +380,10 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	}
 	hidden := r.rep.SessionsLost() != lost || r.rep.Lease() == 0
 	o := surfaceOutcome(err)
-	if o == outcomePeerUnavailable {
+	if o == outcomePeerUnavailable && !hidden {
+		hidden = w.unenrolled(lease)
+	}
+	if o == outcomePeerUnavailable && !hidden {
 		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
 			w.t.Unexpected("%s %s on %s: peer unavailable, though the holder it located, %s, is up (located by %s at view revision %d; after the call, %s): %s",
 				sn.kind, sn.ns.name, r.name, p.name, before, before.rev, locate(r, sn.kind.catalogKind(), sn.ns.name).after(), errText(err))
