@@ -313,7 +313,9 @@ func TestFleetOfThree(t *testing.T) {
 		}
 	}
 
-	// The fleet endpoint answers the fleet token alone.
+	// The fleet endpoint answers requests signed by an enrolled replica
+	// alone: no bearer token opens it, the fleet token included, which
+	// never crosses the hop.
 	fleetURL := strings.TrimSuffix(r3.url, "/mcp") + mcpserve.DefaultFleetPath
 	for _, tt := range []struct {
 		auth string
@@ -322,7 +324,7 @@ func TestFleetOfThree(t *testing.T) {
 		{"", http.StatusUnauthorized},
 		{"Bearer " + aliceToken, http.StatusUnauthorized},
 		{"Bearer " + testFleetToken + "x", http.StatusUnauthorized},
-		{"Bearer " + testFleetToken, http.StatusOK},
+		{"Bearer " + testFleetToken, http.StatusUnauthorized},
 	} {
 		if got := postFleet(t, ctx, fleetURL, tt.auth); got != tt.want {
 			t.Errorf("POST %s with %q: HTTP %d, want %d", mcpserve.DefaultFleetPath, tt.auth, got, tt.want)
