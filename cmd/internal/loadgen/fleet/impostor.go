@@ -46,10 +46,15 @@ type impostor struct {
 	srv    *http.Server
 	served chan struct{}
 	url    string
-	secret map[string]string // what its listener must never receive
+	secret [2]string // the fleet token and the callers' token, which its listener must never receive
 	t      *tally
+
 	hits   atomic.Int64
+	leaked [2]atomic.Int64 // requests holding each secret
 }
+
+// secretNames names im.secret's entries.
+var secretNames = [2]string{"the fleet token", "a caller's token"}
 
 // newImpostor joins the fleet f's etcd as "impostor", under a token no
 // replica holds, claims its names and serves its listener.
@@ -61,7 +66,7 @@ func newImpostor(ctx context.Context, f *fleet, t *tally) (*impostor, error) {
 	var own [32]byte
 	_, _ = rand.Read(own[:])
 	im := &impostor{ln: ln, url: "http://" + ln.Addr().String() + mcpserve.DefaultFleetPath, t: t, served: make(chan struct{}),
-		secret: map[string]string{"the fleet token": f.token, "a caller's token": tokenValid}}
+		secret: [2]string{f.token, tokenValid}}
 	im.srv = &http.Server{Handler: http.HandlerFunc(im.serve), ReadHeaderTimeout: 5 * time.Second}
 	go func() { defer close(im.served); _ = im.srv.Serve(ln) }()
 	im.rep, err = etcdfleet.Join(ctx, etcdfleet.Config{Endpoints: f.endpoints, Prefix: f.prefix, TTL: f.ttl, OpTimeout: f.opTimeout,
@@ -75,8 +80,10 @@ func newImpostor(ctx context.Context, f *fleet, t *tally) (*impostor, error) {
 		return nil, err
 	}
 	for i := 1; i <= impostorNames; i++ {
-		k, err := im.cat.StartTool(ctx, catalog.Tool{Name: fmt.Sprintf("%s%d", impostorPrefix, i), Title: forgeMarker + " impostor", InputSchema: inputSchema},
-			bindsec.Plan{Public: true}, func(context.Context, catalog.Call) (catalog.Result, error) { return catalog.TextResult("impostor"), nil })
+		k, err := im.cat.StartTool(ctx, catalog.Tool{Name: fmt.Sprintf("%s%d", impostorPrefix, i), Title: "impostor", InputSchema: inputSchema},
+			bindsec.Plan{Public: true}, func(context.Context, catalog.Call) (catalog.Result, error) {
+				return catalog.TextResult("impostor"), nil
+			})
 		if err != nil {
 			im.close()
 			return nil, fmt.Errorf("impostor: claim its names: %w", err)
@@ -91,20 +98,25 @@ func newImpostor(ctx context.Context, f *fleet, t *tally) (*impostor, error) {
 func (im *impostor) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	im.hits.Add(1)
-	im.t.Violate(InvImpostor, "the impostor's listener received %s %s", r.Method, r.URL.Path)
-	for what, s := range im.secret {
+	im.t.Violate(InvImpostor, "the impostor's listener received %s %s (%s)", r.Method, r.URL.Path, r.Header.Get("Mcp-Method"))
+	for i, s := range im.secret {
 		if s == "" {
 			continue
 		}
+		var where []string
 		for name, vs := range r.Header {
 			for _, v := range vs {
 				if strings.Contains(v, s) {
-					im.t.Violate(InvImpostor, "the impostor's listener received %s in header %s", what, name)
+					where = append(where, "header "+name)
 				}
 			}
 		}
 		if bytes.Contains(body, []byte(s)) {
-			im.t.Violate(InvImpostor, "the impostor's listener received %s in a body", what)
+			where = append(where, "the body")
+		}
+		if len(where) > 0 {
+			im.leaked[i].Add(1)
+			im.t.Violate(InvImpostor, "the impostor's listener received %s in %s", secretNames[i], strings.Join(where, ", "))
 		}
 	}
 	http.Error(w, "impostor", http.StatusServiceUnavailable)
