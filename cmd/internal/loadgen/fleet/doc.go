@@ -198,6 +198,11 @@
 //     to report to. It reads the client's handler, not the wire: that the
 //     reports precede the result on the wire is not checked. A report that
 //     failed in the body makes the count inconclusive.
+//  13. impostor_trusted: a replica that is up lists (catalog ListTools)
+//     or locates (Peer) a name the impostor claims, checked every 100 ms,
+//     or the impostor's listener receives a request, whatever it carries
+//     (impostor.go); the report counts the requests that held the fleet
+//     token or a caller's token, in a header value or the body.
 //
 // Errors that no invariant names but that a correct fleet never produces
 // (a consumer that dies with nobody ending it and no session lost, a

@@ -175,11 +175,18 @@ func TestRunFleetForger(t *testing.T) {
 	default:
 		t.Errorf("genuine records: %d signed, %d not", f.SignedRecords, f.UnsignedRecords)
 	}
+	// The impostor, never enrolled, is believed by no replica.
+	if rep.Checks[InvImpostor.String()] == 0 {
+		t.Errorf("invariant 13 was not checked")
+	}
+	if v := rep.Violations[InvImpostor.String()]; v != 0 || f.ImpostorHits != 0 {
+		t.Errorf("the impostor was trusted: %d violations, its listener got %d requests (%v)", v, f.ImpostorHits, rep.ViolationExamples[InvImpostor.String()])
+	}
 	if t.Failed() {
 		t.Log("\n" + out.String())
 	}
 	for _, inv := range Invariants {
-		if inv != InvForgedListed && inv != InvForgedFollowed && rep.Violations[inv.String()] != 0 {
+		if inv != InvForgedListed && inv != InvForgedFollowed && inv != InvImpostor && rep.Violations[inv.String()] != 0 {
 			t.Errorf("the forger broke invariant %s: %v", inv, rep.ViolationExamples[inv.String()])
 		}
 	}

@@ -104,6 +104,12 @@ type ForgeReport struct {
 	TrapHits       int64 `json:"trap_hits"`
 	TrapFleetToken int64 `json:"trap_fleet_token"`
 	TrapCallerCred int64 `json:"trap_caller_credential"`
+	// ImpostorHits counts the requests that reached the impostor's
+	// listener, and of them the ones that held the run's fleet token and
+	// a caller's token (in a header value or the body).
+	ImpostorHits        int64 `json:"impostor_hits"`
+	ImpostorFleetToken  int64 `json:"impostor_fleet_token"`
+	ImpostorCallerToken int64 `json:"impostor_caller_token"`
 }
 
 // SurfaceReport is the prompts', templates', resources' and progress
@@ -193,6 +199,9 @@ func (w *world) report(elapsed time.Duration, interrupted bool, conv, settled ti
 	if fg := w.fg; fg != nil {
 		r.Forge = &ForgeReport{Written: map[string]int64{}, SignedRecords: fg.signed.Load(), UnsignedRecords: fg.unsigned.Load(),
 			TrapHits: fg.trap.hits.Load(), TrapFleetToken: fg.trap.fleetToken.Load(), TrapCallerCred: fg.trap.callerCred.Load()}
+		if im := w.im; im != nil {
+			r.Forge.ImpostorHits, r.Forge.ImpostorFleetToken, r.Forge.ImpostorCallerToken = im.hits.Load(), im.leaked[0].Load(), im.leaked[1].Load()
+		}
 		for k := range numForgeKinds {
 			r.Forge.Written[k.String()] = fg.written[k].Load()
 		}
@@ -258,6 +267,8 @@ func (r *Report) WriteText(out io.Writer) {
 		}
 		fmt.Fprintf(out, "forger: %d forged records written (%s); genuine records it copied: %d signed, %d unsigned; the trap received %d requests (%d with the fleet token, %d with a caller's credential)\n",
 			n, report.Counts(f.Written, forgeKindNames[:]), f.SignedRecords, f.UnsignedRecords, f.TrapHits, f.TrapFleetToken, f.TrapCallerCred)
+		fmt.Fprintf(out, "impostor: its listener received %d requests (%d with the fleet token, %d with a caller's token)\n",
+			f.ImpostorHits, f.ImpostorFleetToken, f.ImpostorCallerToken)
 	}
 	fmt.Fprintln(out)
 

@@ -85,6 +85,10 @@ func run(ctx context.Context, cfg Config, plant func(*fleet)) (*Report, error) {
 		fg.check = forgeChecker{t: w.t, trapURL: fg.trap.url}
 		fg.trap.start(fg.check.trapHit)
 		w.fg = fg
+		if w.im, err = newImpostor(ctx, f, w.t); err != nil {
+			return nil, err
+		}
+		defer w.im.close()
 	}
 	return w.run(ctx, status.Header.Revision+1), nil
 }
@@ -130,6 +134,7 @@ func (w *world) run(ctx context.Context, watchFrom int64) *Report {
 		// The forger stops with the failures, before churn stops: what
 		// it wrote is gone by the time listings must converge.
 		chaos.Go(func() { w.forge(chaosCtx, w.fg) })
+		chaos.Go(func() { w.watchImpostor(chaosCtx, w.im) })
 	}
 
 	stopResolvers := make(chan struct{})

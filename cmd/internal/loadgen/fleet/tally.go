@@ -30,7 +30,8 @@ const (
 	InvTaskAnsweredByOther
 	InvUpdateAfterDeath
 	InvNotificationOrder
-	numInvariants = int(InvNotificationOrder)
+	InvImpostor
+	numInvariants = int(InvImpostor)
 )
 
 // Invariants lists every invariant in report order.
@@ -40,7 +41,7 @@ var Invariants = []Invariant{
 	InvLocalBodyAfterDeath, InvLocalBodyAfterStop, InvUnauthenticatedBody,
 	InvLostSessionClaimLives, InvForgedListed, InvForgedFollowed,
 	InvTaskOutlivedConsumer, InvTaskAnsweredByOther,
-	InvUpdateAfterDeath, InvNotificationOrder,
+	InvUpdateAfterDeath, InvNotificationOrder, InvImpostor,
 }
 
 var invariantNames = [numInvariants + 1]string{
@@ -61,6 +62,7 @@ var invariantNames = [numInvariants + 1]string{
 	"task_answered_by_other",
 	"update_after_death",
 	"notification_order",
+	"impostor_trusted",
 }
 
 // String is the invariant's key in reports and JSON.
@@ -72,7 +74,7 @@ func (i Invariant) String() string { return invariantNames[i] }
 // credentials) are all number 6, and both of forged records number 8.
 func (i Invariant) Number() int { return invariantNumbers[i] }
 
-var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7, 8, 8, 9, 10, 11, 12}
+var invariantNumbers = [numInvariants + 1]int{0, 1, 2, 3, 3, 4, 5, 6, 6, 6, 7, 8, 8, 9, 10, 11, 12, 13}
 
 // tally counts checks and violations per invariant, and errors that no
 // invariant names but that a correct fleet does not produce; beside them,

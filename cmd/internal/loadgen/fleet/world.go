@@ -71,7 +71,8 @@ type world struct {
 	conv    convergeChecker
 	crash   crashChecker
 	lost    lostClaimChecker
-	fg      *forger // nil unless Config.Forge
+	fg      *forger   // nil unless Config.Forge
+	im      *impostor // nil unless Config.Forge
 	tasks   taskBook
 	// The other kinds of route (surface.go), resource updates (subs.go)
 	// and progress (progress.go).
