@@ -116,6 +116,32 @@ func (w *world) unenrolled(lease clientv3.LeaseID) bool {
 	return lease == clientv3.NoLease || !w.f.leaseAlive(int64(lease))
 }
 
+// holderSession is the replica at a located endpoint and its session
+// when a call through another began.
+type holderSession struct {
+	r     *replica
+	lease clientv3.LeaseID
+	lost  int
+}
+
+// holderSession returns the replica at ep, if any, with its session now.
+func (w *world) holderSession(ep string) holderSession {
+	p := w.f.byEndpoint(ep)
+	if p == nil || p.rep == nil {
+		return holderSession{}
+	}
+	return holderSession{r: p, lease: p.rep.Lease(), lost: p.rep.SessionsLost()}
+}
+
+// kept reports whether the holder is up and kept the session it had: a
+// holder that lost it refuses every hop until its next session lists the
+// fleet again (its view, and with it every enrollment, is hidden), so its
+// refusal is no surprise then. One round trip to etcd.
+func (h holderSession) kept(w *world) bool {
+	return h.r != nil && !h.r.crashed.Load() && h.r.rep.SessionsLost() == h.lost &&
+		h.lease != clientv3.NoLease && w.f.leaseAlive(int64(h.lease))
+}
+
 // call calls name through r's client of credential class ci; with
 // progress set, as the progress call of that nonce (progress.go).
 func (w *world) call(ctx context.Context, r *replica, ci int, name string, progress uint64) {
@@ -127,6 +153,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 	// from the call and yet not count as one during it.
 	lost, lease := r.rep.SessionsLost(), r.rep.Lease()
 	peer, located := r.rep.Peer(catalog.KindTool, name)
+	hs := w.holderSession(peer)
 	var holder *record
 	if located {
 		holder = w.holderAt(name, peer)
@@ -149,7 +176,7 @@ func (w *world) call(ctx context.Context, r *replica, ci int, name string, progr
 		hidden = w.unenrolled(lease)
 	}
 	if o == outcomePeerUnavailable && !hidden {
-		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
+		if p := hs.r; hs.kept(w) {
 			// The replica located before the call is up and serving: it
 			// should have answered.
 			w.t.Unexpected("tools/call %s on %s: peer unavailable, though the holder it located, %s, is up (located by %s at view revision %d; after the call, %s): %s",

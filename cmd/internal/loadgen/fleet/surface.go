@@ -351,6 +351,7 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 	}
 	lost, lease := r.rep.SessionsLost(), r.rep.Lease()
 	peer, located := r.rep.Peer(sn.kind.catalogKind(), sn.ns.name)
+	hs := w.holderSession(peer)
 	var holder *record
 	if located {
 		holder = w.holderAt(sn.ns.name, peer)
@@ -384,7 +385,7 @@ func (w *world) surfaceGet(ctx context.Context, r *replica, sn *surfName) {
 		hidden = w.unenrolled(lease)
 	}
 	if o == outcomePeerUnavailable && !hidden {
-		if p := w.f.byEndpoint(peer); p != nil && !p.crashed.Load() {
+		if p := hs.r; hs.kept(w) {
 			w.t.Unexpected("%s %s on %s: peer unavailable, though the holder it located, %s, is up (located by %s at view revision %d; after the call, %s): %s",
 				sn.kind, sn.ns.name, r.name, p.name, before, before.rev, locate(r, sn.kind.catalogKind(), sn.ns.name).after(), errText(err))
 		}
