@@ -213,12 +213,15 @@ func TestTaskBounds(t *testing.T) {
 	if _, err := c.StartTask(bg, "job", nil, "alice"); !errors.Is(err, catalog.ErrTooManyTasks) {
 		t.Fatalf("alice's third: %v", err)
 	}
-	startTask(t, c, "bob")
+	b1 := startTask(t, c, "bob")
 	if _, err := c.StartTask(bg, "job", nil, "carol"); !errors.Is(err, catalog.ErrTooManyTasks) {
 		t.Fatalf("the fourth in all: %v", err)
 	}
+	// Every task ends before the clock moves: one that ended after would
+	// be kept a TTL from then.
 	wait(t, a1)
 	wait(t, a2)
+	wait(t, b1)
 	if got, want := c.Stats().Tasks, (catalog.TaskCounts{Held: 3, MostPerCaller: 2, ResultBytes: c.Stats().Tasks.ResultBytes}); got != want || got.ResultBytes <= 0 {
 		t.Fatalf("Stats().Tasks = %+v, want %+v with results counted", got, want)
 	}
