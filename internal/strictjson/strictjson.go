@@ -158,9 +158,29 @@ func (c *checker) value(i, depth int) (int, error) {
 	}
 }
 
+// after reads what follows a member that ended at i: a comma, and the
+// next member's start, or close, the end of its array or object (done).
+func (c *checker) after(i int, close byte) (next int, done bool, err error) {
+	i = c.space(i)
+	switch {
+	case i >= len(c.data):
+		return i, false, c.syntax(i)
+	case c.data[i] == ',':
+		return c.space(i + 1), false, nil
+	case c.data[i] == close:
+		return i + 1, true, nil
+	}
+	return i, false, c.syntax(i)
+}
+
+// tooDeep is the refusal of an array or object at i nested past MaxDepth.
+func (c *checker) tooDeep(i int) error {
+	return &Error{Err: ErrDepth, Offset: i, Detail: fmt.Sprintf("more than %d levels", MaxDepth)}
+}
+
 func (c *checker) array(i, depth int) (int, error) {
 	if depth > MaxDepth {
-		return i, &Error{Err: ErrDepth, Offset: i, Detail: fmt.Sprintf("more than %d levels", MaxDepth)}
+		return i, c.tooDeep(i)
 	}
 	i = c.space(i + 1)
 	if i < len(c.data) && c.data[i] == ']' {
@@ -171,24 +191,16 @@ func (c *checker) array(i, depth int) (int, error) {
 		if i, err = c.value(i, depth); err != nil {
 			return i, err
 		}
-		i = c.space(i)
-		if i >= len(c.data) {
-			return i, c.syntax(i)
-		}
-		switch c.data[i] {
-		case ',':
-			i = c.space(i + 1)
-		case ']':
-			return i + 1, nil
-		default:
-			return i, c.syntax(i)
+		var done bool
+		if i, done, err = c.after(i, ']'); done || err != nil {
+			return i, err
 		}
 	}
 }
 
 func (c *checker) object(i, depth int) (int, error) {
 	if depth > MaxDepth {
-		return i, &Error{Err: ErrDepth, Offset: i, Detail: fmt.Sprintf("more than %d levels", MaxDepth)}
+		return i, c.tooDeep(i)
 	}
 	// This object's names are c.names[base:], ending at c.ends[first:].
 	first, base := len(c.ends), len(c.names)
@@ -247,17 +259,9 @@ func (c *checker) object(i, depth int) (int, error) {
 		if i, err = c.value(c.space(i+1), depth); err != nil {
 			return i, err
 		}
-		i = c.space(i)
-		if i >= len(c.data) {
-			return i, c.syntax(i)
-		}
-		switch c.data[i] {
-		case ',':
-			i = c.space(i + 1)
-		case '}':
-			return i + 1, nil
-		default:
-			return i, c.syntax(i)
+		var done bool
+		if i, done, err = c.after(i, '}'); done || err != nil {
+			return i, err
 		}
 	}
 }
